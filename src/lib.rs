@@ -1,0 +1,44 @@
+//! `neff` reads AWS Neuron NEFF files (the compiled programs Trainium and
+//! Inferentia run) from a memory map, without copying.
+//!
+//! A NEFF is a 1024-byte binary [`header`] followed by a tar archive, gzip
+//! compressed in package version 2 and raw in version 1. The crate follows
+//! the data's path, one module per step:
+//!
+//! | step | module | what it owns |
+//! |---|---|---|
+//! | file bytes | [`map`] | the memory map (the crate's only `unsafe`) |
+//! | header | [`header`] | the zerocopy header struct and structural checks |
+//! | payload | [`payload`] | one libdeflate inflation of a gzip payload |
+//! | tar index | [`tar`] | the walk over tar headers into spans |
+//! | selection | [`select`] | precompiled patterns over sorted names |
+//! | open NEFF | [`neff`] | [`Neff`], tying the above together |
+//! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
+//! | report | [`summary`] | what `neff info` shows |
+//!
+//! ```no_run
+//! let neff = neff::Neff::open("model.neff")?;
+//! for e in neff.files() {
+//!     println!("{} {}", neff.name_str(e), e.size);
+//! }
+//! # Ok::<(), neff::Error>(())
+//! ```
+
+pub mod error;
+pub mod header;
+pub mod limits;
+pub mod map;
+pub mod neff;
+pub mod payload;
+pub mod select;
+pub mod summary;
+pub mod tar;
+pub mod verify;
+
+pub use error::{Error, Result};
+pub use header::Header;
+pub use limits::Limits;
+pub use map::ReadMode;
+pub use neff::{Neff, Options};
+pub use select::Known;
+pub use tar::{Entry, Kind};

@@ -1,0 +1,37 @@
+//! Resource caps: how much a hostile file may make `neff` allocate or walk.
+//!
+//! Every cap has a default that real NEFFs stay far below, is configurable
+//! from the library ([`Limits`]) and the CLI (`--max-*` flags), and refuses
+//! the input with [`Error::Limit`](crate::Error::Limit) when reached, before
+//! the allocation it guards is made.
+
+/// The caps applied while opening and querying a NEFF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest inflated (tar) size of a gzip payload. Default 4 GiB.
+    pub max_inflated: u64,
+    /// Most tar entries (of any kind) in one archive. Default 1,000,000.
+    pub max_members: usize,
+    /// Largest PAX `x`/`g` extended header or GNU `L`/`K` long-name payload.
+    /// Default 1 MiB, as Go's archive/tar and libarchive use.
+    pub max_extended_header: u64,
+    /// Longest member name or link target, in bytes. Default 64 KiB.
+    pub max_name_len: usize,
+    /// Largest JSON member that will be parsed. Default 256 MiB.
+    pub max_json_size: u64,
+    /// Deepest nesting of arrays and objects in a JSON member. Default 512.
+    pub max_json_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_inflated: 4 << 30,
+            max_members: 1_000_000,
+            max_extended_header: 1 << 20,
+            max_name_len: 64 << 10,
+            max_json_size: 256 << 20,
+            max_json_depth: 512,
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The `neff` command: a thin client of the `neff` library.
+//!
+//! The contract (commands, JSON keys, exit codes) is `design/CLI.md`: 0 ok,
+//! 1 refused, 2 usage, 3 I/O. Refusals print one line,
+//! `neff: <path>: <reason>`, and nothing on stdout.
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use neff::{Error, Kind, Limits, Neff, Options, ReadMode};
+
+#[derive(Parser)]
+#[command(name = "neff", version, about = "Read AWS Neuron NEFF files fast and safely")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+    #[command(flatten)]
+    caps: Caps,
+}
+
+/// Resource caps (sizes take K, M, G suffixes, powers of 1024).
+#[derive(Args)]
+struct Caps {
+    /// Largest inflated payload [default: 4G]
+    #[arg(long, global = true, value_parser = parse_size)]
+    max_inflated: Option<u64>,
+    /// Most archive entries [default: 1000000]
+    #[arg(long, global = true)]
+    max_members: Option<usize>,
+    /// Largest PAX or GNU long-name extended header [default: 1M]
+    #[arg(long, global = true, value_parser = parse_size)]
+    max_extended_header: Option<u64>,
+    /// Longest member name or link target [default: 64K]
+    #[arg(long, global = true, value_parser = parse_size)]
+    max_name_len: Option<u64>,
+    /// Largest JSON member parsed [default: 256M]
+    #[arg(long, global = true, value_parser = parse_size)]
+    max_json_size: Option<u64>,
+    /// Deepest JSON nesting [default: 512]
+    #[arg(long, global = true)]
+    max_json_depth: Option<usize>,
+}
+
+impl Caps {
+    fn limits(&self) -> Limits {
+        let d = Limits::default();
+        Limits {
+            max_inflated: self.max_inflated.unwrap_or(d.max_inflated),
+            max_members: self.max_members.unwrap_or(d.max_members),
+            max_extended_header: self.max_extended_header.unwrap_or(d.max_extended_header),
+            max_name_len: self.max_name_len.map_or(d.max_name_len, |v| v as usize),
+            max_json_size: self.max_json_size.unwrap_or(d.max_json_size),
+            max_json_depth: self.max_json_depth.unwrap_or(d.max_json_depth),
+        }
+    }
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List members in archive order
+    Ls {
+        file: PathBuf,
+        /// One JSON array of {name, kind, size, offset, mtime, mode, link}
+        #[arg(long)]
+        json: bool,
+        /// Also list directories, links and other entries
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write one member's bytes to stdout (first match in sorted name order)
+    Cat { file: PathBuf, pattern: String },
+    /// Show the header and a summary
+    Info {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check header sizes and the payload hash
+    Verify {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// A failure tied to the file it concerns.
+struct Failure {
+    path: PathBuf,
+    err: Error,
+}
+
+trait AtPath<T> {
+    fn at(self, path: &Path) -> Result<T, Failure>;
+}
+
+impl<T> AtPath<T> for Result<T, Error> {
+    fn at(self, path: &Path) -> Result<T, Failure> {
+        self.map_err(|err| Failure {
+            path: path.to_path_buf(),
+            err,
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let opts = Options {
+        limits: cli.caps.limits(),
+        read_mode: ReadMode::Auto,
+    };
+    match run(cli.cmd, &opts) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            if matches!(&f.err, Error::Io(e) if e.kind() == io::ErrorKind::BrokenPipe) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("neff: {}: {}", f.path.display(), one_line(&f.err));
+            ExitCode::from(f.err.exit_code() as u8)
+        }
+    }
+}
+
+fn one_line(e: &Error) -> String {
+    e.to_string().replace('\n', " ")
+}
+
+fn stdout_err(e: io::Error) -> Failure {
+    Failure {
+        path: PathBuf::from("<stdout>"),
+        err: Error::Io(e),
+    }
+}
+
+fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    match cmd {
+        Cmd::Ls { file, json, all } => {
+            let neff = Neff::open_with(&file, opts).at(&file)?;
+            ls(&neff, json, all, &mut out).map_err(stdout_err)?;
+        }
+        Cmd::Cat { file, pattern } => {
+            let re = neff::select::compile(&pattern).at(&file)?;
+            let neff = Neff::open_with(&file, opts).at(&file)?;
+            let e = neff
+                .find(&re)
+                .ok_or(Error::NoMatch(pattern))
+                .at(&file)?;
+            out.write_all(neff.data(e)).map_err(stdout_err)?;
+        }
+        Cmd::Info { file, json } => {
+            let neff = Neff::open_with(&file, opts).at(&file)?;
+            let s = neff::summary::Summary::of(&neff);
+            if json {
+                serde_json::to_writer(&mut out, &s).map_err(|e| stdout_err(e.into()))?;
+                writeln!(out).map_err(stdout_err)?;
+            } else {
+                info_table(&s, &mut out).map_err(stdout_err)?;
+            }
+        }
+        Cmd::Verify { files } => {
+            let mut failed = false;
+            for f in &files {
+                let res = neff::map::FileBytes::open(f, ReadMode::Map)
+                    .and_then(|b| neff::verify::verify_file(&b));
+                match res {
+                    Ok(()) => writeln!(out, "OK {}", f.display()),
+                    Err(e) => {
+                        failed = true;
+                        writeln!(out, "FAIL {}: {}", f.display(), one_line(&e))
+                    }
+                }
+                .map_err(stdout_err)?;
+            }
+            out.flush().map_err(stdout_err)?;
+            return Ok(u8::from(failed));
+        }
+    }
+    out.flush().map_err(stdout_err)?;
+    Ok(0)
+}
+
+fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()> {
+    let shown = neff
+        .entries()
+        .iter()
+        .filter(|e| all || e.kind == Kind::File);
+    if json {
+        #[derive(serde::Serialize)]
+        struct Row<'a> {
+            name: std::borrow::Cow<'a, str>,
+            kind: &'static str,
+            size: u64,
+            offset: u64,
+            mtime: i64,
+            mode: u32,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            link: Option<std::borrow::Cow<'a, str>>,
+        }
+        let rows: Vec<Row> = shown
+            .map(|e| Row {
+                name: neff.name_str(e),
+                kind: e.kind.as_str(),
+                size: e.size,
+                offset: e.offset,
+                mtime: e.mtime,
+                mode: e.mode,
+                link: neff.link(e).map(String::from_utf8_lossy),
+            })
+            .collect();
+        serde_json::to_writer(&mut *out, &rows)?;
+        return writeln!(out);
+    }
+    for e in shown {
+        out.write_all(neff.name(e))?;
+        match e.kind {
+            Kind::Dir => out.write_all(b"/")?,
+            Kind::Symlink | Kind::Hardlink => {
+                if let Some(l) = neff.link(e) {
+                    out.write_all(b" -> ")?;
+                    out.write_all(l)?;
+                }
+            }
+            _ => {}
+        }
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()> {
+    let features = if s.features.is_empty() {
+        "N/A".to_string()
+    } else {
+        s.features.join(", ")
+    };
+    let rows: [(&str, String); 16] = [
+        ("Package Version", s.pkg_version.to_string()),
+        ("Header Size", format!("{} (bytes)", s.header_size)),
+        ("Data Size", format!("{} (bytes)", s.data_size)),
+        ("Major Version", s.version_major.to_string()),
+        ("Minor Version", s.version_minor.to_string()),
+        ("Build Version", s.build_version.clone()),
+        ("Number of Neuron cores", s.requested_tpb_count.to_string()),
+        ("Hash", s.hash.clone()),
+        ("UUID", s.uuid.clone()),
+        ("Network Name", s.name.clone()),
+        ("Enabled Features", features),
+        ("Feature Bits", format!("0x{:x}", s.feature_bits)),
+        ("LNC Size", s.vnc_size.to_string()),
+        (
+            "Payload",
+            if s.compressed {
+                format!("gzip, {} bytes of tar inside", s.tar_size)
+            } else {
+                format!("raw tar, {} bytes", s.tar_size)
+            },
+        ),
+        ("Members", s.members.to_string()),
+        ("Entries", s.entries.to_string()),
+    ];
+    writeln!(out, "NEFF Header:")?;
+    for (k, v) in rows {
+        writeln!(out, "  {:<24}{}", format!("{k}:"), v)?;
+    }
+    Ok(())
+}

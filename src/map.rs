@@ -1,0 +1,76 @@
+//! The bytes of a NEFF file: memory-mapped, or read into memory.
+//!
+//! This module holds the crate's only `unsafe` block. Everything above it
+//! sees a plain `&[u8]`.
+
+use std::fs::File;
+use std::ops::Deref;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use crate::error::Result;
+
+/// The whole file's bytes, however they were obtained.
+#[derive(Debug)]
+pub enum FileBytes {
+    /// A read-only shared mapping of the file.
+    Mapped(Mmap),
+    /// The file read into (or built in) memory.
+    Owned(Vec<u8>),
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// How to bring a file into memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// Map files of at least 64 KiB, read smaller ones (a read of a small
+    /// file is cheaper than setting up and tearing down a mapping).
+    #[default]
+    Auto,
+    /// Always memory-map.
+    Map,
+    /// Always read into memory.
+    Read,
+}
+
+/// Files below this size are read rather than mapped in [`ReadMode::Auto`].
+pub const MAP_THRESHOLD: u64 = 64 << 10;
+
+impl FileBytes {
+    /// Opens `path` and returns its bytes (mapped or read, per `mode`).
+    pub fn open(path: &Path, mode: ReadMode) -> Result<FileBytes> {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len();
+        let map = match mode {
+            ReadMode::Map => len > 0,
+            ReadMode::Read => false,
+            ReadMode::Auto => len >= MAP_THRESHOLD,
+        };
+        if !map {
+            let mut buf = Vec::with_capacity(len as usize);
+            use std::io::Read;
+            (&file).read_to_end(&mut buf)?;
+            return Ok(FileBytes::Owned(buf));
+        }
+        // SAFETY: the mapping is read-only and private to this process. The
+        // one hazard is another process truncating or rewriting the file while
+        // it is mapped: a truncation turns reads past the new end into SIGBUS,
+        // a rewrite changes bytes under us. Every length we use is checked
+        // against the mapping's length, so a concurrent rewrite can only make
+        // us read different (still bounded) bytes; truncation of a NEFF being
+        // read is outside what this tool defends against, as for ripgrep and
+        // every other mmap-based reader.
+        let map = unsafe { Mmap::map(&file)? };
+        Ok(FileBytes::Mapped(map))
+    }
+}

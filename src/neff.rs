@@ -1,0 +1,173 @@
+//! An open NEFF: its bytes, its header, its tar bytes and their index.
+//!
+//! [`Neff::open`] maps the file, checks the header, inflates a gzip payload
+//! once and walks the tar headers; every later question is answered from
+//! those, without reading the file again.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use regex_automata::meta::Regex;
+
+use crate::error::{Error, Result};
+use crate::header::{Compression, Header, PayloadSpan};
+use crate::limits::Limits;
+use crate::map::{FileBytes, ReadMode};
+use crate::payload::{self, Inflated};
+use crate::select::{self, Known};
+use crate::tar::{Entry, Index, Kind};
+
+/// Options for opening a NEFF.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub limits: Limits,
+    pub read_mode: ReadMode,
+}
+
+/// An open, indexed NEFF.
+#[derive(Debug)]
+pub struct Neff {
+    file: FileBytes,
+    span: PayloadSpan,
+    inflated: Option<Inflated>,
+    index: Index,
+    limits: Limits,
+    sorted: OnceLock<Vec<u32>>,
+    known: OnceLock<[Option<u32>; 6]>,
+}
+
+impl Neff {
+    /// Opens and indexes the NEFF at `path` with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Neff> {
+        Neff::open_with(path, &Options::default())
+    }
+
+    /// Opens and indexes the NEFF at `path`.
+    pub fn open_with(path: impl AsRef<Path>, opts: &Options) -> Result<Neff> {
+        let file = FileBytes::open(path.as_ref(), opts.read_mode)?;
+        Neff::from_file_bytes(file, &opts.limits)
+    }
+
+    /// Indexes a NEFF held in memory (for tests, fuzzing and programs that
+    /// build NEFFs).
+    pub fn from_bytes(bytes: Vec<u8>, limits: &Limits) -> Result<Neff> {
+        Neff::from_file_bytes(FileBytes::Owned(bytes), limits)
+    }
+
+    fn from_file_bytes(file: FileBytes, limits: &Limits) -> Result<Neff> {
+        let header = Header::from_file_bytes(&file)?;
+        let span = header.locate_payload(&file)?;
+        let stored = &file[span.start..span.start + span.len];
+        let inflated = match span.compression {
+            Compression::Gzip => Some(payload::inflate(stored, limits.max_inflated)?),
+            Compression::None => None,
+        };
+        let tar: &[u8] = inflated.as_deref().unwrap_or(stored);
+        let index = Index::build(tar, limits)?;
+        Ok(Neff {
+            file,
+            span,
+            inflated,
+            index,
+            limits: *limits,
+            sorted: OnceLock::new(),
+            known: OnceLock::new(),
+        })
+    }
+
+    /// The 1024-byte header, cast in place.
+    pub fn header(&self) -> &Header {
+        Header::from_file_bytes(&self.file).expect("checked at open")
+    }
+
+    /// Where the payload lies in the file and how it is compressed.
+    pub fn payload_span(&self) -> PayloadSpan {
+        self.span
+    }
+
+    /// The payload bytes as stored in the file (what the header hash covers).
+    pub fn stored_payload(&self) -> &[u8] {
+        &self.file[self.span.start..self.span.start + self.span.len]
+    }
+
+    /// Whether the payload is gzip-compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.span.compression == Compression::Gzip
+    }
+
+    /// The tar bytes: the mapped payload, or its inflation.
+    pub fn tar(&self) -> &[u8] {
+        match &self.inflated {
+            Some(b) => b,
+            None => self.stored_payload(),
+        }
+    }
+
+    /// The whole file's bytes.
+    pub fn file_bytes(&self) -> &[u8] {
+        &self.file
+    }
+
+    /// The limits this NEFF was opened with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Every entry, in archive order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.index.entries
+    }
+
+    /// The name of an entry.
+    pub fn name<'a>(&'a self, e: &'a Entry) -> &'a [u8] {
+        e.name.get(self.tar())
+    }
+
+    /// The name of an entry as text (lossy for non-UTF-8 names).
+    pub fn name_str<'a>(&'a self, e: &'a Entry) -> std::borrow::Cow<'a, str> {
+        String::from_utf8_lossy(self.name(e))
+    }
+
+    /// The link target of an entry, if it has one.
+    pub fn link<'a>(&'a self, e: &'a Entry) -> Option<&'a [u8]> {
+        e.link.as_ref().map(|l| l.get(self.tar()))
+    }
+
+    /// The data of an entry, borrowed from the map or the inflated buffer.
+    pub fn data(&self, e: &Entry) -> &[u8] {
+        e.data(self.tar())
+    }
+
+    /// Regular members (archive order).
+    pub fn files(&self) -> impl Iterator<Item = &Entry> {
+        self.entries().iter().filter(|e| e.kind == Kind::File)
+    }
+
+    /// Indices of the regular members in byte-wise name order, one per name.
+    pub fn sorted_files(&self) -> &[u32] {
+        self.sorted
+            .get_or_init(|| select::sorted_files(self.entries(), self.tar()))
+    }
+
+    /// The first regular member, in sorted name order, that `re` matches.
+    pub fn find(&self, re: &Regex) -> Option<&Entry> {
+        select::first_match(re, self.sorted_files(), self.entries(), self.tar())
+            .map(|i| &self.index.entries[i as usize])
+    }
+
+    /// Like [`find`](Self::find) with a pattern string; no match is an error.
+    pub fn find_pattern(&self, pattern: &str) -> Result<&Entry> {
+        let re = select::compile(pattern)?;
+        self.find(&re)
+            .ok_or_else(|| Error::NoMatch(pattern.to_string()))
+    }
+
+    /// The member an accessor reads, by the reference reader's patterns.
+    pub fn known(&self, k: Known) -> Option<&Entry> {
+        let found = self
+            .known
+            .get_or_init(|| select::resolve_known(self.sorted_files(), self.entries(), self.tar()));
+        let slot = Known::ALL.iter().position(|&x| x == k).expect("in ALL");
+        found[slot].map(|i| &self.index.entries[i as usize])
+    }
+}

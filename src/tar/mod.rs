@@ -1,0 +1,24 @@
+//! The tar index: one pass over the 512-byte headers of the payload, into a
+//! list of entries whose names and data are spans of the payload bytes.
+//!
+//! The walker understands every dialect NEFF producers use (NEFF-FORMAT.md
+//! §2.2): POSIX ustar (`prefix/name`), GNU (`ustar  ` magic, `L`/`K`
+//! long-name records, base-256 numbers) and PAX (`x` records for the next
+//! entry, `g` records for all later entries). Nothing is copied except a
+//! ustar name that must be joined from its prefix and name fields.
+//!
+//! Hostile archives are refused with the offset of the header at fault. The
+//! rules learned from the CVEs of other tar readers are applied here: a PAX
+//! `size` overrides the header's; an `x` record applies to the next real
+//! entry and never to an intervening `L`/`K` header; every length is checked
+//! against the bytes that remain before it is used; extended headers and
+//! names are capped (see [`Limits`](crate::Limits)).
+
+mod block;
+mod index;
+mod number;
+mod pax;
+
+pub use block::{Block, BLOCK};
+pub use index::{Entry, Index, Kind, Name};
+pub use number::parse_numeric;

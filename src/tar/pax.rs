@@ -1,0 +1,164 @@
+//! PAX extended-header records: `"<len> <key>=<value>\n"`, repeated.
+//!
+//! Only the keywords that change what the index records are kept: `path`,
+//! `linkpath`, `size` and `mtime`. Values are kept as spans of the tar bytes.
+//! An empty value unsets the keyword (POSIX), which is recorded as
+//! `Some(None)` so it can override a global record.
+
+use std::ops::Range;
+
+/// The keywords of one `x` or `g` header that the index uses.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub path: Option<Option<Range<usize>>>,
+    pub linkpath: Option<Option<Range<usize>>>,
+    pub size: Option<Option<u64>>,
+    pub mtime: Option<Option<i64>>,
+}
+
+impl Overrides {
+    /// Applies `newer` on top of `self` (later records win).
+    pub fn merge(&mut self, newer: Overrides) {
+        if newer.path.is_some() {
+            self.path = newer.path;
+        }
+        if newer.linkpath.is_some() {
+            self.linkpath = newer.linkpath;
+        }
+        if newer.size.is_some() {
+            self.size = newer.size;
+        }
+        if newer.mtime.is_some() {
+            self.mtime = newer.mtime;
+        }
+    }
+}
+
+/// Parses the records in `tar[span]`. Errors name the record's problem; the
+/// caller adds the header's offset.
+pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
+    let mut out = Overrides::default();
+    let end = span.end;
+    let mut pos = span.start;
+    while pos < end {
+        // Writers may pad the data with NULs after the last record.
+        if tar[pos] == 0 && tar[pos..end].iter().all(|&b| b == 0) {
+            break;
+        }
+        let rec = &tar[pos..end];
+        let sp = memchr::memchr(b' ', rec).ok_or("PAX record has no length")?;
+        let len_txt = &rec[..sp];
+        if len_txt.is_empty() || !len_txt.iter().all(u8::is_ascii_digit) || len_txt.len() > 19 {
+            return Err(format!(
+                "PAX record length {:?} is not a decimal number",
+                String::from_utf8_lossy(len_txt)
+            ));
+        }
+        let len: usize = std::str::from_utf8(len_txt)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or("PAX record length does not fit")?;
+        if len == 0 {
+            return Err("PAX record length is 0".into());
+        }
+        if len > rec.len() {
+            return Err(format!(
+                "PAX record length {len} runs past the extended header ({} bytes left)",
+                rec.len()
+            ));
+        }
+        if len <= sp + 1 || rec[len - 1] != b'\n' {
+            return Err(format!("PAX record of length {len} does not end in a newline"));
+        }
+        let kv_start = pos + sp + 1;
+        let kv_end = pos + len - 1;
+        let kv = &tar[kv_start..kv_end];
+        let eq = memchr::memchr(b'=', kv).ok_or("PAX record has no '='")?;
+        let key = &kv[..eq];
+        let val = kv_start + eq + 1..kv_end;
+        let text = &tar[val.clone()];
+        match key {
+            b"path" => out.path = Some((!val.is_empty()).then_some(val)),
+            b"linkpath" => out.linkpath = Some((!val.is_empty()).then_some(val)),
+            b"size" => out.size = Some(if text.is_empty() { None } else { Some(parse_size(text)?) }),
+            b"mtime" => {
+                out.mtime = Some(if text.is_empty() { None } else { Some(parse_time(text)?) })
+            }
+            _ => {}
+        }
+        pos += len;
+    }
+    Ok(out)
+}
+
+fn parse_size(t: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(t)
+        .ok()
+        .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("PAX size {:?} is not a non-negative integer", String::from_utf8_lossy(t)))
+}
+
+/// `mtime` is decimal seconds with an optional fraction; keep whole seconds
+/// (rounded towards negative infinity, as tar does).
+fn parse_time(t: &[u8]) -> Result<i64, String> {
+    let s = std::str::from_utf8(t).map_err(|_| "PAX mtime is not text".to_string())?;
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let bad = || format!("PAX mtime {s:?} is not a number");
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let secs: i64 = int.parse().map_err(|_| bad())?;
+    let has_frac = frac.bytes().any(|b| b != b'0');
+    Ok(if secs < 0 || int.starts_with('-') { secs - i64::from(has_frac) } else { secs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &[u8]) -> Result<Overrides, String> {
+        parse(s, 0..s.len())
+    }
+
+    #[test]
+    fn reads_path_size_and_mtime() {
+        let r = b"20 path=a/long/name\n13 size=4096\n30 mtime=1700000000.123456789\n";
+        let o = p(r).unwrap();
+        assert_eq!(&r[o.path.unwrap().unwrap()], b"a/long/name");
+        assert_eq!(o.size, Some(Some(4096)));
+        assert_eq!(o.mtime, Some(Some(1_700_000_000)));
+    }
+
+    #[test]
+    fn zero_length_record_is_refused() {
+        assert!(p(b"0 path=x\n").unwrap_err().contains("length is 0"));
+    }
+
+    #[test]
+    fn record_longer_than_header_is_refused() {
+        assert!(p(b"99 path=x\n").unwrap_err().contains("runs past"));
+    }
+
+    #[test]
+    fn record_without_equals_is_refused() {
+        assert!(p(b"11 pathxyz\n").unwrap_err().contains("no '='"));
+    }
+
+    #[test]
+    fn negative_size_is_refused() {
+        assert!(p(b"11 size=-1\n").is_err());
+    }
+
+    #[test]
+    fn empty_value_unsets() {
+        let o = p(b"8 path=\n").unwrap();
+        assert_eq!(o.path, Some(None));
+    }
+
+    #[test]
+    fn trailing_nul_padding_is_ignored() {
+        let o = p(b"11 size=10\n\0\0\0").unwrap();
+        assert_eq!(o.size, Some(Some(10)));
+    }
+}
