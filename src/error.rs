@@ -35,7 +35,7 @@ pub enum Error {
     #[error("no member matches {0}")]
     NoMatch(String),
     /// A JSON member is not valid JSON.
-    #[error("{member}: invalid JSON: {reason}")]
+    #[error("invalid JSON in {member}: {reason}")]
     Json { member: String, reason: String },
     /// A JSON member is valid but does not have the shape an accessor needs.
     #[error("{member}: wrong shape: {what}")]

@@ -13,6 +13,8 @@
 //! | tar index | [`tar`] | the walk over tar headers into spans |
 //! | selection | [`select`] | precompiled patterns over sorted names |
 //! | open NEFF | [`neff`] | [`Neff`], tying the above together |
+//! | JSON | [`json`] | simd-json tapes over member bytes, typed views |
+//! | accessors | [`accessors`] | the reference reader's roster |
 //! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
 //! | report | [`summary`] | what `neff info` shows |
 //!
@@ -24,8 +26,10 @@
 //! # Ok::<(), neff::Error>(())
 //! ```
 
+pub mod accessors;
 pub mod error;
 pub mod header;
+pub mod json;
 pub mod limits;
 pub mod map;
 pub mod neff;
@@ -35,6 +39,7 @@ pub mod summary;
 pub mod tar;
 pub mod verify;
 
+pub use accessors::Accessor;
 pub use error::{Error, Result};
 pub use header::Header;
 pub use limits::Limits;

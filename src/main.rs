@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use neff::{Error, Kind, Limits, Neff, Options, ReadMode};
+use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
 #[derive(Parser)]
 #[command(name = "neff", version, about = "Read AWS Neuron NEFF files fast and safely")]
@@ -68,6 +68,13 @@ fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
 }
 
+fn parse_accessor(s: &str) -> Result<Accessor, String> {
+    Accessor::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Accessor::ALL.iter().map(|a| a.name()).collect();
+        format!("unknown accessor {s:?}; one of: {}", names.join(", "))
+    })
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// List members in archive order
@@ -82,6 +89,14 @@ enum Cmd {
     },
     /// Write one member's bytes to stdout (first match in sorted name order)
     Cat { file: PathBuf, pattern: String },
+    /// Print an accessor's result as compact JSON (NeffInfo getter names work too)
+    Get {
+        file: PathBuf,
+        /// info, neff, def, kelf, tensor-map, alias, must-alias, arch, has-cc,
+        /// cc-world-size, num-cores
+        #[arg(value_parser = parse_accessor)]
+        accessor: Accessor,
+    },
     /// Show the header and a summary
     Info {
         file: PathBuf,
@@ -119,6 +134,7 @@ fn main() -> ExitCode {
     let opts = Options {
         limits: cli.caps.limits(),
         read_mode: ReadMode::Auto,
+        ..Options::default()
     };
     match run(cli.cmd, &opts) {
         Ok(code) => ExitCode::from(code),
@@ -159,6 +175,13 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 .ok_or(Error::NoMatch(pattern))
                 .at(&file)?;
             out.write_all(neff.data(e)).map_err(stdout_err)?;
+        }
+        Cmd::Get { file, accessor } => {
+            let neff = Neff::open_with(&file, opts).at(&file)?;
+            let mut buf = Vec::new();
+            accessor.write_json(&neff, &mut buf).at(&file)?;
+            buf.push(b'\n');
+            out.write_all(&buf).map_err(stdout_err)?;
         }
         Cmd::Info { file, json } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;

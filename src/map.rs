@@ -7,15 +7,16 @@ use std::fs::File;
 use std::ops::Deref;
 use std::path::Path;
 
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapMut, MmapOptions};
 
 use crate::error::Result;
 
 /// The whole file's bytes, however they were obtained.
 #[derive(Debug)]
 pub enum FileBytes {
-    /// A read-only shared mapping of the file.
-    Mapped(Mmap),
+    /// A read-only shared mapping of the file (the file is kept open for
+    /// copy-on-write mappings of its members).
+    Mapped(Mmap, File),
     /// The file read into (or built in) memory.
     Owned(Vec<u8>),
 }
@@ -24,7 +25,7 @@ impl Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            FileBytes::Mapped(m) => m,
+            FileBytes::Mapped(m, _) => m,
             FileBytes::Owned(v) => v,
         }
     }
@@ -71,6 +72,35 @@ impl FileBytes {
         // read is outside what this tool defends against, as for ripgrep and
         // every other mmap-based reader.
         let map = unsafe { Mmap::map(&file)? };
-        Ok(FileBytes::Mapped(map))
+        Ok(FileBytes::Mapped(map, file))
+    }
+
+    /// A private, copy-on-write mapping of `len` bytes at `offset` of the
+    /// file, or `None` when the bytes are not mapped from a file.
+    pub fn private_pages(&self, offset: usize, len: usize) -> Option<Result<PrivatePages>> {
+        let FileBytes::Mapped(_, file) = self else {
+            return None;
+        };
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: as for the shared mapping above. The mapping is private:
+        // writes through it go to this process's copies of the pages and
+        // never reach the file or the shared mapping.
+        let map = unsafe { MmapOptions::new().offset(offset as u64).len(len).map_copy(file) };
+        Some(map.map(|map| PrivatePages { map }).map_err(Into::into))
+    }
+}
+
+/// A private copy-on-write window of a mapped file.
+#[derive(Debug)]
+pub struct PrivatePages {
+    map: MmapMut,
+}
+
+impl PrivatePages {
+    /// The window's bytes, writable (writes copy the touched pages).
+    pub fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.map
     }
 }

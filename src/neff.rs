@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use regex_automata::meta::Regex;
 
 use crate::error::{Error, Result};
+use crate::json::{self, Json, Parsed, Source};
 use crate::header::{Compression, Header, PayloadSpan};
 use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
@@ -22,6 +23,8 @@ use crate::tar::{Entry, Index, Kind};
 pub struct Options {
     pub limits: Limits,
     pub read_mode: ReadMode,
+    /// Where JSON members are parsed from (see [`json`](crate::json)).
+    pub json_source: Source,
 }
 
 /// An open, indexed NEFF.
@@ -34,6 +37,8 @@ pub struct Neff {
     limits: Limits,
     sorted: OnceLock<Vec<u32>>,
     known: OnceLock<[Option<u32>; 6]>,
+    json_source: Source,
+    json: json::Cache,
 }
 
 impl Neff {
@@ -45,16 +50,17 @@ impl Neff {
     /// Opens and indexes the NEFF at `path`.
     pub fn open_with(path: impl AsRef<Path>, opts: &Options) -> Result<Neff> {
         let file = FileBytes::open(path.as_ref(), opts.read_mode)?;
-        Neff::from_file_bytes(file, &opts.limits)
+        Neff::from_file_bytes(file, opts)
     }
 
     /// Indexes a NEFF held in memory (for tests, fuzzing and programs that
     /// build NEFFs).
-    pub fn from_bytes(bytes: Vec<u8>, limits: &Limits) -> Result<Neff> {
-        Neff::from_file_bytes(FileBytes::Owned(bytes), limits)
+    pub fn from_bytes(bytes: Vec<u8>, opts: &Options) -> Result<Neff> {
+        Neff::from_file_bytes(FileBytes::Owned(bytes), opts)
     }
 
-    fn from_file_bytes(file: FileBytes, limits: &Limits) -> Result<Neff> {
+    fn from_file_bytes(file: FileBytes, opts: &Options) -> Result<Neff> {
+        let limits = &opts.limits;
         let header = Header::from_file_bytes(&file)?;
         let span = header.locate_payload(&file)?;
         let stored = &file[span.start..span.start + span.len];
@@ -72,6 +78,8 @@ impl Neff {
             limits: *limits,
             sorted: OnceLock::new(),
             known: OnceLock::new(),
+            json_source: opts.json_source,
+            json: json::Cache::default(),
         })
     }
 
@@ -167,7 +175,49 @@ impl Neff {
         let found = self
             .known
             .get_or_init(|| select::resolve_known(self.sorted_files(), self.entries(), self.tar()));
-        let slot = Known::ALL.iter().position(|&x| x == k).expect("in ALL");
-        found[slot].map(|i| &self.index.entries[i as usize])
+        found[k as usize].map(|i| &self.index.entries[i as usize])
+    }
+
+    /// Parses a member as JSON (uncached), under the size and depth caps.
+    pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
+        let mut guard = self.json.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        let buffers = guard.get_or_insert_with(|| simd_json::Buffers::new(e.size as usize));
+        self.parse_json_with(e, buffers)
+    }
+
+    fn parse_json_with(&self, e: &Entry, buffers: &mut simd_json::Buffers) -> Result<Parsed> {
+        let name = self.name_str(e);
+        if e.size > self.limits.max_json_size {
+            return Err(Error::Limit {
+                what: "JSON member size",
+                found: e.size,
+                cap: self.limits.max_json_size,
+            });
+        }
+        let cow = match (self.json_source, &self.inflated) {
+            (Source::CopyOnWrite, None) => self
+                .file
+                .private_pages(self.span.start + e.offset as usize, e.size as usize),
+            _ => None,
+        };
+        let bytes = match cow {
+            Some(pages) => json::Bytes::Mapped(pages?),
+            None => json::Bytes::Owned(self.data(e).to_vec()),
+        };
+        Parsed::parse(&name, bytes, &self.limits, buffers)
+    }
+
+    /// The parsed JSON of an accessor's member, parsed once and cached;
+    /// `None` when no member matches its pattern.
+    pub fn known_json(&self, k: Known) -> Result<Option<(&Entry, Json<'_>)>> {
+        let Some(e) = self.known(k) else {
+            return Ok(None);
+        };
+        let slot = &self.json.slots[k as usize];
+        if let Some(p) = slot.get() {
+            return Ok(Some((e, p.root())));
+        }
+        let parsed = self.parse_json(e)?;
+        Ok(Some((e, slot.get_or_init(|| parsed).root())))
     }
 }

@@ -1,0 +1,124 @@
+//! JSON members parsed in place with simd-json, into a tape whose strings
+//! borrow from the member's bytes.
+//!
+//! simd-json rewrites strings in place as it unescapes them, so it needs the
+//! member's bytes mutable. The bytes come from one of two places (PERF.md
+//! measures both; [`Source::Copy`] is the default):
+//!
+//! - [`Source::Copy`]: a copy of the member into a buffer owned by the parse;
+//! - [`Source::CopyOnWrite`]: for a mapped raw NEFF, a private copy-on-write
+//!   mapping of just the member's pages, so untouched pages are never copied.
+//!
+//! simd-json's own scratch ([`simd_json::Buffers`]) is reused across parses.
+//! A parse is refused before it starts when the member is over
+//! [`Limits::max_json_size`](crate::Limits::max_json_size), and after the
+//! (iterative, stack-safe) parse when it nests deeper than
+//! [`Limits::max_json_depth`](crate::Limits::max_json_depth), so nothing
+//! recursive ever sees a deep document.
+
+mod value;
+pub mod views;
+
+use std::sync::{Mutex, OnceLock};
+
+use simd_json::tape::{Node, Tape};
+use self_cell::MutBorrow;
+use simd_json::Buffers;
+
+pub use value::{Json, Obj};
+
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+
+/// Where the mutable bytes of a parse come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Source {
+    /// Copy the member into a buffer owned by the parse.
+    #[default]
+    Copy,
+    /// Map the member's pages copy-on-write (mapped raw NEFFs only; others copy).
+    CopyOnWrite,
+}
+
+/// The mutable bytes a tape borrows from.
+pub enum Bytes {
+    Owned(Vec<u8>),
+    Mapped(crate::map::PrivatePages),
+}
+
+impl Bytes {
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(m) => m.as_mut(),
+        }
+    }
+}
+
+self_cell::self_cell!(
+    /// A parsed JSON member: its bytes and the tape that borrows from them.
+    pub struct Parsed {
+        owner: MutBorrow<Bytes>,
+        #[covariant]
+        dependent: Tape,
+    }
+);
+
+impl std::fmt::Debug for Parsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parsed").field("nodes", &self.borrow_dependent().0.len()).finish()
+    }
+}
+
+impl Parsed {
+    /// Parses `bytes` (already made private and mutable) as the JSON of `member`.
+    pub fn parse(member: &str, bytes: Bytes, limits: &Limits, buffers: &mut Buffers) -> Result<Parsed> {
+        let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
+            simd_json::to_tape_with_buffers(b.borrow_mut().as_mut(), buffers)
+        })
+        .map_err(|e| Error::Json {
+            member: member.to_string(),
+            reason: e.to_string(),
+        })?;
+        let depth = depth(&parsed.borrow_dependent().0);
+        if depth > limits.max_json_depth {
+            return Err(Error::Limit { what: "JSON nesting depth", found: depth as u64, cap: limits.max_json_depth as u64 });
+        }
+        Ok(parsed)
+    }
+
+    /// The root value.
+    pub fn root(&self) -> Json<'_> {
+        Json::new(&self.borrow_dependent().0)
+    }
+}
+
+/// Deepest nesting of arrays and objects on a tape, computed iteratively.
+pub fn depth(tape: &[Node<'_>]) -> usize {
+    let mut ends: Vec<usize> = Vec::new();
+    let mut max = 0;
+    for (i, n) in tape.iter().enumerate() {
+        while ends.last().is_some_and(|&e| e <= i) {
+            ends.pop();
+        }
+        if let Node::Array { count, .. } | Node::Object { count, .. } = n {
+            ends.push(i + 1 + count);
+            max = max.max(ends.len());
+        }
+    }
+    max
+}
+
+/// Per-NEFF cache of parsed members, one slot per accessor member, plus the
+/// reused simd-json scratch.
+#[derive(Default)]
+pub struct Cache {
+    pub(crate) slots: [OnceLock<Parsed>; 6],
+    pub(crate) buffers: Mutex<Option<Buffers>>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cache")
+    }
+}

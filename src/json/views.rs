@@ -1,0 +1,1 @@
+//! Typed views (filled below).
