@@ -228,9 +228,9 @@ pub fn cc_world_size(neff: &Neff) -> Result<u128> {
             }
             let mut size = 0;
             for (j, g) in groups.enumerate() {
-                let n = g.array_len().ok_or_else(|| {
-                    d.shape(format!("replica_groups[{idx}][{j}] is not a list"))
-                })?;
+                let n = g
+                    .array_len()
+                    .ok_or_else(|| d.shape(format!("replica_groups[{idx}][{j}] is not a list")))?;
                 size = size.max(n);
             }
             if rg != 0 && size != rg {
@@ -292,7 +292,10 @@ fn is_kelf_node(n: Json<'_>) -> bool {
     let is = |v: Option<Json<'_>>| v.and_then(Json::str) == Some("__kelf");
     is(o.get("op"))
         || is(o.get("func_name"))
-        || is(o.get("attrs").and_then(Json::object).and_then(|a| a.get("func_name")))
+        || is(o
+            .get("attrs")
+            .and_then(Json::object)
+            .and_then(|a| a.get("func_name")))
 }
 
 /// NeuronCores the NEFF needs: the kelf nodes of neff.json, else (no

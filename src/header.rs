@@ -169,7 +169,9 @@ impl Header {
         }
         let data_size = self.data_size.get();
         if data_size == 0 {
-            return Err(Error::Header("data_size is 0: the NEFF has no payload".into()));
+            return Err(Error::Header(
+                "data_size is 0: the NEFF has no payload".into(),
+            ));
         }
         let mut start = HEADER_SIZE as u64;
         if header_size != start

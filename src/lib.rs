@@ -17,6 +17,8 @@
 //! | accessors | [`accessors`] | the reference reader's roster |
 //! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
 //! | report | [`summary`] | what `neff info` shows |
+//! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
+//! | extracting | [`unpack`] | validated, contained extraction |
 //!
 //! ```no_run
 //! let neff = neff::Neff::open("model.neff")?;
@@ -33,10 +35,12 @@ pub mod json;
 pub mod limits;
 pub mod map;
 pub mod neff;
+pub mod pack;
 pub mod payload;
 pub mod select;
 pub mod summary;
 pub mod tar;
+pub mod unpack;
 pub mod verify;
 
 pub use accessors::Accessor;

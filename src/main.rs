@@ -12,7 +12,11 @@ use clap::{Args, Parser, Subcommand};
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
 #[derive(Parser)]
-#[command(name = "neff", version, about = "Read AWS Neuron NEFF files fast and safely")]
+#[command(
+    name = "neff",
+    version,
+    about = "Read AWS Neuron NEFF files fast and safely"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -65,7 +69,20 @@ fn parse_size(s: &str) -> Result<u64, String> {
         _ => (s, 0),
     };
     let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
-    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn parse_uuid(s: &str) -> Result<[u8; 16], String> {
+    let hex: String = s.chars().filter(|&c| c != '-').collect();
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{s:?} is not 32 hex digits"));
+    }
+    let mut u = [0u8; 16];
+    for (i, b) in u.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex checked");
+    }
+    Ok(u)
 }
 
 fn parse_accessor(s: &str) -> Result<Accessor, String> {
@@ -102,6 +119,30 @@ enum Cmd {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+    },
+    /// Extract every member under DIR (validated first; never writes outside DIR)
+    Unpack {
+        file: PathBuf,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Build a NEFF from a directory (PAX tar, gzip unless --no-gzip)
+    Pack {
+        dir: PathBuf,
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Raw tar, package version 1, SHA-256
+        #[arg(long)]
+        no_gzip: bool,
+        /// Model name in the header [default: the directory's name]
+        #[arg(long)]
+        name: Option<String>,
+        /// UUID in the header, 32 hex digits [default: random v4]
+        #[arg(long, value_parser = parse_uuid)]
+        uuid: Option<[u8; 16]>,
+        /// Every entry's mtime [default: $SOURCE_DATE_EPOCH, else the files']
+        #[arg(long)]
+        mtime: Option<u64>,
     },
     /// Check header sizes and the payload hash
     Verify {
@@ -170,10 +211,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Cat { file, pattern } => {
             let re = neff::select::compile(&pattern).at(&file)?;
             let neff = Neff::open_with(&file, opts).at(&file)?;
-            let e = neff
-                .find(&re)
-                .ok_or(Error::NoMatch(pattern))
-                .at(&file)?;
+            let e = neff.find(&re).ok_or(Error::NoMatch(pattern)).at(&file)?;
             out.write_all(neff.data(e)).map_err(stdout_err)?;
         }
         Cmd::Get { file, accessor } => {
@@ -192,6 +230,50 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             } else {
                 info_table(&s, &mut out).map_err(stdout_err)?;
             }
+        }
+        Cmd::Unpack { file, output } => {
+            let neff = Neff::open_with(&file, opts).at(&file)?;
+            let report = neff::unpack::unpack(&neff, &output).at(&file)?;
+            for w in &report.warnings {
+                eprintln!("neff: {}: warning: {w}", file.display());
+            }
+        }
+        Cmd::Pack {
+            dir,
+            output,
+            no_gzip,
+            name,
+            uuid,
+            mtime,
+        } => {
+            let mtime = match mtime {
+                Some(t) => Some(t),
+                None => match std::env::var("SOURCE_DATE_EPOCH") {
+                    Ok(v) => Some(v.trim().parse().map_err(|_| Failure {
+                        path: dir.clone(),
+                        err: Error::Usage(format!(
+                            "SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds"
+                        )),
+                    })?),
+                    Err(_) => None,
+                },
+            };
+            let name = name.unwrap_or_else(|| {
+                std::fs::canonicalize(&dir)
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_default()
+            });
+            let popts = neff::pack::PackOptions {
+                no_gzip,
+                name,
+                uuid,
+                mtime,
+            };
+            let bytes = neff::pack::pack_dir(&dir, &popts).at(&dir)?;
+            std::fs::write(&output, bytes)
+                .map_err(Error::Io)
+                .at(&output)?;
         }
         Cmd::Verify { files } => {
             let mut failed = false;

@@ -87,7 +87,12 @@ impl FileBytes {
         // SAFETY: as for the shared mapping above. The mapping is private:
         // writes through it go to this process's copies of the pages and
         // never reach the file or the shared mapping.
-        let map = unsafe { MmapOptions::new().offset(offset as u64).len(len).map_copy(file) };
+        let map = unsafe {
+            MmapOptions::new()
+                .offset(offset as u64)
+                .len(len)
+                .map_copy(file)
+        };
         Some(map.map(|map| PrivatePages { map }).map_err(Into::into))
     }
 }

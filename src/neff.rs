@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 use regex_automata::meta::Regex;
 
 use crate::error::{Error, Result};
-use crate::json::{self, Json, Parsed, Source};
 use crate::header::{Compression, Header, PayloadSpan};
+use crate::json::{self, Json, Parsed, Source};
 use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
 use crate::payload::{self, Inflated};

@@ -114,7 +114,9 @@ fn inflate_members(d: &mut Decompressor, gz: &[u8], bound: u64, cap: u64) -> Res
             }
         };
         let used = member_len(rest, &out[len..len + n]).ok_or_else(|| {
-            Error::Gzip(format!("cannot find the end of the gzip member at offset {pos}"))
+            Error::Gzip(format!(
+                "cannot find the end of the gzip member at offset {pos}"
+            ))
         })?;
         pos += used;
         len += n;

@@ -59,8 +59,13 @@ static KNOWN: LazyLock<Regex> = LazyLock::new(|| {
 /// Compiles a user's pattern; a bad one is a usage error.
 pub fn compile(pattern: &str) -> Result<Regex> {
     Regex::new(pattern).map_err(|e| {
-        let why = e.syntax_error().map_or_else(|| e.to_string(), |s| s.to_string());
-        Error::Usage(format!("invalid pattern {pattern:?}: {}", why.replace('\n', " ")))
+        let why = e
+            .syntax_error()
+            .map_or_else(|| e.to_string(), |s| s.to_string());
+        Error::Usage(format!(
+            "invalid pattern {pattern:?}: {}",
+            why.replace('\n', " ")
+        ))
     })
 }
 

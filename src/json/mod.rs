@@ -21,8 +21,8 @@ pub mod views;
 
 use std::sync::{Mutex, OnceLock};
 
-use simd_json::tape::{Node, Tape};
 use self_cell::MutBorrow;
+use simd_json::tape::{Node, Tape};
 use simd_json::Buffers;
 
 pub use value::{Json, Obj};
@@ -66,13 +66,20 @@ self_cell::self_cell!(
 
 impl std::fmt::Debug for Parsed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Parsed").field("nodes", &self.borrow_dependent().0.len()).finish()
+        f.debug_struct("Parsed")
+            .field("nodes", &self.borrow_dependent().0.len())
+            .finish()
     }
 }
 
 impl Parsed {
     /// Parses `bytes` (already made private and mutable) as the JSON of `member`.
-    pub fn parse(member: &str, bytes: Bytes, limits: &Limits, buffers: &mut Buffers) -> Result<Parsed> {
+    pub fn parse(
+        member: &str,
+        bytes: Bytes,
+        limits: &Limits,
+        buffers: &mut Buffers,
+    ) -> Result<Parsed> {
         let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
             simd_json::to_tape_with_buffers(b.borrow_mut().as_mut(), buffers)
         })
@@ -82,7 +89,11 @@ impl Parsed {
         })?;
         let depth = depth(&parsed.borrow_dependent().0);
         if depth > limits.max_json_depth {
-            return Err(Error::Limit { what: "JSON nesting depth", found: depth as u64, cap: limits.max_json_depth as u64 });
+            return Err(Error::Limit {
+                what: "JSON nesting depth",
+                found: depth as u64,
+                cap: limits.max_json_depth as u64,
+            });
         }
         Ok(parsed)
     }

@@ -47,7 +47,10 @@ impl<'a> Json<'a> {
             Some(Node::Object { len, count }) => (2 * len, &self.nodes[1..1 + count]),
             _ => (0, &self.nodes[..0]),
         };
-        Children { rest: body, left: len }
+        Children {
+            rest: body,
+            left: len,
+        }
     }
 
     /// The value as an object.
@@ -210,7 +213,10 @@ impl ExactSizeIterator for Children<'_> {}
 impl<'a> Obj<'a> {
     /// The value of `key`; where a key repeats, the last one wins.
     pub fn get(self, key: &str) -> Option<Json<'a>> {
-        self.iter().filter(|&(k, _)| k == key).last().map(|(_, v)| v)
+        self.iter()
+            .filter(|&(k, _)| k == key)
+            .last()
+            .map(|(_, v)| v)
     }
 
     /// Whether `key` is present.

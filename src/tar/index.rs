@@ -111,7 +111,10 @@ impl Index {
                 break; // end of data without end-of-archive blocks
             }
             if rest < BLOCK {
-                return Err(Error::tar(pos, format!("truncated header: {rest} bytes left, a header needs {BLOCK}")));
+                return Err(Error::tar(
+                    pos,
+                    format!("truncated header: {rest} bytes left, a header needs {BLOCK}"),
+                ));
             }
             let raw = &tar[pos..pos + BLOCK];
             if raw.iter().all(|&b| b == 0) {
@@ -119,9 +122,13 @@ impl Index {
             }
             let (block, _) = Block::ref_from_prefix(raw).expect("512 bytes");
             if !block.checksum_ok() {
-                return Err(Error::tar(pos, "bad header checksum (not a tar header, or corrupt)"));
+                return Err(Error::tar(
+                    pos,
+                    "bad header checksum (not a tar header, or corrupt)",
+                ));
             }
-            let hsize = parse_numeric(&block.size).map_err(|e| Error::tar(pos, format!("size field: {e}")))?;
+            let hsize = parse_numeric(&block.size)
+                .map_err(|e| Error::tar(pos, format!("size field: {e}")))?;
             let data = pos + BLOCK;
             let typeflag = block.typeflag;
             let extended = matches!(typeflag, b'x' | b'g' | b'L' | b'K' | b'X');
@@ -142,7 +149,11 @@ impl Index {
             let end = data + size as usize;
             if extended {
                 if size > limits.max_extended_header {
-                    return Err(Error::Limit { what: "extended header size", found: size, cap: limits.max_extended_header });
+                    return Err(Error::Limit {
+                        what: "extended header size",
+                        found: size,
+                        cap: limits.max_extended_header,
+                    });
                 }
                 if typeflag != b'g' {
                     // A global header applies to every later entry and may
@@ -164,7 +175,11 @@ impl Index {
                 }
             } else {
                 if entries.len() >= limits.max_members {
-                    return Err(Error::Limit { what: "number of archive entries", found: entries.len() as u64 + 1, cap: limits.max_members as u64 });
+                    return Err(Error::Limit {
+                        what: "number of archive entries",
+                        found: entries.len() as u64 + 1,
+                        cap: limits.max_members as u64,
+                    });
                 }
                 let entry = make_entry(tar, pos, block, &pending, &global, size, limits)?;
                 entries.push(entry);
@@ -173,7 +188,10 @@ impl Index {
             pos = end.div_ceil(BLOCK).saturating_mul(BLOCK).min(tar.len());
         }
         if let Some(at) = pending.first {
-            return Err(Error::tar(at, "extended header (PAX or GNU long name) is not followed by an entry"));
+            return Err(Error::tar(
+                at,
+                "extended header (PAX or GNU long name) is not followed by an entry",
+            ));
         }
         Ok(Index { entries })
     }
@@ -184,7 +202,11 @@ fn trim_nul(tar: &[u8], span: Range<usize>) -> Range<usize> {
     span.start..span.start + len
 }
 
-fn pick(local: &Option<Option<Range<usize>>>, gnu: &Option<Range<usize>>, global: &Option<Option<Range<usize>>>) -> Option<Option<Range<usize>>> {
+fn pick(
+    local: &Option<Option<Range<usize>>>,
+    gnu: &Option<Range<usize>>,
+    global: &Option<Option<Range<usize>>>,
+) -> Option<Option<Range<usize>>> {
     // Precedence: PAX x > GNU L/K > PAX g > the header's own field. An empty
     // PAX value unsets the keyword: fall through to the header field.
     match local {
@@ -193,7 +215,15 @@ fn pick(local: &Option<Option<Range<usize>>>, gnu: &Option<Range<usize>>, global
     }
 }
 
-fn make_entry(tar: &[u8], pos: usize, block: &Block, pending: &Pending, global: &Overrides, size: u64, limits: &Limits) -> Result<Entry> {
+fn make_entry(
+    tar: &[u8],
+    pos: usize,
+    block: &Block,
+    pending: &Pending,
+    global: &Overrides,
+    size: u64,
+    limits: &Limits,
+) -> Result<Entry> {
     let field_span = |off: usize, f: &[u8]| pos + off..pos + off + Block::field(f).len();
     let mut name = match pick(&pending.local.path, &pending.long_name, &global.path) {
         Some(Some(r)) => Name::Span(r),
@@ -205,7 +235,11 @@ fn make_entry(tar: &[u8], pos: usize, block: &Block, pending: &Pending, global: 
         }
         _ => Name::Span(field_span(0, &block.name)),
     };
-    let link = match pick(&pending.local.linkpath, &pending.long_link, &global.linkpath) {
+    let link = match pick(
+        &pending.local.linkpath,
+        &pending.long_link,
+        &global.linkpath,
+    ) {
         Some(Some(r)) => Some(Name::Span(r)),
         _ if block.linkname[0] != 0 => Some(Name::Span(field_span(157, &block.linkname))),
         _ => None,
@@ -224,19 +258,30 @@ fn make_entry(tar: &[u8], pos: usize, block: &Block, pending: &Pending, global: 
     name = normalize(name, tar, kind);
     let nlen = name.get(tar).len();
     if nlen > limits.max_name_len {
-        return Err(Error::Limit { what: "member name length", found: nlen as u64, cap: limits.max_name_len as u64 });
+        return Err(Error::Limit {
+            what: "member name length",
+            found: nlen as u64,
+            cap: limits.max_name_len as u64,
+        });
     }
     if let Some(l) = &link {
         let llen = l.get(tar).len();
         if llen > limits.max_name_len {
-            return Err(Error::Limit { what: "link target length", found: llen as u64, cap: limits.max_name_len as u64 });
+            return Err(Error::Limit {
+                what: "link target length",
+                found: llen as u64,
+                cap: limits.max_name_len as u64,
+            });
         }
     }
     let mtime = match pending.local.mtime.or(global.mtime) {
         Some(Some(t)) => t,
-        _ => parse_numeric(&block.mtime).map_err(|e| Error::tar(pos, format!("mtime field: {e}")))?.min(i64::MAX as u64) as i64,
+        _ => parse_numeric(&block.mtime)
+            .map_err(|e| Error::tar(pos, format!("mtime field: {e}")))?
+            .min(i64::MAX as u64) as i64,
     };
-    let mode = parse_numeric(&block.mode).map_err(|e| Error::tar(pos, format!("mode field: {e}")))? as u32;
+    let mode =
+        parse_numeric(&block.mode).map_err(|e| Error::tar(pos, format!("mode field: {e}")))? as u32;
     Ok(Entry {
         name,
         kind,

@@ -68,7 +68,9 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
             ));
         }
         if len <= sp + 1 || rec[len - 1] != b'\n' {
-            return Err(format!("PAX record of length {len} does not end in a newline"));
+            return Err(format!(
+                "PAX record of length {len} does not end in a newline"
+            ));
         }
         let kv_start = pos + sp + 1;
         let kv_end = pos + len - 1;
@@ -80,9 +82,19 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
         match key {
             b"path" => out.path = Some((!val.is_empty()).then_some(val)),
             b"linkpath" => out.linkpath = Some((!val.is_empty()).then_some(val)),
-            b"size" => out.size = Some(if text.is_empty() { None } else { Some(parse_size(text)?) }),
+            b"size" => {
+                out.size = Some(if text.is_empty() {
+                    None
+                } else {
+                    Some(parse_size(text)?)
+                })
+            }
             b"mtime" => {
-                out.mtime = Some(if text.is_empty() { None } else { Some(parse_time(text)?) })
+                out.mtime = Some(if text.is_empty() {
+                    None
+                } else {
+                    Some(parse_time(text)?)
+                })
             }
             _ => {}
         }
@@ -96,7 +108,12 @@ fn parse_size(t: &[u8]) -> Result<u64, String> {
         .ok()
         .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("PAX size {:?} is not a non-negative integer", String::from_utf8_lossy(t)))
+        .ok_or_else(|| {
+            format!(
+                "PAX size {:?} is not a non-negative integer",
+                String::from_utf8_lossy(t)
+            )
+        })
 }
 
 /// `mtime` is decimal seconds with an optional fraction; keep whole seconds
@@ -110,7 +127,11 @@ fn parse_time(t: &[u8]) -> Result<i64, String> {
     }
     let secs: i64 = int.parse().map_err(|_| bad())?;
     let has_frac = frac.bytes().any(|b| b != b'0');
-    Ok(if secs < 0 || int.starts_with('-') { secs - i64::from(has_frac) } else { secs })
+    Ok(if secs < 0 || int.starts_with('-') {
+        secs - i64::from(has_frac)
+    } else {
+        secs
+    })
 }
 
 #[cfg(test)]

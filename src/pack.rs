@@ -1,0 +1,311 @@
+//! Writing NEFFs: a PAX tar of a directory (or of entries built in memory),
+//! optionally gzip-compressed with libdeflate, behind a 1024-byte header.
+//!
+//! Output is reproducible: entries go in byte-wise order of their whole
+//! relative paths, owners are 0, and with a fixed mtime (`--mtime` or
+//! `SOURCE_DATE_EPOCH`) and uuid two packs of one tree are byte-identical.
+//! Names that do not fit the 100-byte ustar field, or are not ASCII, get a
+//! PAX `path` record; sizes past ustar's 8 GiB get a PAX `size` record.
+
+use std::path::Path;
+
+use libdeflater::{CompressionLvl, Compressor};
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::error::{Error, Result};
+use crate::header::{Header, HEADER_SIZE};
+use crate::tar::{Block, BLOCK};
+
+/// What one packed entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackKind {
+    File(Vec<u8>),
+    Dir,
+}
+
+/// One entry to pack: a relative `/`-separated name, its kind, mode and mtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackEntry {
+    pub name: Vec<u8>,
+    pub kind: PackKind,
+    pub mode: u32,
+    pub mtime: u64,
+}
+
+impl PackEntry {
+    /// A regular file with mode 0644.
+    pub fn file(name: &str, data: impl Into<Vec<u8>>, mtime: u64) -> PackEntry {
+        PackEntry {
+            name: name.as_bytes().to_vec(),
+            kind: PackKind::File(data.into()),
+            mode: 0o644,
+            mtime,
+        }
+    }
+}
+
+/// Header fields and encoding choices of a pack.
+#[derive(Debug, Clone, Default)]
+pub struct PackOptions {
+    /// Raw tar, package version 1, SHA-256 (instead of gzip, 2, MD5).
+    pub no_gzip: bool,
+    /// The header's model name.
+    pub name: String,
+    /// The header's uuid; a random version-4 uuid when `None`.
+    pub uuid: Option<[u8; 16]>,
+    /// Every entry's mtime, overriding the files'.
+    pub mtime: Option<u64>,
+}
+
+/// The build string written into packed headers.
+pub const BUILD_VERSION: &str = concat!("neff-rs ", env!("CARGO_PKG_VERSION"));
+
+/// Reads `dir`'s regular files and directories (symlinks and others are not
+/// followed or packed), sorted by the bytes of their relative paths.
+pub fn read_dir_entries(dir: &Path, mtime: Option<u64>) -> Result<Vec<PackEntry>> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    for ent in walkdir::WalkDir::new(dir).min_depth(1).follow_links(false) {
+        let ent = ent.map_err(|e| Error::Io(e.into()))?;
+        let ft = ent.file_type();
+        if !ft.is_file() && !ft.is_dir() {
+            continue;
+        }
+        let rel = ent.path().strip_prefix(dir).expect("under dir");
+        let meta = ent.metadata().map_err(|e| Error::Io(e.into()))?;
+        let mt = mtime.unwrap_or_else(|| {
+            meta.modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs())
+        });
+        let kind = if ft.is_dir() {
+            PackKind::Dir
+        } else {
+            PackKind::File(std::fs::read(ent.path())?)
+        };
+        out.push(PackEntry {
+            name: rel.as_os_str().as_bytes().to_vec(),
+            kind,
+            mode: meta.permissions().mode() & 0o777,
+            mtime: mt,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Packs `dir` into NEFF bytes.
+pub fn pack_dir(dir: &Path, opts: &PackOptions) -> Result<Vec<u8>> {
+    let entries = read_dir_entries(dir, opts.mtime)?;
+    pack(&entries, opts)
+}
+
+/// Builds NEFF bytes from entries (written in the order given).
+pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
+    let tar = write_tar(entries);
+    let payload = if opts.no_gzip { tar } else { gzip(&tar) };
+    let mut header = Header::new_zeroed();
+    let pkg: u64 = if opts.no_gzip { 1 } else { 2 };
+    header.pkg_version.set(pkg);
+    header.header_size.set(HEADER_SIZE as u64);
+    header.data_size.set(payload.len() as u64);
+    header.version_major.set(2);
+    header.version_minor.set(0);
+    copy_str(&mut header.build_version, BUILD_VERSION);
+    header.num_tpb.set(u32::from(!opts.no_gzip));
+    let digest = crate::verify::digest(pkg, &payload);
+    if pkg == 2 {
+        header.hash = [b'0'; 32];
+    }
+    header.hash[..digest.len()].copy_from_slice(&digest);
+    header.uuid = match opts.uuid {
+        Some(u) => u,
+        None => random_uuid()?,
+    };
+    copy_str(&mut header.name, &opts.name);
+    header
+        .requested_tpb_count
+        .set(kelf_graphs(entries).unwrap_or(1).max(1));
+    header.vnc_size.set(1);
+    let mut out = Vec::with_capacity(HEADER_SIZE + payload.len());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+fn copy_str(dst: &mut [u8], s: &str) {
+    let n = s.len().min(dst.len() - 1);
+    dst[..n].copy_from_slice(&s.as_bytes()[..n]);
+}
+
+fn random_uuid() -> Result<[u8; 16]> {
+    let mut u = [0u8; 16];
+    getrandom::fill(&mut u).map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    Ok(u)
+}
+
+/// The number of graphs in `kelf-0.json` (else the first `kelf-*.json`).
+fn kelf_graphs(entries: &[PackEntry]) -> Option<u32> {
+    let re = |p: &str| regex_automata::meta::Regex::new(p).expect("static pattern");
+    let (k0, kany) = (re(r"kelf-0\.json"), re(r"kelf-[^/]*\.json"));
+    let files = || {
+        let mut v: Vec<&PackEntry> = entries
+            .iter()
+            .filter(|e| matches!(e.kind, PackKind::File(_)))
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    };
+    let pick = files()
+        .into_iter()
+        .find(|e| k0.is_match(&e.name))
+        .or_else(|| files().into_iter().find(|e| kany.is_match(&e.name)))?;
+    let PackKind::File(data) = &pick.kind else {
+        return None;
+    };
+    let v: serde_json::Value = serde_json::from_slice(data).ok()?;
+    u32::try_from(v.get("graphs")?.as_array()?.len()).ok()
+}
+
+/// libdeflate gzip at its default level (6), with a zero gzip MTIME.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut c = Compressor::new(CompressionLvl::default());
+    let mut out = vec![0u8; c.gzip_compress_bound(data.len())];
+    let n = c
+        .gzip_compress(data, &mut out)
+        .expect("the bound is always enough");
+    out.truncate(n);
+    out
+}
+
+/// Writes a POSIX PAX tar of `entries`, ending with two zero blocks.
+pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in entries {
+        let (typeflag, data): (u8, &[u8]) = match &e.kind {
+            PackKind::File(d) => (b'0', d),
+            PackKind::Dir => (b'5', &[]),
+        };
+        let mut name = e.name.clone();
+        if typeflag == b'5' && !name.ends_with(b"/") {
+            name.push(b'/');
+        }
+        let size = data.len() as u64;
+        let long = name.len() > 100 || !name.is_ascii();
+        let big = size >= 1 << 33;
+        if long || big {
+            let mut rec = Vec::new();
+            if long {
+                pax_record(&mut rec, "path", &name);
+            }
+            if big {
+                pax_record(&mut rec, "size", size.to_string().as_bytes());
+            }
+            let short = format!("PaxHeaders/{}", tail(&name));
+            push_header(
+                &mut out,
+                short.as_bytes(),
+                b'x',
+                rec.len() as u64,
+                0o644,
+                e.mtime,
+            );
+            push_data(&mut out, &rec);
+        }
+        let short_name: &[u8] = if long {
+            &name[name.len().saturating_sub(100)..]
+        } else {
+            &name
+        };
+        push_header(
+            &mut out,
+            short_name,
+            typeflag,
+            if big { 0 } else { size },
+            e.mode,
+            e.mtime,
+        );
+        push_data(&mut out, data);
+    }
+    out.resize(out.len() + 2 * BLOCK, 0);
+    out
+}
+
+fn tail(name: &[u8]) -> String {
+    let s = String::from_utf8_lossy(name);
+    let t: String = s
+        .chars()
+        .rev()
+        .take(80)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    t.replace(|c: char| !c.is_ascii() || c == '/', "_")
+}
+
+/// One `"<len> <key>=<value>\n"` record; `len` counts its own digits.
+fn pax_record(out: &mut Vec<u8>, key: &str, val: &[u8]) {
+    let body = key.len() + val.len() + 3; // ' ', '=', '\n'
+    let mut len = body + 1;
+    while len.to_string().len() + body != len {
+        len = body + len.to_string().len();
+    }
+    out.extend_from_slice(len.to_string().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(key.as_bytes());
+    out.push(b'=');
+    out.extend_from_slice(val);
+    out.push(b'\n');
+}
+
+fn push_header(out: &mut Vec<u8>, name: &[u8], typeflag: u8, size: u64, mode: u32, mtime: u64) {
+    let mut b = Block::new_zeroed();
+    b.name[..name.len()].copy_from_slice(name);
+    octal(&mut b.mode, u64::from(mode & 0o7777));
+    octal(&mut b.uid, 0);
+    octal(&mut b.gid, 0);
+    octal(&mut b.size, size);
+    octal(&mut b.mtime, mtime.min(0o77777777777));
+    b.typeflag = typeflag;
+    b.magic = *b"ustar\0";
+    b.version = *b"00";
+    b.chksum = [b' '; 8];
+    let sum: u64 = b.as_bytes().iter().map(|&x| u64::from(x)).sum();
+    octal(&mut b.chksum[..7], sum);
+    out.extend_from_slice(b.as_bytes());
+}
+
+/// Zero-padded octal filling all but the last (NUL) byte of the field.
+fn octal(field: &mut [u8], v: u64) {
+    let w = field.len() - 1;
+    let s = format!("{v:0w$o}");
+    field[..w].copy_from_slice(&s.as_bytes()[s.len() - w..]);
+    field[w] = 0;
+}
+
+fn push_data(out: &mut Vec<u8>, data: &[u8]) {
+    out.extend_from_slice(data);
+    let pad = (BLOCK - data.len() % BLOCK) % BLOCK;
+    out.resize(out.len() + pad, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pax_record_length_counts_itself() {
+        for n in [1usize, 5, 90, 95, 96, 97, 1000, 9990] {
+            let mut r = Vec::new();
+            pax_record(&mut r, "path", &vec![b'a'; n]);
+            let sp = r.iter().position(|&b| b == b' ').unwrap();
+            let len: usize = std::str::from_utf8(&r[..sp]).unwrap().parse().unwrap();
+            assert_eq!(len, r.len(), "value length {n}");
+        }
+    }
+}

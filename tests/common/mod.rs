@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `*.neff` under `dir` (relative to the root), sorted.
+pub fn neffs(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no fixtures in {dir}");
+    v
+}
+
+/// Runs the `neff` binary.
+pub fn neff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+/// Runs `neff` and asserts success, returning stdout.
+pub fn neff_ok(args: &[&str]) -> Vec<u8> {
+    let o = neff(args);
+    assert!(
+        o.status.success(),
+        "neff {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// Whether an external tool is on PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Writes the payload of a NEFF (bytes after the header, `data_size` long)
+/// to a file in `dir` and returns its path.
+pub fn payload_file(neff: &Path, dir: &Path) -> PathBuf {
+    let bytes = std::fs::read(neff).unwrap();
+    let data_size = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+    let p = dir.join(format!(
+        "{}.payload",
+        neff.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&p, &bytes[1024..1024 + data_size]).unwrap();
+    p
+}
+
+/// Asserts the CLI refused `args` the contract's way: exit 1, one line
+/// `neff: <path>: <reason>` on stderr, nothing on stdout. Returns the reason.
+pub fn assert_refused(args: &[&str], path: &Path) -> String {
+    let o = neff(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "neff {args:?}: want exit 1, stderr {err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "neff {args:?} printed to stdout on refusal"
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "neff {args:?}: not one line: {err:?}"
+    );
+    let prefix = format!("neff: {}: ", path.display());
+    assert!(
+        err.starts_with(&prefix),
+        "neff {args:?}: {err:?} lacks {prefix:?}"
+    );
+    err[prefix.len()..].trim_end().to_string()
+}
