@@ -49,6 +49,10 @@ pub enum Error {
     /// Unpacking would write outside the target directory, or over itself.
     #[error("unsafe member {name:?}: {reason}")]
     Unsafe { name: String, reason: String },
+    /// The request was refused for a reason not tied to the file's bytes
+    /// (for example a non-empty unpack target).
+    #[error("{0}")]
+    Refused(String),
     /// A usage error detected by the library (for example a bad regular expression).
     #[error("{0}")]
     Usage(String),

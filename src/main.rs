@@ -380,5 +380,45 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
     for (k, v) in rows {
         writeln!(out, "  {:<24}{}", format!("{k}:"), v)?;
     }
+    if s.subgraphs.is_empty() {
+        return Ok(());
+    }
+    let dims = |t: &neff::summary::Tensor| match &t.shape {
+        Some(d) => format!(
+            "[{}]",
+            d.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+        ),
+        None => "-".into(),
+    };
+    writeln!(out, "\nNEFF Nodes:")?;
+    writeln!(
+        out,
+        "  {:<6}{:<12}{:<16}{:<28}{:>14}  {:<5}{:<16}DataType",
+        "NODE", "Executor", "Name", "Variable", "Size", "Type", "Shape"
+    )?;
+    for (i, sg) in s.subgraphs.iter().enumerate() {
+        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", sg.name)?;
+        if let Some(e) = &sg.error {
+            writeln!(out, "  {:<34}(unreadable: {e})", "")?;
+        }
+        for (kind, list) in [("IN", &sg.inputs), ("OUT", &sg.outputs)] {
+            for t in list {
+                let size = t.size.map_or("-".into(), |s| s.to_string());
+                writeln!(
+                    out,
+                    "  {:<34}{:<28}{:>14}  {:<5}{:<16}{}",
+                    "",
+                    t.name,
+                    size,
+                    kind,
+                    dims(t),
+                    t.dtype.as_deref().unwrap_or("-")
+                )?;
+            }
+        }
+        if !sg.features.is_empty() {
+            writeln!(out, "  {:<34}features: {}", "", sg.features.join(", "))?;
+        }
+    }
     Ok(())
 }

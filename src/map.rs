@@ -97,6 +97,27 @@ impl FileBytes {
     }
 }
 
+impl FileBytes {
+    /// The open file behind a mapping.
+    pub fn file(&self) -> Option<&File> {
+        match self {
+            FileBytes::Mapped(_, f) => Some(f),
+            FileBytes::Owned(_) => None,
+        }
+    }
+
+    /// Tells the kernel how the mapping will be read: `Random` for a raw tar
+    /// (only header pages are touched, so no readahead or fault-around
+    /// should pull in member data), `Sequential` for a payload inflated or
+    /// hashed front to back. A no-op for bytes read into memory.
+    pub fn advise(&self, advice: memmap2::Advice) {
+        if let FileBytes::Mapped(m, _) = self {
+            // Advice is a hint; failure changes nothing but speed.
+            let _ = m.advise(advice);
+        }
+    }
+}
+
 /// A private copy-on-write window of a mapped file.
 #[derive(Debug)]
 pub struct PrivatePages {
@@ -105,7 +126,7 @@ pub struct PrivatePages {
 
 impl PrivatePages {
     /// The window's bytes, writable (writes copy the touched pages).
-    pub fn as_mut(&mut self) -> &mut [u8] {
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.map
     }
 }

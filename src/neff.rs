@@ -16,7 +16,7 @@ use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
 use crate::payload::{self, Inflated};
 use crate::select::{self, Known};
-use crate::tar::{Entry, Index, Kind};
+use crate::tar::{Entry, FileSource, Index, Kind};
 
 /// Options for opening a NEFF.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,13 +63,23 @@ impl Neff {
         let limits = &opts.limits;
         let header = Header::from_file_bytes(&file)?;
         let span = header.locate_payload(&file)?;
+        file.advise(match span.compression {
+            Compression::Gzip => memmap2::Advice::Sequential,
+            Compression::None => memmap2::Advice::Random,
+        });
         let stored = &file[span.start..span.start + span.len];
         let inflated = match span.compression {
             Compression::Gzip => Some(payload::inflate(stored, limits.max_inflated)?),
             Compression::None => None,
         };
-        let tar: &[u8] = inflated.as_deref().unwrap_or(stored);
-        let index = Index::build(tar, limits)?;
+        let index = match (&inflated, file.file()) {
+            (Some(tar), _) => Index::build(tar, limits)?,
+            // A mapped raw tar is walked with pread: see FileSource.
+            (None, Some(f)) => {
+                Index::build_from(FileSource::new(f, span.start as u64, span.len), limits)?
+            }
+            (None, None) => Index::build(stored, limits)?,
+        };
         Ok(Neff {
             file,
             span,
@@ -128,7 +138,7 @@ impl Neff {
 
     /// The name of an entry.
     pub fn name<'a>(&'a self, e: &'a Entry) -> &'a [u8] {
-        e.name.get(self.tar())
+        self.index.resolve(&e.name, self.tar())
     }
 
     /// The name of an entry as text (lossy for non-UTF-8 names).
@@ -138,7 +148,7 @@ impl Neff {
 
     /// The link target of an entry, if it has one.
     pub fn link<'a>(&'a self, e: &'a Entry) -> Option<&'a [u8]> {
-        e.link.as_ref().map(|l| l.get(self.tar()))
+        e.link.as_ref().map(|l| self.index.resolve(l, self.tar()))
     }
 
     /// The data of an entry, borrowed from the map or the inflated buffer.
@@ -154,12 +164,12 @@ impl Neff {
     /// Indices of the regular members in byte-wise name order, one per name.
     pub fn sorted_files(&self) -> &[u32] {
         self.sorted
-            .get_or_init(|| select::sorted_files(self.entries(), self.tar()))
+            .get_or_init(|| select::sorted_files(&self.index, self.tar()))
     }
 
     /// The first regular member, in sorted name order, that `re` matches.
     pub fn find(&self, re: &Regex) -> Option<&Entry> {
-        select::first_match(re, self.sorted_files(), self.entries(), self.tar())
+        select::first_match(re, self.sorted_files(), &self.index, self.tar())
             .map(|i| &self.index.entries[i as usize])
     }
 
@@ -174,7 +184,7 @@ impl Neff {
     pub fn known(&self, k: Known) -> Option<&Entry> {
         let found = self
             .known
-            .get_or_init(|| select::resolve_known(self.sorted_files(), self.entries(), self.tar()));
+            .get_or_init(|| select::resolve_known(self.sorted_files(), &self.index, self.tar()));
         found[k as usize].map(|i| &self.index.entries[i as usize])
     }
 

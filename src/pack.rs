@@ -21,6 +21,12 @@ use crate::tar::{Block, BLOCK};
 pub enum PackKind {
     File(Vec<u8>),
     Dir,
+    /// A symbolic link with this target (never produced by [`read_dir_entries`]).
+    Symlink(Vec<u8>),
+    /// A hard link to this earlier member.
+    Hardlink(Vec<u8>),
+    /// Any other typeflag (FIFO `6`, character device `3`, …), no data.
+    Other(u8),
 }
 
 /// One entry to pack: a relative `/`-separated name, its kind, mode and mtime.
@@ -51,7 +57,8 @@ pub struct PackOptions {
     pub no_gzip: bool,
     /// The header's model name.
     pub name: String,
-    /// The header's uuid; a random version-4 uuid when `None`.
+    /// The header's uuid. When `None`: derived from the payload's digest if
+    /// `mtime` is set (a reproducible pack), else a random version-4 uuid.
     pub uuid: Option<[u8; 16]>,
     /// Every entry's mtime, overriding the files'.
     pub mtime: Option<u64>,
@@ -120,9 +127,10 @@ pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
         header.hash = [b'0'; 32];
     }
     header.hash[..digest.len()].copy_from_slice(&digest);
-    header.uuid = match opts.uuid {
-        Some(u) => u,
-        None => random_uuid()?,
+    header.uuid = match (opts.uuid, opts.mtime) {
+        (Some(u), _) => u,
+        (None, Some(_)) => digest_uuid(&payload),
+        (None, None) => random_uuid()?,
     };
     copy_str(&mut header.name, &opts.name);
     header
@@ -143,9 +151,19 @@ fn copy_str(dst: &mut [u8], s: &str) {
 fn random_uuid() -> Result<[u8; 16]> {
     let mut u = [0u8; 16];
     getrandom::fill(&mut u).map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
-    u[6] = (u[6] & 0x0f) | 0x40;
+    Ok(set_uuid_bits(u, 4))
+}
+
+/// A name-based (version 8) uuid from the SHA-256 of the payload.
+fn digest_uuid(payload: &[u8]) -> [u8; 16] {
+    let d = crate::verify::digest(1, payload);
+    set_uuid_bits(d[..16].try_into().expect("32-byte digest"), 8)
+}
+
+fn set_uuid_bits(mut u: [u8; 16], version: u8) -> [u8; 16] {
+    u[6] = (u[6] & 0x0f) | (version << 4);
     u[8] = (u[8] & 0x3f) | 0x80;
-    Ok(u)
+    u
 }
 
 /// The number of graphs in `kelf-0.json` (else the first `kelf-*.json`).
@@ -186,9 +204,12 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
 pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
     let mut out = Vec::new();
     for e in entries {
-        let (typeflag, data): (u8, &[u8]) = match &e.kind {
-            PackKind::File(d) => (b'0', d),
-            PackKind::Dir => (b'5', &[]),
+        let (typeflag, data, link): (u8, &[u8], &[u8]) = match &e.kind {
+            PackKind::File(d) => (b'0', d, b""),
+            PackKind::Dir => (b'5', &[], b""),
+            PackKind::Symlink(t) => (b'2', &[], t),
+            PackKind::Hardlink(t) => (b'1', &[], t),
+            PackKind::Other(f) => (*f, &[], b""),
         };
         let mut name = e.name.clone();
         if typeflag == b'5' && !name.ends_with(b"/") {
@@ -197,10 +218,14 @@ pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
         let size = data.len() as u64;
         let long = name.len() > 100 || !name.is_ascii();
         let big = size >= 1 << 33;
-        if long || big {
+        let long_link = link.len() > 100 || !link.is_ascii();
+        if long || big || long_link {
             let mut rec = Vec::new();
             if long {
                 pax_record(&mut rec, "path", &name);
+            }
+            if long_link {
+                pax_record(&mut rec, "linkpath", link);
             }
             if big {
                 pax_record(&mut rec, "size", size.to_string().as_bytes());
@@ -213,6 +238,7 @@ pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
                 rec.len() as u64,
                 0o644,
                 e.mtime,
+                b"",
             );
             push_data(&mut out, &rec);
         }
@@ -228,6 +254,7 @@ pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
             if big { 0 } else { size },
             e.mode,
             e.mtime,
+            if long_link { b"" } else { link },
         );
         push_data(&mut out, data);
     }
@@ -263,9 +290,18 @@ fn pax_record(out: &mut Vec<u8>, key: &str, val: &[u8]) {
     out.push(b'\n');
 }
 
-fn push_header(out: &mut Vec<u8>, name: &[u8], typeflag: u8, size: u64, mode: u32, mtime: u64) {
+fn push_header(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    typeflag: u8,
+    size: u64,
+    mode: u32,
+    mtime: u64,
+    link: &[u8],
+) {
     let mut b = Block::new_zeroed();
     b.name[..name.len()].copy_from_slice(name);
+    b.linkname[..link.len()].copy_from_slice(link);
     octal(&mut b.mode, u64::from(mode & 0o7777));
     octal(&mut b.uid, 0);
     octal(&mut b.gid, 0);

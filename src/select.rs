@@ -12,7 +12,7 @@ use regex_automata::meta::Regex;
 use regex_automata::{Input, PatternSet};
 
 use crate::error::{Error, Result};
-use crate::tar::{Entry, Kind};
+use crate::tar::{Index, Kind};
 
 /// The members the accessors read, by the reference reader's patterns
 /// (dots escaped).
@@ -71,11 +71,12 @@ pub fn compile(pattern: &str) -> Result<Regex> {
 
 /// Indices of the regular members, sorted by name bytes; where two members
 /// share a name, only the later one in the archive (as `tar x` leaves it).
-pub fn sorted_files(entries: &[Entry], tar: &[u8]) -> Vec<u32> {
+pub fn sorted_files(index: &Index, tar: &[u8]) -> Vec<u32> {
+    let entries = &index.entries;
     let mut idx: Vec<u32> = (0..entries.len() as u32)
         .filter(|&i| entries[i as usize].kind == Kind::File)
         .collect();
-    let name = |i: u32| entries[i as usize].name.get(tar);
+    let name = |i: u32| index.resolve(&entries[i as usize].name, tar);
     // Stable sort by name keeps archive order among equal names.
     idx.sort_by(|&a, &b| name(a).cmp(name(b)));
     let mut out: Vec<u32> = Vec::with_capacity(idx.len());
@@ -89,21 +90,24 @@ pub fn sorted_files(entries: &[Entry], tar: &[u8]) -> Vec<u32> {
 }
 
 /// The first of `sorted` whose name `re` matches.
-pub fn first_match(re: &Regex, sorted: &[u32], entries: &[Entry], tar: &[u8]) -> Option<u32> {
+pub fn first_match(re: &Regex, sorted: &[u32], index: &Index, tar: &[u8]) -> Option<u32> {
     sorted
         .iter()
         .copied()
-        .find(|&i| re.is_match(entries[i as usize].name.get(tar)))
+        .find(|&i| re.is_match(index.resolve(&index.entries[i as usize].name, tar)))
 }
 
 /// Resolves every [`Known`] member in one pass over `sorted`.
-pub fn resolve_known(sorted: &[u32], entries: &[Entry], tar: &[u8]) -> [Option<u32>; 6] {
+pub fn resolve_known(sorted: &[u32], index: &Index, tar: &[u8]) -> [Option<u32>; 6] {
     let mut found = [None; 6];
     let mut left = found.len();
     let mut set = PatternSet::new(KNOWN.pattern_len());
     for &i in sorted {
         set.clear();
-        KNOWN.which_overlapping_matches(&Input::new(entries[i as usize].name.get(tar)), &mut set);
+        KNOWN.which_overlapping_matches(
+            &Input::new(index.resolve(&index.entries[i as usize].name, tar)),
+            &mut set,
+        );
         for p in set.iter() {
             let slot = &mut found[p.as_usize()];
             if slot.is_none() {

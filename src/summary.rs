@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::header::hex;
+use crate::json::views::{Def, VarType};
 use crate::neff::Neff;
 
 /// The decoded header and archive summary of one NEFF.
@@ -33,6 +34,85 @@ pub struct Summary {
     pub members: usize,
     /// Count of all entries (directories, links and others included).
     pub entries: usize,
+    /// Per subgraph (each `sgNN/def.json`), its input and output tensors.
+    pub subgraphs: Vec<Subgraph>,
+}
+
+/// One subgraph's interface, from its def.json variable table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Subgraph {
+    /// The subgraph directory (`sg00`, or `sgLnk/sg00`).
+    pub name: String,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+    /// def.json's `neff_features`.
+    pub features: Vec<String>,
+    /// Why the def.json could not be read, if it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One input or output variable.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tensor {
+    pub name: String,
+    pub size: Option<u64>,
+    pub shape: Option<Vec<u64>>,
+    pub dtype: Option<String>,
+}
+
+/// Every `sgNN/def.json` (flat or under `sgLnk/`), sorted by name, read into
+/// its interface. A def.json that does not parse gets an `error` instead.
+pub fn subgraphs(neff: &Neff) -> Vec<Subgraph> {
+    static DEF: std::sync::LazyLock<regex_automata::meta::Regex> = std::sync::LazyLock::new(|| {
+        regex_automata::meta::Regex::new(r"(^|/)sg\d+/def\.json$").expect("static pattern")
+    });
+    let mut out = Vec::new();
+    for &i in neff.sorted_files() {
+        let e = &neff.entries()[i as usize];
+        let name = neff.name(e);
+        if !DEF.is_match(name) {
+            continue;
+        }
+        let dir = String::from_utf8_lossy(&name[..name.len() - "/def.json".len()]).into_owned();
+        let mut sg = Subgraph {
+            name: dir,
+            inputs: vec![],
+            outputs: vec![],
+            features: vec![],
+            error: None,
+        };
+        match neff.parse_json(e) {
+            Err(err) => sg.error = Some(err.to_string()),
+            Ok(parsed) => match Def::new(parsed.root()) {
+                None => sg.error = Some("def.json is not an object".into()),
+                Some(def) => {
+                    for v in def.vars() {
+                        let t = Tensor {
+                            name: v.name.to_string(),
+                            size: v.size(),
+                            shape: v.shape(),
+                            dtype: v.dtype().map(str::to_string),
+                        };
+                        match v.var_type() {
+                            Some(VarType::Input) => sg.inputs.push(t),
+                            Some(VarType::Output) => sg.outputs.push(t),
+                            _ => {}
+                        }
+                    }
+                    sg.inputs.sort_by(|a, b| a.name.cmp(&b.name));
+                    sg.outputs.sort_by(|a, b| a.name.cmp(&b.name));
+                    sg.features = def
+                        .neff_features()
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                }
+            },
+        }
+        out.push(sg);
+    }
+    out
 }
 
 impl Summary {
@@ -64,6 +144,7 @@ impl Summary {
             tar_size: neff.tar().len() as u64,
             members: neff.files().count(),
             entries: neff.entries().len(),
+            subgraphs: subgraphs(neff),
         }
     }
 }

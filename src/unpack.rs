@@ -224,7 +224,10 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
     match fs::read_dir(dir) {
         Ok(mut it) => {
             if it.next().is_some() {
-                return Err(Error::Usage(format!("{} is not empty", dir.display())));
+                return Err(Error::Refused(format!(
+                    "target directory {} is not empty",
+                    dir.display()
+                )));
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(dir)?,

@@ -145,3 +145,44 @@ fn json_listing_has_the_contract_keys_and_real_offsets() {
         }
     }
 }
+
+/// One entry as the index sees it: name, kind, offset, size, mtime, link.
+type Row = (Vec<u8>, &'static str, u64, u64, i64, Option<Vec<u8>>);
+
+#[test]
+fn mapped_pread_walk_and_in_memory_walk_agree() {
+    use neff::{Neff, Options, ReadMode};
+    for f in all_fixtures().into_iter().chain(neffs("tests/hostile")) {
+        let open = |mode| {
+            Neff::open_with(
+                &f,
+                &Options {
+                    read_mode: mode,
+                    ..Options::default()
+                },
+            )
+        };
+        match (open(ReadMode::Map), open(ReadMode::Read)) {
+            (Ok(a), Ok(b)) => {
+                let rows = |n: &Neff| -> Vec<Row> {
+                    n.entries()
+                        .iter()
+                        .map(|e| {
+                            (
+                                n.name(e).to_vec(),
+                                e.kind.as_str(),
+                                e.offset,
+                                e.size,
+                                e.mtime,
+                                n.link(e).map(<[u8]>::to_vec),
+                            )
+                        })
+                        .collect()
+                };
+                assert_eq!(rows(&a), rows(&b), "{}", f.display());
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{}", f.display()),
+            (a, b) => panic!("{}: map {:?} vs read {:?}", f.display(), a.err(), b.err()),
+        }
+    }
+}

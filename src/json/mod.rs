@@ -47,10 +47,10 @@ pub enum Bytes {
 }
 
 impl Bytes {
-    fn as_mut(&mut self) -> &mut [u8] {
+    fn bytes_mut(&mut self) -> &mut [u8] {
         match self {
             Bytes::Owned(v) => v,
-            Bytes::Mapped(m) => m.as_mut(),
+            Bytes::Mapped(m) => m.bytes_mut(),
         }
     }
 }
@@ -81,7 +81,7 @@ impl Parsed {
         buffers: &mut Buffers,
     ) -> Result<Parsed> {
         let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
-            simd_json::to_tape_with_buffers(b.borrow_mut().as_mut(), buffers)
+            simd_json::to_tape_with_buffers(b.borrow_mut().bytes_mut(), buffers)
         })
         .map_err(|e| Error::Json {
             member: member.to_string(),

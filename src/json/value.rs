@@ -171,6 +171,13 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// The address of the value's first tape node: two views of one parse
+    /// share it (used by tests that check a parse is reused).
+    #[doc(hidden)]
+    pub fn str_ptr_for_test(self) -> usize {
+        self.nodes.as_ptr() as usize
+    }
+
     /// A short name of the value's type, for error messages.
     pub fn type_name(self) -> &'static str {
         match self.node() {

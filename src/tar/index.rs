@@ -1,6 +1,8 @@
 //! The walk over tar headers, and the index it builds.
 
+use std::fs::File;
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 
 use zerocopy::FromBytes;
 
@@ -34,22 +36,14 @@ impl Kind {
     }
 }
 
-/// A member name: a span of the tar bytes, or (only when a ustar `prefix`
-/// and `name` must be joined) an owned copy.
+/// A member name: a span of the tar bytes, a span of the index's name
+/// arena (names read with `pread`, see [`FileSource`]), or (only when a
+/// ustar `prefix` and `name` must be joined) an owned copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Name {
     Span(Range<usize>),
+    Arena(Range<usize>),
     Joined(Box<[u8]>),
-}
-
-impl Name {
-    /// The name's bytes, given the tar bytes the index was built from.
-    pub fn get<'a>(&'a self, tar: &'a [u8]) -> &'a [u8] {
-        match self {
-            Name::Span(r) => &tar[r.clone()],
-            Name::Joined(b) => b,
-        }
-    }
 }
 
 /// One entry of the archive.
@@ -85,6 +79,118 @@ impl Entry {
 #[derive(Debug, Clone, Default)]
 pub struct Index {
     pub entries: Vec<Entry>,
+    /// Names read through a [`FileSource`], back to back.
+    pub names: Vec<u8>,
+}
+
+impl Index {
+    /// The bytes of a name, given the tar bytes the index was built from.
+    pub fn resolve<'a>(&'a self, name: &'a Name, tar: &'a [u8]) -> &'a [u8] {
+        match name {
+            Name::Span(r) => &tar[r.clone()],
+            Name::Arena(r) => &self.names[r.clone()],
+            Name::Joined(b) => b,
+        }
+    }
+}
+
+/// Where the walker reads headers from.
+pub trait Source {
+    /// Length of the tar stream.
+    fn len(&self) -> usize;
+    /// Whether the tar stream is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes `[off, off + len)`, which the caller has checked lie inside.
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]>;
+    /// Keeps a name found at `at` whose bytes are `bytes`.
+    fn keep(&mut self, at: Range<usize>, bytes: &[u8]) -> Name;
+    /// Hands over the name arena, if any.
+    fn into_names(self) -> Vec<u8>;
+}
+
+/// Walks tar bytes already in memory (an inflated buffer): names are spans.
+pub struct SliceSource<'a>(pub &'a [u8]);
+
+impl Source for SliceSource<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        Ok(&self.0[off..off + len])
+    }
+    fn keep(&mut self, at: Range<usize>, _: &[u8]) -> Name {
+        Name::Span(at)
+    }
+    fn into_names(self) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// Walks a raw tar inside a mapped file with `pread` into a small window,
+/// so that the walk itself faults in no pages of the mapping: the kernel
+/// maps up to 64 KiB of cached pages around every faulting address, which
+/// for a 1 GiB archive would pull tens of MiB of member data into the
+/// process for the sake of 512-byte headers. Names are copied into one
+/// arena (a few bytes per member).
+pub struct FileSource<'a> {
+    file: &'a File,
+    /// Offset of the tar stream in the file.
+    base: u64,
+    len: usize,
+    window: Vec<u8>,
+    window_at: usize,
+    names: Vec<u8>,
+}
+
+const WINDOW: usize = 2 << 10;
+
+impl<'a> FileSource<'a> {
+    pub fn new(file: &'a File, base: u64, len: usize) -> FileSource<'a> {
+        FileSource {
+            file,
+            base,
+            len,
+            window: Vec::new(),
+            window_at: 0,
+            names: Vec::new(),
+        }
+    }
+}
+
+impl Source for FileSource<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        let have = self.window_at..self.window_at + self.window.len();
+        if off < have.start || off + len > have.end {
+            let n = len.max(WINDOW).min(self.len - off);
+            self.window.resize(n, 0);
+            self.file
+                .read_exact_at(&mut self.window, self.base + off as u64)?;
+            self.window_at = off;
+        }
+        let at = off - self.window_at;
+        Ok(&self.window[at..at + len])
+    }
+    fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
+        let start = self.names.len();
+        self.names.extend_from_slice(bytes);
+        Name::Arena(start..self.names.len())
+    }
+    fn into_names(self) -> Vec<u8> {
+        self.names
+    }
+}
+
+/// A name as the walker holds it before the entry is made: where it is and
+/// its bytes (needed to normalize and measure it).
+#[derive(Clone)]
+struct Found {
+    name: Name,
+    bytes: Vec<u8>,
 }
 
 /// Extended-header state waiting for the next real entry.
@@ -92,35 +198,46 @@ pub struct Index {
 struct Pending {
     /// Offset of the first extended header not yet consumed.
     first: Option<usize>,
-    local: Overrides,
-    long_name: Option<Range<usize>>,
-    long_link: Option<Range<usize>>,
+    local: Overrides<Found>,
+    long_name: Option<Found>,
+    long_link: Option<Found>,
 }
 
 impl Index {
-    /// Walks the tar archive in `tar`, checking every length against the
-    /// bytes that exist, under `limits`.
+    /// Walks the tar bytes `tar` (in memory).
     pub fn build(tar: &[u8], limits: &Limits) -> Result<Index> {
+        Index::build_from(SliceSource(tar), limits)
+    }
+
+    /// Walks the tar archive that `src` reads, checking every length
+    /// against the bytes that exist, under `limits`.
+    pub fn build_from<S: Source>(mut src: S, limits: &Limits) -> Result<Index> {
+        let len = src.len();
         let mut entries = Vec::new();
-        let mut global = Overrides::default();
+        let mut global: Overrides<Found> = Overrides::default();
         let mut pending = Pending::default();
+        let mut scratch = Vec::new();
         let mut pos = 0usize;
         loop {
-            let rest = tar.len() - pos;
-            if rest == 0 || tar[pos..].len() < BLOCK && tar[pos..].iter().all(|&b| b == 0) {
+            let rest = len - pos;
+            if rest == 0 {
                 break; // end of data without end-of-archive blocks
             }
             if rest < BLOCK {
+                if src.read(pos, rest)?.iter().all(|&b| b == 0) {
+                    break;
+                }
                 return Err(Error::tar(
                     pos,
                     format!("truncated header: {rest} bytes left, a header needs {BLOCK}"),
                 ));
             }
-            let raw = &tar[pos..pos + BLOCK];
+            let mut raw = [0u8; BLOCK];
+            raw.copy_from_slice(src.read(pos, BLOCK)?);
             if raw.iter().all(|&b| b == 0) {
                 break; // end-of-archive marker
             }
-            let (block, _) = Block::ref_from_prefix(raw).expect("512 bytes");
+            let (block, _) = Block::ref_from_prefix(&raw[..]).expect("512 bytes");
             if !block.checksum_ok() {
                 return Err(Error::tar(
                     pos,
@@ -137,14 +254,19 @@ impl Index {
             let size = if extended {
                 hsize
             } else {
-                match pending.local.size.clone().or(global.size.clone()) {
+                match pending.local.size.or(global.size) {
                     Some(Some(s)) => s,
                     _ => hsize,
                 }
             };
-            let avail = (tar.len() - data) as u64;
+            let avail = (len - data) as u64;
             if size > avail {
-                return Err(Error::tar(pos, format!("entry data of {size} bytes runs past the end of the archive ({avail} bytes left)")));
+                return Err(Error::tar(
+                    pos,
+                    format!(
+                        "entry data of {size} bytes runs past the end of the archive ({avail} bytes left)"
+                    ),
+                ));
             }
             let end = data + size as usize;
             if extended {
@@ -160,18 +282,25 @@ impl Index {
                     // legally end the archive; the others need an entry.
                     pending.first.get_or_insert(pos);
                 }
-                let span = data..end;
+                scratch.clear();
+                scratch.extend_from_slice(src.read(data, size as usize)?);
+                let mut keep = |r: Range<usize>| Found {
+                    name: src.keep(data + r.start..data + r.end, &scratch[r.clone()]),
+                    bytes: scratch[r].to_vec(),
+                };
                 match typeflag {
-                    b'x' | b'X' => {
-                        let o = pax::parse(tar, span).map_err(|e| Error::tar(pos, e))?;
-                        pending.local.merge(o);
+                    b'x' | b'X' | b'g' => {
+                        let o = pax::parse(&scratch, 0..scratch.len())
+                            .map_err(|e| Error::tar(pos, e))?
+                            .map(&mut keep);
+                        if typeflag == b'g' {
+                            global.merge(o);
+                        } else {
+                            pending.local.merge(o);
+                        }
                     }
-                    b'g' => {
-                        let o = pax::parse(tar, span).map_err(|e| Error::tar(pos, e))?;
-                        global.merge(o);
-                    }
-                    b'L' => pending.long_name = Some(trim_nul(tar, span)),
-                    _ => pending.long_link = Some(trim_nul(tar, span)),
+                    b'L' => pending.long_name = Some(keep(trim_nul(&scratch))),
+                    _ => pending.long_link = Some(keep(trim_nul(&scratch))),
                 }
             } else {
                 if entries.len() >= limits.max_members {
@@ -181,11 +310,11 @@ impl Index {
                         cap: limits.max_members as u64,
                     });
                 }
-                let entry = make_entry(tar, pos, block, &pending, &global, size, limits)?;
+                let entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
                 entries.push(entry);
                 pending = Pending::default();
             }
-            pos = end.div_ceil(BLOCK).saturating_mul(BLOCK).min(tar.len());
+            pos = end.div_ceil(BLOCK).saturating_mul(BLOCK).min(len);
         }
         if let Some(at) = pending.first {
             return Err(Error::tar(
@@ -193,56 +322,67 @@ impl Index {
                 "extended header (PAX or GNU long name) is not followed by an entry",
             ));
         }
-        Ok(Index { entries })
+        Ok(Index {
+            entries,
+            names: src.into_names(),
+        })
     }
 }
 
-fn trim_nul(tar: &[u8], span: Range<usize>) -> Range<usize> {
-    let len = memchr::memchr(0, &tar[span.clone()]).unwrap_or(span.len());
-    span.start..span.start + len
+fn trim_nul(b: &[u8]) -> Range<usize> {
+    0..memchr::memchr(0, b).unwrap_or(b.len())
 }
 
+/// Precedence: PAX `x` > GNU `L`/`K` > PAX `g` > the header's own field. An
+/// empty PAX value unsets the keyword: fall through to the header field.
 fn pick(
-    local: &Option<Option<Range<usize>>>,
-    gnu: &Option<Range<usize>>,
-    global: &Option<Option<Range<usize>>>,
-) -> Option<Option<Range<usize>>> {
-    // Precedence: PAX x > GNU L/K > PAX g > the header's own field. An empty
-    // PAX value unsets the keyword: fall through to the header field.
+    local: &Option<Option<Found>>,
+    gnu: &Option<Found>,
+    global: &Option<Option<Found>>,
+) -> Option<Found> {
     match local {
-        Some(v) => Some(v.clone()),
-        None => gnu.clone().map(Some).or_else(|| global.clone()),
+        Some(v) => v.clone(),
+        None => gnu.clone().or_else(|| global.clone().flatten()),
     }
 }
 
-fn make_entry(
-    tar: &[u8],
+fn make_entry<S: Source>(
+    src: &mut S,
     pos: usize,
     block: &Block,
     pending: &Pending,
-    global: &Overrides,
+    global: &Overrides<Found>,
     size: u64,
     limits: &Limits,
 ) -> Result<Entry> {
-    let field_span = |off: usize, f: &[u8]| pos + off..pos + off + Block::field(f).len();
-    let mut name = match pick(&pending.local.path, &pending.long_name, &global.path) {
-        Some(Some(r)) => Name::Span(r),
-        _ if block.is_ustar() && block.prefix[0] != 0 => {
+    let mut field = |off: usize, f: &[u8]| {
+        let b = Block::field(f);
+        Found {
+            name: src.keep(pos + off..pos + off + b.len(), b),
+            bytes: b.to_vec(),
+        }
+    };
+    let name = match pick(&pending.local.path, &pending.long_name, &global.path) {
+        Some(found) => found,
+        None if block.is_ustar() && block.prefix[0] != 0 => {
             let mut v = Block::field(&block.prefix).to_vec();
             v.push(b'/');
             v.extend_from_slice(Block::field(&block.name));
-            Name::Joined(v.into_boxed_slice())
+            Found {
+                name: Name::Joined(v.clone().into_boxed_slice()),
+                bytes: v,
+            }
         }
-        _ => Name::Span(field_span(0, &block.name)),
+        None => field(0, &block.name),
     };
     let link = match pick(
         &pending.local.linkpath,
         &pending.long_link,
         &global.linkpath,
     ) {
-        Some(Some(r)) => Some(Name::Span(r)),
-        _ if block.linkname[0] != 0 => Some(Name::Span(field_span(157, &block.linkname))),
-        _ => None,
+        Some(found) => Some(found),
+        None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
+        None => None,
     };
     let mut kind = match block.typeflag {
         b'0' | 0 | b'7' => Kind::File,
@@ -252,24 +392,22 @@ fn make_entry(
         _ => Kind::Other,
     };
     // Old tar marks directories only by a trailing slash.
-    if kind == Kind::File && block.typeflag == 0 && name.get(tar).ends_with(b"/") {
+    if kind == Kind::File && block.typeflag == 0 && name.bytes.ends_with(b"/") {
         kind = Kind::Dir;
     }
-    name = normalize(name, tar, kind);
-    let nlen = name.get(tar).len();
-    if nlen > limits.max_name_len {
+    let name = normalize(name, kind);
+    if name.bytes.len() > limits.max_name_len {
         return Err(Error::Limit {
             what: "member name length",
-            found: nlen as u64,
+            found: name.bytes.len() as u64,
             cap: limits.max_name_len as u64,
         });
     }
     if let Some(l) = &link {
-        let llen = l.get(tar).len();
-        if llen > limits.max_name_len {
+        if l.bytes.len() > limits.max_name_len {
             return Err(Error::Limit {
                 what: "link target length",
-                found: llen as u64,
+                found: l.bytes.len() as u64,
                 cap: limits.max_name_len as u64,
             });
         }
@@ -283,22 +421,22 @@ fn make_entry(
     let mode =
         parse_numeric(&block.mode).map_err(|e| Error::tar(pos, format!("mode field: {e}")))? as u32;
     Ok(Entry {
-        name,
+        name: name.name,
         kind,
         offset: (pos + BLOCK) as u64,
         size,
         mtime,
         mode,
-        link,
+        link: link.map(|l| l.name),
         typeflag: block.typeflag,
         header_offset: pending.first.unwrap_or(pos) as u64,
     })
 }
 
-/// Drops one leading `./` and, for directories, trailing slashes; a name
-/// that would become empty becomes `.`.
-fn normalize(name: Name, tar: &[u8], kind: Kind) -> Name {
-    let bytes = name.get(tar);
+/// Drops one leading `./` and, for directories, trailing slashes; a
+/// directory name that would become empty becomes `.`.
+fn normalize(found: Found, kind: Kind) -> Found {
+    let bytes = &found.bytes;
     let mut start = 0;
     let mut end = bytes.len();
     if bytes.starts_with(b"./") && bytes.len() > 2 {
@@ -309,14 +447,14 @@ fn normalize(name: Name, tar: &[u8], kind: Kind) -> Name {
             end -= 1;
         }
     }
-    match name {
-        Name::Span(r) => Name::Span(r.start + start..r.start + end),
-        Name::Joined(b) => {
-            if start == 0 && end == b.len() {
-                Name::Joined(b)
-            } else {
-                Name::Joined(Box::from(&b[start..end]))
-            }
-        }
+    if start == 0 && end == bytes.len() {
+        return found;
     }
+    let cut = bytes[start..end].to_vec();
+    let name = match found.name {
+        Name::Span(r) => Name::Span(r.start + start..r.start + end),
+        Name::Arena(r) => Name::Arena(r.start + start..r.start + end),
+        Name::Joined(_) => Name::Joined(cut.clone().into_boxed_slice()),
+    };
+    Found { name, bytes: cut }
 }

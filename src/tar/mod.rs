@@ -20,5 +20,5 @@ mod number;
 mod pax;
 
 pub use block::{Block, BLOCK};
-pub use index::{Entry, Index, Kind, Name};
+pub use index::{Entry, FileSource, Index, Kind, Name, SliceSource, Source};
 pub use number::parse_numeric;

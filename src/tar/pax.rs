@@ -8,17 +8,39 @@
 use std::ops::Range;
 
 /// The keywords of one `x` or `g` header that the index uses.
-#[derive(Debug, Default, Clone)]
-pub struct Overrides {
-    pub path: Option<Option<Range<usize>>>,
-    pub linkpath: Option<Option<Range<usize>>>,
+#[derive(Debug, Clone)]
+pub struct Overrides<N = Range<usize>> {
+    pub path: Option<Option<N>>,
+    pub linkpath: Option<Option<N>>,
     pub size: Option<Option<u64>>,
     pub mtime: Option<Option<i64>>,
 }
 
-impl Overrides {
+impl<N> Default for Overrides<N> {
+    fn default() -> Self {
+        Overrides {
+            path: None,
+            linkpath: None,
+            size: None,
+            mtime: None,
+        }
+    }
+}
+
+impl<N> Overrides<N> {
+    /// Converts the kept spans (for example into owned names).
+    pub fn map<M>(self, mut f: impl FnMut(N) -> M) -> Overrides<M> {
+        let mut conv = |o: Option<Option<N>>| o.map(|v| v.map(&mut f));
+        Overrides {
+            path: conv(self.path),
+            linkpath: conv(self.linkpath),
+            size: self.size,
+            mtime: self.mtime,
+        }
+    }
+
     /// Applies `newer` on top of `self` (later records win).
-    pub fn merge(&mut self, newer: Overrides) {
+    pub fn merge(&mut self, newer: Overrides<N>) {
         if newer.path.is_some() {
             self.path = newer.path;
         }
@@ -34,8 +56,8 @@ impl Overrides {
     }
 }
 
-/// Parses the records in `tar[span]`. Errors name the record's problem; the
-/// caller adds the header's offset.
+/// Parses the records in `tar[span]` (spans in the result index `tar`).
+/// Errors name the record's problem; the caller adds the header's offset.
 pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
     let mut out = Overrides::default();
     let end = span.end;

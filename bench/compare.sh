@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Side-by-side timings of neff against today's readers, in one hyperfine run
+# per case, on the corpus of ../shared/bench/make_bench_corpus.py.
+#
+#   python3 ../shared/bench/make_bench_corpus.py /tmp/neff-bench   # once, ~2 min
+#   bench/compare.sh [CORPUS] [OUT]          # CASES="ls get scan" to choose
+#
+# Needs hyperfine, bsdtar (libarchive-tools) and GNU time. Medians are what
+# PERF.md quotes; hyperfine's JSON for each case lands in OUT.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+C=${1:-/tmp/neff-bench}
+OUT=${2:-/tmp/neff-compare}
+CASES=${CASES:-ls get rss}
+REF=${REF:-$root/../shared/bench}
+PY=${PY:-$(python3 -c 'import sys; print(sys.executable)')}
+RUNS=${RUNS:-10}
+SLOW=${SLOW:-3}
+mkdir -p "$OUT"
+cargo build --release --quiet --manifest-path "$root/Cargo.toml"
+N=$root/target/release/neff
+L=$C/large
+warm() { cat "$@" > /dev/null; }
+hf() { local name=$1; shift; hyperfine -N --style basic --export-json "$OUT/$name.json" "$@"; }
+
+for c in $CASES; do case $c in
+ls)
+  warm "$L/big_pkg1.neff"
+  hf ls_raw -w 2 -r "$RUNS" \
+    "$N ls $L/big_pkg1.neff" \
+    "sh -c 'dd if=$L/big_pkg1.neff bs=1024 skip=1 status=none | tar tf - | sort'" \
+    "sh -c '{ dd bs=1024 skip=1 count=0 status=none; bsdtar -tf -; } < $L/big_pkg1.neff'"
+  warm "$L/big_pkg2.neff"
+  hf ls_gzip -w 1 -r "$RUNS" \
+    "$N ls $L/big_pkg2.neff" \
+    "sh -c 'dd if=$L/big_pkg2.neff bs=1024 skip=1 status=none | tar tzf - | sort'" \
+    "sh -c '{ dd bs=1024 skip=1 count=0 status=none; bsdtar -tf -; } < $L/big_pkg2.neff'"
+  ;;
+rss)
+  warm "$L/big_pkg1.neff"
+  for i in 1 2 3 4 5; do /usr/bin/time -f "%M" "$N" ls "$L/big_pkg1.neff" 2>&1 >/dev/null; done \
+    | sort -n | awk '{a[NR]=$1} END {print "neff ls big_pkg1 peak RSS KiB (median of 5):", a[3]}' | tee "$OUT/rss.txt"
+  ;;
+get)
+  small=$(find "$C/small" -name '*.neff' | sort | head -1)
+  warm "$L/big_pkg1.neff" "$small"
+  hf get_cc_raw -w 1 -r "$SLOW" \
+    "$N get $L/big_pkg1.neff cc-world-size" \
+    "$PY $REF/neffinfo_ref.py $L/big_pkg1.neff cc-world-size" \
+    "$PY $REF/tarfile_ref.py $L/big_pkg1.neff cc-world-size"
+  hf get_def_raw -w 1 -r "$SLOW" \
+    "$N get $L/big_pkg1.neff def" \
+    "$PY $REF/neffinfo_ref.py $L/big_pkg1.neff def" \
+    "$PY $REF/tarfile_ref.py $L/big_pkg1.neff def"
+  hf get_def_small_gz -w 2 -r "$RUNS" \
+    "$N get $small def" \
+    "$PY $REF/neffinfo_ref.py $small def" \
+    "$PY $REF/tarfile_ref.py $small def"
+  ;;
+scan)
+  warm $(find "$C/small" -name '*.neff')
+  hf scan_subset -w 1 -r 3 \
+    "$N scan --json --no-progress $C/small_subset200" \
+    "$PY $REF/neffinfo_ref.py --scan $C/small_subset200"
+  hf scan_zoo -w 1 -r 3 \
+    "$N scan --json --no-progress --jobs 1 $C/small" \
+    "$N scan --json --no-progress --jobs 2 $C/small" \
+    "$PY $REF/tarfile_ref.py --scan $C/small"
+  for j in 1 2; do /usr/bin/time -f "%M" "$N" scan --json --no-progress --jobs $j "$C/small" 2>&1 >/dev/null | tail -1; done \
+    | awk '{print "neff scan zoo peak RSS KiB:", $1}' | tee "$OUT/scan_rss.txt"
+  ;;
+esac; done
+echo "results in $OUT"
