@@ -17,6 +17,7 @@
 //! | accessors | [`accessors`] | the reference reader's roster |
 //! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
 //! | report | [`summary`] | what `neff info` shows |
+//! | zoo | [`scan`] | parallel records over directories of NEFFs |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
 //!
@@ -37,6 +38,7 @@ pub mod map;
 pub mod neff;
 pub mod pack;
 pub mod payload;
+pub mod scan;
 pub mod select;
 pub mod summary;
 pub mod tar;

@@ -50,6 +50,12 @@ pub const MAP_THRESHOLD: u64 = 64 << 10;
 impl FileBytes {
     /// Opens `path` and returns its bytes (mapped or read, per `mode`).
     pub fn open(path: &Path, mode: ReadMode) -> Result<FileBytes> {
+        FileBytes::open_reusing(path, mode, Vec::new())
+    }
+
+    /// [`open`](Self::open), reading into `buf` (cleared first) when the
+    /// file is read rather than mapped, so a scan can reuse one buffer.
+    pub fn open_reusing(path: &Path, mode: ReadMode, mut buf: Vec<u8>) -> Result<FileBytes> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
         let map = match mode {
@@ -58,7 +64,8 @@ impl FileBytes {
             ReadMode::Auto => len >= MAP_THRESHOLD,
         };
         if !map {
-            let mut buf = Vec::with_capacity(len as usize);
+            buf.clear();
+            buf.reserve(len as usize);
             use std::io::Read;
             (&file).read_to_end(&mut buf)?;
             return Ok(FileBytes::Owned(buf));
@@ -98,6 +105,14 @@ impl FileBytes {
 }
 
 impl FileBytes {
+    /// Gives back the vector of bytes that were read, for reuse.
+    pub fn into_vec(self) -> Option<Vec<u8>> {
+        match self {
+            FileBytes::Owned(v) => Some(v),
+            FileBytes::Mapped(..) => None,
+        }
+    }
+
     /// The open file behind a mapping.
     pub fn file(&self) -> Option<&File> {
         match self {

@@ -27,6 +27,13 @@ pub struct Options {
     pub json_source: Source,
 }
 
+/// Buffers a caller reuses across many [`Neff::open_scratch`] calls.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    file: Vec<u8>,
+    tar: Vec<u8>,
+}
+
 /// An open, indexed NEFF.
 #[derive(Debug)]
 pub struct Neff {
@@ -50,16 +57,42 @@ impl Neff {
     /// Opens and indexes the NEFF at `path`.
     pub fn open_with(path: impl AsRef<Path>, opts: &Options) -> Result<Neff> {
         let file = FileBytes::open(path.as_ref(), opts.read_mode)?;
-        Neff::from_file_bytes(file, opts)
+        Neff::from_file_bytes(file, opts, None)
+    }
+
+    /// [`open_with`](Self::open_with), reading and inflating into the
+    /// buffers of `scratch` where it can; [`recycle`](Self::recycle) gives
+    /// them back. A scan of thousands of small NEFFs so avoids fresh memory.
+    pub fn open_scratch(
+        path: impl AsRef<Path>,
+        opts: &Options,
+        scratch: &mut Scratch,
+    ) -> Result<Neff> {
+        let file = FileBytes::open_reusing(
+            path.as_ref(),
+            opts.read_mode,
+            std::mem::take(&mut scratch.file),
+        )?;
+        Neff::from_file_bytes(file, opts, Some(std::mem::take(&mut scratch.tar)))
+    }
+
+    /// Returns this NEFF's reusable buffers to `scratch`.
+    pub fn recycle(self, scratch: &mut Scratch) {
+        if let Some(v) = self.file.into_vec() {
+            scratch.file = v;
+        }
+        if let Some(v) = self.inflated.and_then(Inflated::into_vec) {
+            scratch.tar = v;
+        }
     }
 
     /// Indexes a NEFF held in memory (for tests, fuzzing and programs that
     /// build NEFFs).
     pub fn from_bytes(bytes: Vec<u8>, opts: &Options) -> Result<Neff> {
-        Neff::from_file_bytes(FileBytes::Owned(bytes), opts)
+        Neff::from_file_bytes(FileBytes::Owned(bytes), opts, None)
     }
 
-    fn from_file_bytes(file: FileBytes, opts: &Options) -> Result<Neff> {
+    fn from_file_bytes(file: FileBytes, opts: &Options, reuse: Option<Vec<u8>>) -> Result<Neff> {
         let limits = &opts.limits;
         let header = Header::from_file_bytes(&file)?;
         let span = header.locate_payload(&file)?;
@@ -69,7 +102,11 @@ impl Neff {
         });
         let stored = &file[span.start..span.start + span.len];
         let inflated = match span.compression {
-            Compression::Gzip => Some(payload::inflate(stored, limits.max_inflated)?),
+            Compression::Gzip => Some(payload::inflate_reusing(
+                stored,
+                limits.max_inflated,
+                reuse,
+            )?),
             Compression::None => None,
         };
         let index = match (&inflated, file.file()) {

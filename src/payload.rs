@@ -26,19 +26,50 @@ const MAX_RATIO: u64 = 1032;
 /// Bytes of the gzip trailer (CRC-32, ISIZE).
 const TRAILER: usize = 8;
 
-/// An inflated tar archive in its own anonymous mapping.
+/// Where inflated bytes live: a fresh anonymous mapping, or a caller's
+/// vector reused across files (a scan inflates thousands of small payloads,
+/// and a warm vector costs no page faults).
+#[derive(Debug)]
+enum Buf {
+    Map(MmapMut),
+    Vec(Vec<u8>),
+}
+
+impl Buf {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Buf::Map(m) => m,
+            Buf::Vec(v) => v,
+        }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Buf::Map(m) => m,
+            Buf::Vec(v) => v,
+        }
+    }
+}
+
+/// An inflated tar archive.
 #[derive(Debug)]
 pub struct Inflated {
-    buf: Option<MmapMut>,
+    buf: Buf,
     len: usize,
 }
 
 impl Deref for Inflated {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match &self.buf {
-            Some(b) => &b[..self.len],
-            None => &[],
+        &self.buf.bytes()[..self.len]
+    }
+}
+
+impl Inflated {
+    /// Gives back the reused vector, if the bytes live in one.
+    pub fn into_vec(self) -> Option<Vec<u8>> {
+        match self.buf {
+            Buf::Vec(v) => Some(v),
+            Buf::Map(_) => None,
         }
     }
 }
@@ -46,6 +77,12 @@ impl Deref for Inflated {
 /// Inflates a whole gzip payload (one or more members, optionally followed
 /// by zero padding) into one buffer of at most `cap` bytes.
 pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
+    inflate_reusing(gz, cap, None)
+}
+
+/// [`inflate`], writing into `reuse` when one is given (single-member
+/// payloads; the rare multi-member ones get a fresh mapping).
+pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
     if gz.len() < 18 {
         return Err(Error::Gzip(format!(
             "truncated gzip input: {} bytes is shorter than the smallest gzip member",
@@ -57,15 +94,19 @@ pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
     let mut d = Decompressor::new();
     // Fast path: one member, no padding, ISIZE is the exact output size.
     if isize > 0 && isize <= bound {
-        let mut out = alloc(isize as usize)?;
-        if let Ok(n) = d.gzip_decompress(gz, &mut out) {
+        let mut out = match reuse {
+            Some(mut v) => {
+                v.clear();
+                v.resize(isize as usize, 0);
+                Buf::Vec(v)
+            }
+            None => Buf::Map(alloc(isize as usize)?),
+        };
+        if let Ok(n) = d.gzip_decompress(gz, out.bytes_mut()) {
             // libdeflate checked a trailer after the deflate data; it is the
             // one at the very end exactly when this was the only member.
-            if n as u64 == isize && gz.ends_with(&trailer(&out[..n])) {
-                return Ok(Inflated {
-                    buf: Some(out),
-                    len: n,
-                });
+            if n as u64 == isize && gz.ends_with(&trailer(&out.bytes()[..n])) {
+                return Ok(Inflated { buf: out, len: n });
             }
         }
     } else if isize > cap && ends_with_gzip_trailer_plausibly(gz) {
@@ -129,7 +170,7 @@ fn inflate_members(d: &mut Decompressor, gz: &[u8], bound: u64, cap: u64) -> Res
         });
     }
     Ok(Inflated {
-        buf: Some(out),
+        buf: Buf::Map(out),
         len,
     })
 }

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+mod scan;
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
 #[derive(Parser)]
@@ -22,6 +24,17 @@ struct Cli {
     cmd: Cmd,
     #[command(flatten)]
     caps: Caps,
+    /// How files are brought into memory: map, read, or auto (map files of
+    /// 64 KiB and more, read smaller ones)
+    #[arg(long, global = true, value_enum, default_value_t = ReadModeArg::Auto)]
+    read_mode: ReadModeArg,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ReadModeArg {
+    Auto,
+    Map,
+    Read,
 }
 
 /// Resource caps (sizes take K, M, G suffixes, powers of 1024).
@@ -85,6 +98,16 @@ fn parse_uuid(s: &str) -> Result<[u8; 16], String> {
     Ok(u)
 }
 
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("{s:?} is not K/N with 1 <= K <= N");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (usize, usize) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
 fn parse_accessor(s: &str) -> Result<Accessor, String> {
     Accessor::from_name(s).ok_or_else(|| {
         let names: Vec<&str> = Accessor::ALL.iter().map(|a| a.name()).collect();
@@ -144,6 +167,32 @@ enum Cmd {
         #[arg(long)]
         mtime: Option<u64>,
     },
+    /// Read every *.neff under PATHs in parallel: one record per NEFF
+    Scan {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Worker threads [default: one per core]
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+        /// One JSON object per line (NDJSON) instead of a table
+        #[arg(long)]
+        json: bool,
+        /// Keep files whose sorted index i has i mod N = K-1
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<(usize, usize)>,
+        /// No progress bar (it only shows when stderr is a terminal)
+        #[arg(long)]
+        no_progress: bool,
+        /// Buffer the records and print them sorted by path
+        #[arg(long)]
+        sorted: bool,
+        /// Exit 1 if any file failed
+        #[arg(long)]
+        strict: bool,
+        /// Also check each payload's hash (reads every byte)
+        #[arg(long)]
+        verify: bool,
+    },
     /// Check header sizes and the payload hash
     Verify {
         #[arg(required = true)]
@@ -174,7 +223,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let opts = Options {
         limits: cli.caps.limits(),
-        read_mode: ReadMode::Auto,
+        read_mode: match cli.read_mode {
+            ReadModeArg::Auto => ReadMode::Auto,
+            ReadModeArg::Map => ReadMode::Map,
+            ReadModeArg::Read => ReadMode::Read,
+        },
         ..Options::default()
     };
     match run(cli.cmd, &opts) {
@@ -274,6 +327,25 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             std::fs::write(&output, bytes)
                 .map_err(Error::Io)
                 .at(&output)?;
+        }
+        Cmd::Scan {
+            paths,
+            jobs,
+            json,
+            shard,
+            no_progress,
+            sorted,
+            strict,
+            verify,
+        } => {
+            drop(out);
+            let sopts = neff::scan::ScanOptions {
+                open: *opts,
+                jobs,
+                shard,
+                verify,
+            };
+            return scan::run(&paths, &sopts, json, sorted, strict, no_progress);
         }
         Cmd::Verify { files } => {
             let mut failed = false;

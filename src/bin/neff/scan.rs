@@ -1,0 +1,116 @@
+//! Output of `neff scan`: NDJSON or an aligned table on stdout, a progress
+//! bar on a terminal's stderr, and a one-line summary at the end.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use neff::scan::{self, Record, ScanOptions};
+
+use super::{stdout_err, Failure};
+
+fn table_row(r: &Record) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    format!(
+        "{:<4} {:<8} {:>5} {:>6} {:>7}  {}{}",
+        if r.ok { "ok" } else { "FAIL" },
+        opt(r.arch.clone()),
+        opt(r.num_cores.map(|n| n.to_string())),
+        opt(r.cc_world_size.map(|n| n.to_string())),
+        opt(r.members.map(|n| n.to_string())),
+        r.path,
+        r.error
+            .as_ref()
+            .map(|e| format!("  ({e})"))
+            .unwrap_or_default()
+    )
+}
+
+pub fn run(
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    json: bool,
+    sorted: bool,
+    strict: bool,
+    no_progress: bool,
+) -> Result<u8, Failure> {
+    let t0 = Instant::now();
+    let (paths, walk_errors) = scan::list(roots, opts.shard);
+    let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(paths.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}",
+            )
+            .expect("static template"),
+        );
+        b
+    });
+    let out = Mutex::new(io::BufWriter::new(io::stdout()));
+    let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+    let (ok, failed, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
+    let write_err: Mutex<Option<io::Error>> = Mutex::new(None);
+    if !json {
+        let header = format!(
+            "{:<4} {:<8} {:>5} {:>6} {:>7}  path",
+            "ok", "arch", "cores", "world", "members"
+        );
+        writeln!(out.lock().expect("lock"), "{header}").map_err(stdout_err)?;
+    }
+    let print = |r: &Record| {
+        let line = if json {
+            serde_json::to_string(r).expect("records serialize")
+        } else {
+            table_row(r)
+        };
+        let mut o = out.lock().expect("lock");
+        if let Err(e) = writeln!(o, "{line}") {
+            write_err.lock().expect("lock").get_or_insert(e);
+        }
+    };
+    let emit = |r: Record| {
+        if r.ok { &ok } else { &failed }.fetch_add(1, Ordering::Relaxed);
+        bytes.fetch_add(r.bytes.unwrap_or(0), Ordering::Relaxed);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        if sorted {
+            held.lock().expect("lock").push(r);
+        } else {
+            print(&r);
+        }
+    };
+    for r in walk_errors {
+        emit(r);
+    }
+    scan::scan(&paths, opts, &emit).map_err(|err| Failure {
+        path: PathBuf::from("scan"),
+        err,
+    })?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let mut held = held.into_inner().expect("lock");
+    held.sort_by(|a, b| a.path.cmp(&b.path));
+    for r in &held {
+        print(r);
+    }
+    out.into_inner()
+        .expect("lock")
+        .flush()
+        .map_err(stdout_err)?;
+    if let Some(e) = write_err.into_inner().expect("lock") {
+        return Err(stdout_err(e));
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let (ok, failed) = (ok.into_inner(), failed.into_inner());
+    eprintln!(
+        "neff scan: {} files, {ok} ok, {failed} failed, {} bytes, {secs:.2} s, {:.0} NEFFs/s",
+        ok + failed,
+        bytes.into_inner(),
+        (ok + failed) as f64 / secs.max(1e-9)
+    );
+    Ok(u8::from(strict && failed > 0))
+}

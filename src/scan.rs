@@ -1,0 +1,283 @@
+//! Scanning model zoos and compile caches: find every `*.neff` under some
+//! paths, read each in parallel, and produce one [`Record`] per file.
+//!
+//! A bad file never stops a scan: it yields a record with `ok: false` and
+//! its error. Files are listed first (a parallel walk that follows symlinks
+//! and detects loops), sorted by path so that `--shard K/N` splits a zoo
+//! deterministically, then read by a rayon pool. Each worker reuses one
+//! [`Scratch`] (file and inflate buffers) across files, and a record is
+//! handed to the caller as soon as it is made: memory does not grow with
+//! the number of files beyond the list of paths. At most `jobs` files are
+//! open at once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::accessors;
+use crate::error::{Error, Result};
+use crate::header::hex;
+use crate::json::views::{Def, VarType};
+use crate::neff::{Neff, Options, Scratch};
+
+/// Count and total bytes of a set of tensors.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Tensors {
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// One NEFF's line of a scan.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Record {
+    pub path: String,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// File size.
+    pub bytes: Option<u64>,
+    pub pkg_version: Option<u64>,
+    pub compressed: Option<bool>,
+    pub members: Option<usize>,
+    pub arch: Option<String>,
+    pub num_cores: Option<u64>,
+    /// Null when the NEFF has no collective metadata (or it was refused).
+    pub cc_world_size: Option<u128>,
+    /// Null unless the scan verifies hashes.
+    pub hash_ok: Option<bool>,
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    pub data_size: Option<u64>,
+    pub inputs: Option<Tensors>,
+    pub outputs: Option<Tensors>,
+    pub aliases: Option<usize>,
+    pub must_alias: Option<bool>,
+    pub neff_features: Option<Vec<String>>,
+    pub feature_bits: Option<u64>,
+    /// For compile-cache entries (`<cache>/MODULE_<key>/graph_<key>.neff`).
+    pub cache_key: Option<String>,
+    /// Whether `.compilation_complete` sits beside a compile-cache entry.
+    pub complete: Option<bool>,
+}
+
+/// How to scan.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    pub open: Options,
+    /// Worker threads (0 = one per core).
+    pub jobs: usize,
+    /// Keep only files whose sorted index i has i mod n == k - 1.
+    pub shard: Option<(usize, usize)>,
+    /// Check each payload's hash (costs a full read of every file).
+    pub verify: bool,
+}
+
+/// Lists every `*.neff` under `roots` (files named directly are kept
+/// whatever their name), sorted by path and sharded. Walk errors (a symlink
+/// loop, an unreadable directory) come back as records, not failures.
+pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
+    let found = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    for root in roots {
+        match std::fs::metadata(root) {
+            Ok(m) if m.is_file() => {
+                found.lock().expect("lock").push(root.clone());
+                continue;
+            }
+            Ok(m) if !m.is_dir() => {
+                // A FIFO or device would block or never end: refuse it.
+                let e = Error::Refused("not a regular file or directory".into());
+                errors.lock().expect("lock").push(failed(root, &e, None));
+                continue;
+            }
+            Err(e) => {
+                errors
+                    .lock()
+                    .expect("lock")
+                    .push(failed(root, &Error::Io(e), None));
+                continue;
+            }
+            Ok(_) => {}
+        }
+        ignore::WalkBuilder::new(root)
+            .standard_filters(false)
+            .hidden(false)
+            .follow_links(true)
+            .build_parallel()
+            .run(|| {
+                Box::new(|ent| {
+                    match ent {
+                        Ok(e) => {
+                            let is_file = e.file_type().is_some_and(|t| t.is_file());
+                            if is_file && e.path().extension().is_some_and(|x| x == "neff") {
+                                found.lock().expect("lock").push(e.into_path());
+                            }
+                        }
+                        Err(err) => {
+                            let path = walk_error_path(&err).unwrap_or_else(|| root.clone());
+                            let msg = Error::Io(std::io::Error::other(err.to_string()));
+                            errors.lock().expect("lock").push(failed(&path, &msg, None));
+                        }
+                    }
+                    ignore::WalkState::Continue
+                })
+            });
+    }
+    let mut paths = found.into_inner().expect("lock");
+    paths.sort();
+    paths.dedup();
+    if let Some((k, n)) = shard {
+        paths = paths
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % n == k - 1)
+            .map(|(_, p)| p)
+            .collect();
+    }
+    (paths, errors.into_inner().expect("lock"))
+}
+
+fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } => walk_error_path(err),
+        ignore::Error::Loop { child, .. } => Some(child.clone()),
+        _ => None,
+    }
+}
+
+/// Scans `paths` on a pool of `opts.jobs` threads, calling `emit` with each
+/// record as it is made (from the worker threads; `emit` serializes).
+pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs)
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
+    pool.install(|| {
+        paths
+            .par_iter()
+            .for_each_init(Scratch::default, |scratch, p| {
+                emit(record(p, opts, scratch))
+            });
+    });
+    Ok(())
+}
+
+fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
+    Record {
+        path: path.display().to_string(),
+        ok: false,
+        error: Some(e.to_string()),
+        bytes,
+        ..Record::default()
+    }
+}
+
+/// Reads one NEFF into its record.
+pub fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record {
+    let bytes = std::fs::metadata(path).ok().map(|m| m.len());
+    let neff = match Neff::open_scratch(path, &opts.open, scratch) {
+        Ok(n) => n,
+        Err(e) => return failed(path, &e, bytes),
+    };
+    let mut r = fill(&neff, path, bytes, opts);
+    cache_entry(path, &mut r);
+    neff.recycle(scratch);
+    r
+}
+
+fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Record {
+    let h = neff.header();
+    let mut errors: Vec<String> = Vec::new();
+    let mut note = |what: &str, e: Error| errors.push(format!("{what}: {e}"));
+    let mut r = Record {
+        path: path.display().to_string(),
+        ok: true,
+        bytes,
+        pkg_version: Some(h.pkg_version.get()),
+        compressed: Some(neff.is_compressed()),
+        members: Some(neff.files().count()),
+        uuid: Some(hex(&h.uuid)),
+        name: Some(h.name()),
+        data_size: Some(h.data_size.get()),
+        feature_bits: Some(h.feature_bits.get()),
+        ..Record::default()
+    };
+    if opts.verify {
+        r.hash_ok = Some(crate::verify::verify_file(neff.file_bytes()).is_ok());
+    }
+    match accessors::arch(neff) {
+        Ok(a) => r.arch = Some(a.to_string()),
+        Err(e) => note("arch", e),
+    }
+    match accessors::num_cores(neff) {
+        Ok(n) => r.num_cores = Some(n),
+        Err(e) => note("num-cores", e),
+    }
+    match accessors::has_cc(neff) {
+        Ok(true) => match accessors::cc_world_size(neff) {
+            Ok(n) => r.cc_world_size = Some(n),
+            Err(e) => note("cc-world-size", e),
+        },
+        Ok(false) => {}
+        Err(e) => note("has-cc", e),
+    }
+    match accessors::def(neff) {
+        Ok(m) => {
+            if let Some(def) = Def::new(m.json) {
+                let (mut i, mut o) = (Tensors::default(), Tensors::default());
+                for v in def.vars() {
+                    let t = match v.var_type() {
+                        Some(VarType::Input) => &mut i,
+                        Some(VarType::Output) => &mut o,
+                        _ => continue,
+                    };
+                    t.count += 1;
+                    t.bytes += v.size().unwrap_or(0);
+                }
+                r.inputs = Some(i);
+                r.outputs = Some(o);
+                r.neff_features = Some(
+                    def.neff_features()
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect(),
+                );
+            }
+        }
+        Err(e) => note("def", e),
+    }
+    match accessors::alias(neff) {
+        Ok(a) => r.aliases = Some(a.len()),
+        Err(e) => note("alias", e),
+    }
+    match accessors::must_alias(neff) {
+        Ok(m) => r.must_alias = Some(m),
+        Err(e) => note("must-alias", e),
+    }
+    if !errors.is_empty() {
+        r.ok = false;
+        r.error = Some(errors.join("; "));
+    }
+    r
+}
+
+/// Fills `cache_key` and `complete` for a Neuron compile-cache entry: a
+/// `graph_*.neff` or a NEFF in a `MODULE_*` directory.
+fn cache_entry(path: &Path, r: &mut Record) {
+    let parent = path.parent();
+    let dir = parent
+        .and_then(Path::file_name)
+        .map(|d| d.to_string_lossy().into_owned());
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let is_cache =
+        file.starts_with("graph_") || dir.as_deref().is_some_and(|d| d.starts_with("MODULE_"));
+    if is_cache {
+        r.cache_key = dir.map(|d| d.strip_prefix("MODULE_").map(str::to_string).unwrap_or(d));
+        r.complete = parent.map(|p| p.join(".compilation_complete").exists());
+    }
+}

@@ -1,0 +1,300 @@
+//! `neff scan` over a generated zoo with known contents, bad files of every
+//! kind, nested directories, a symlink loop and unreadable files.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use common::*;
+use neff::pack::{pack, PackEntry, PackOptions};
+
+/// What a generated NEFF should scan as.
+struct Want {
+    arch: &'static str,
+    cores: u64,
+    world: Option<u64>,
+    aliases: usize,
+    must: bool,
+    inputs: (u64, u64),
+}
+
+fn make_neff(i: usize) -> (Vec<u8>, Want) {
+    let arch = ["sunda", "cayman", "mariana"][i % 3];
+    let cores = 1 + (i % 2) as u64;
+    let world = match i % 4 {
+        0 => None,
+        1 => Some(2 + (i % 5) as u64),
+        2 => Some(8),
+        _ => Some(32),
+    };
+    let cc = match (i % 4, world) {
+        (1, Some(w)) => {
+            let ranks: Vec<String> = (0..w).map(|r| r.to_string()).collect();
+            format!(",\"replica_groups\":[[[{}]]]", ranks.join(","))
+        }
+        (2, _) => ",\"src_target_pairs\":[[0,7],[7,3]]".to_string(),
+        (3, _) => ",\"#rank_world_size\":32".to_string(),
+        _ => String::new(),
+    };
+    let n_in = 1 + (i % 7) as u64;
+    let vars: Vec<String> = (0..n_in)
+        .map(|k| {
+            format!(
+                "\"in{k}\":{{\"var_id\":{k},\"type\":\"input\",\"size\":{}}}",
+                100 * (k + 1)
+            )
+        })
+        .chain(std::iter::once(
+            "\"out\":{\"var_id\":99,\"type\":\"output\",\"size\":8}".to_string(),
+        ))
+        .collect();
+    let def = format!("{{\"var\":{{{}}}{cc}}}", vars.join(","));
+    let aliases = i % 3;
+    let must = i % 5 == 0 && aliases > 0;
+    let am: Vec<String> = (0..aliases)
+        .map(|k| {
+            format!(
+                "{{\"input_name\":\"in{k}\",\"output_name\":\"out{k}\",\"must_alias\":{}}}",
+                must && k == 0
+            )
+        })
+        .collect();
+    let graphs: Vec<String> = (0..cores)
+        .map(|c| format!("{{\"name\":\"sg0{c}\"}}"))
+        .collect();
+    let entries = vec![
+        PackEntry::file("info.json", format!("{{\"i\":{i}}}").into_bytes(), 0),
+        PackEntry::file(
+            "kelf-0.json",
+            format!(
+                "{{\"graphs\":[{}],\"target\":\"{arch}\"}}",
+                graphs.join(",")
+            )
+            .into_bytes(),
+            0,
+        ),
+        PackEntry::file("sg00/def.json", def.into_bytes(), 0),
+        PackEntry::file("sg00/pe.bin", vec![i as u8; 4096 + i], 0),
+        PackEntry::file(
+            "sg00/tensor_map.json",
+            format!("{{\"alias_map\":[{}]}}", am.join(",")).into_bytes(),
+            0,
+        ),
+    ];
+    let opts = PackOptions {
+        no_gzip: i % 10 == 0,
+        mtime: Some(0),
+        name: format!("m{i}"),
+        ..Default::default()
+    };
+    let want = Want {
+        arch,
+        cores,
+        world,
+        aliases,
+        must,
+        inputs: (n_in, 100 * n_in * (n_in + 1) / 2),
+    };
+    (pack(&entries, &opts).unwrap(), want)
+}
+
+fn scan_json(args: &[&str]) -> (Vec<serde_json::Value>, String, Option<i32>) {
+    let o = neff(&[&["scan", "--json", "--no-progress"], args].concat());
+    let recs = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    (
+        recs,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        o.status.code(),
+    )
+}
+
+#[test]
+fn scan_reports_every_neff_right_and_survives_every_bad_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zoo = tmp.path().join("zoo");
+    let mut wants = BTreeMap::new();
+    for i in 0..240 {
+        let (bytes, want) = make_neff(i);
+        let dir = zoo
+            .join(format!("c{}", i % 4))
+            .join(format!("MODULE_{i:04}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(format!("graph_{i:04}.neff"));
+        std::fs::write(&p, bytes).unwrap();
+        if i % 2 == 0 {
+            std::fs::write(dir.join(".compilation_complete"), b"").unwrap();
+        }
+        wants.insert(p.to_str().unwrap().to_string(), (i, want));
+    }
+    // Every hostile file, nested deeper.
+    let bad = zoo.join("bad/nested/deeper");
+    std::fs::create_dir_all(&bad).unwrap();
+    let mut bad_names = BTreeSet::new();
+    for f in neffs("tests/hostile") {
+        let name = f.file_name().unwrap().to_str().unwrap().to_string();
+        std::fs::copy(&f, bad.join(&name)).unwrap();
+        bad_names.insert(bad.join(&name).to_str().unwrap().to_string());
+    }
+    // A symlink loop, a dangling symlink, a file we may not be able to read.
+    std::os::unix::fs::symlink("..", zoo.join("bad/loop")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent.neff", zoo.join("bad/vanished.neff")).unwrap();
+    let locked = zoo.join("bad/locked.neff");
+    std::fs::copy(root().join("fixtures/acc/kelf-0-gz.neff"), &locked).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let privileged = std::fs::read(&locked).is_ok();
+
+    let (recs, err, code) = scan_json(&["--jobs", "2", zoo.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("neff scan: ") && err.contains("NEFFs/s"),
+        "summary line: {err}"
+    );
+    let by_path: BTreeMap<String, &serde_json::Value> = recs
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap().to_string(), r))
+        .collect();
+    for (path, (i, w)) in &wants {
+        let r = by_path
+            .get(path)
+            .unwrap_or_else(|| panic!("no record for {path}"));
+        let world_ok = w
+            .world
+            .map_or(r["cc_world_size"].is_null(), |n| r["cc_world_size"] == n);
+        assert!(r["ok"] == true && world_ok, "{path}: {r}");
+        assert_eq!(r["arch"], w.arch, "{path}");
+        assert_eq!(r["num_cores"], w.cores, "{path}");
+        assert_eq!(r["aliases"], w.aliases, "{path}");
+        assert_eq!(r["must_alias"], w.must, "{path}");
+        assert_eq!(r["inputs"]["count"], w.inputs.0, "{path}");
+        assert_eq!(r["inputs"]["bytes"], w.inputs.1, "{path}");
+        assert_eq!(r["outputs"]["count"], 1);
+        assert_eq!(r["compressed"], i % 10 != 0);
+        assert_eq!(r["cache_key"], format!("{i:04}"));
+        assert_eq!(r["complete"], i % 2 == 0);
+        assert_eq!(r["name"], format!("m{i}"));
+        assert!(r["hash_ok"].is_null(), "hash_ok is null without --verify");
+        for k in [
+            "error",
+            "bytes",
+            "pkg_version",
+            "members",
+            "uuid",
+            "data_size",
+            "outputs",
+            "neff_features",
+            "feature_bits",
+        ] {
+            assert!(r.get(k).is_some(), "{path}: no {k}");
+        }
+    }
+    for b in &bad_names {
+        let r = by_path
+            .get(b)
+            .unwrap_or_else(|| panic!("no record for {b}"));
+        if b.contains("mismatch") || b.contains("bomb") {
+            continue; // valid archives under the default caps
+        }
+        assert_eq!(r["ok"], false, "{b}: {r}");
+        assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{b}");
+    }
+    let vanished = zoo.join("bad/vanished.neff");
+    let r = by_path
+        .get(vanished.to_str().unwrap())
+        .expect("a record for the dangling symlink");
+    assert_eq!(r["ok"], false);
+    let r = by_path
+        .get(locked.to_str().unwrap())
+        .expect("a record for the locked file");
+    assert_eq!(r["ok"], privileged, "{r}");
+    // The loop is walked once, not forever: every NEFF appears once.
+    assert_eq!(by_path.len(), recs.len(), "a file was reported twice");
+}
+
+#[test]
+fn shards_partition_the_zoo_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        let d = tmp.path().join(format!("d{}", i % 7));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(format!("n{i}.neff")), make_neff(i).0).unwrap();
+    }
+    let dir = tmp.path().to_str().unwrap();
+    let paths = |args: &[&str]| -> Vec<String> {
+        let (recs, _, code) = scan_json(args);
+        assert_eq!(code, Some(0));
+        recs.iter()
+            .map(|r| r["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut all = paths(&[dir]);
+    all.sort();
+    let mut union = Vec::new();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let mut part = paths(&["--shard", &shard, dir]);
+        part.sort();
+        // Deterministic: the sorted index decides.
+        let want: Vec<String> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 == k - 1)
+            .map(|(_, p)| p.clone())
+            .collect();
+        assert_eq!(part, want, "shard {shard}");
+        union.extend(part);
+    }
+    union.sort();
+    assert_eq!(union, all);
+}
+
+#[test]
+fn strict_sorted_verify_and_the_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        std::fs::write(tmp.path().join(format!("n{i}.neff")), make_neff(i).0).unwrap();
+    }
+    std::fs::copy(
+        root().join("tests/hostile/empty.neff"),
+        tmp.path().join("z-empty.neff"),
+    )
+    .unwrap();
+    std::fs::copy(
+        root().join("tests/hostile/md5-mismatch-gz.neff"),
+        tmp.path().join("m.neff"),
+    )
+    .unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let (recs, _, code) = scan_json(&["--sorted", "--verify", dir]);
+    assert_eq!(code, Some(0));
+    let paths: Vec<&str> = recs.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(paths, sorted);
+    for r in &recs {
+        let p = r["path"].as_str().unwrap();
+        if p.ends_with("m.neff") {
+            assert_eq!(r["hash_ok"], false);
+        } else if r["ok"] == true {
+            assert_eq!(r["hash_ok"], true, "{p}");
+        }
+    }
+    let (_, _, code) = scan_json(&["--strict", dir]);
+    assert_eq!(code, Some(1), "--strict with a failed file");
+    let table = neff_ok(&["scan", "--no-progress", dir]);
+    let table = String::from_utf8(table).unwrap();
+    assert!(table.lines().next().unwrap().contains("arch"));
+    assert_eq!(table.lines().count(), 1 + 7);
+    assert!(
+        table.contains("FAIL")
+            && table.contains(&format!(
+                "{}",
+                Path::new(dir).join("z-empty.neff").display()
+            ))
+    );
+}
