@@ -31,6 +31,8 @@
 
 pub mod accessors;
 pub mod error;
+#[doc(hidden)]
+pub mod harness;
 pub mod header;
 pub mod json;
 pub mod limits;

@@ -157,13 +157,20 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             action,
         });
     }
-    // A name first seen as a directory and later reused for a file (or the
-    // reverse) would make one write through the other: refuse.
-    let dirs: HashSet<&[u8]> = steps
-        .iter()
-        .filter(|s| s.action == Action::Dir)
-        .map(|s| s.path.as_slice())
-        .collect();
+    // A name used both as a directory (its own entry, or the parent of
+    // another member) and as a file or link would make one write through
+    // the other: refuse.
+    let mut dirs: HashSet<&[u8]> = HashSet::new();
+    for s in &steps {
+        if s.action == Action::Dir {
+            dirs.insert(&s.path);
+        }
+        let mut p: &[u8] = &s.path;
+        while let Some(i) = p.iter().rposition(|&b| b == b'/') {
+            p = &p[..i];
+            dirs.insert(p);
+        }
+    }
     for s in &steps {
         if !matches!(s.action, Action::Dir | Action::Skip(_)) && dirs.contains(s.path.as_slice()) {
             return Err(unsafe_name(

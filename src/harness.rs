@@ -1,0 +1,249 @@
+//! Entry points shared by the fuzz targets (`fuzz/`) and the tests that
+//! replay their corpora in CI (`tests/fuzz_replay.rs`), so that a crash
+//! found by cargo-fuzz becomes a regression test that runs on stable.
+//!
+//! Each function feeds its input through every reader path and panics only
+//! when an invariant breaks (a real bug); refusals are expected outcomes.
+
+use std::path::Path;
+
+use crate::accessors::Accessor;
+use crate::limits::Limits;
+use crate::neff::{Neff, Options};
+use crate::pack::{self, PackEntry, PackKind, PackOptions};
+use crate::tar::Kind;
+
+/// Caps small enough that a fuzzer's input cannot exhaust memory.
+pub fn fuzz_options() -> Options {
+    Options {
+        limits: Limits {
+            max_inflated: 64 << 20,
+            max_json_size: 16 << 20,
+            ..Limits::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// Everything a reader can do with an open NEFF: list, read every member,
+/// run every accessor, summarize, plan an extraction.
+pub fn exercise(n: &Neff) {
+    for e in n.entries() {
+        let _ = n.name(e);
+        let _ = n.link(e);
+        let d = n.data(e);
+        assert_eq!(d.len() as u64, e.size);
+    }
+    for a in Accessor::ALL {
+        let _ = a.write_json(n, &mut Vec::new());
+    }
+    let _ = crate::summary::Summary::of(n);
+    let _ = crate::unpack::plan(n);
+}
+
+/// Target (a): arbitrary bytes as a whole NEFF.
+pub fn whole_neff(data: &[u8]) {
+    let _ = crate::verify::verify_file(data);
+    if let Ok(n) = Neff::from_bytes(data.to_vec(), &fuzz_options()) {
+        exercise(&n);
+    }
+}
+
+/// A valid header in front of `payload` (pkg 2 if it is gzip, else 1).
+pub fn wrap(payload: &[u8]) -> Vec<u8> {
+    use zerocopy::{FromZeros, IntoBytes};
+    let mut h = crate::header::Header::new_zeroed();
+    let gz = payload.starts_with(&[0x1f, 0x8b]);
+    let pkg = if gz { 2 } else { 1 };
+    h.pkg_version.set(pkg);
+    h.header_size.set(1024);
+    h.data_size.set(payload.len() as u64);
+    let d = crate::verify::digest(pkg, payload);
+    h.hash[..d.len()].copy_from_slice(&d);
+    let mut out = h.as_bytes().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Target (b): arbitrary bytes as the tar payload behind a valid header,
+/// raw and gzip-compressed.
+pub fn tar_payload(data: &[u8]) {
+    for payload in [data.to_vec(), pack::gzip(data)] {
+        if let Ok(n) = Neff::from_bytes(wrap(&payload), &fuzz_options()) {
+            exercise(&n);
+        }
+    }
+}
+
+/// Target (c): arbitrary bytes as the JSON members of a valid NEFF. The
+/// input is split on `0xff` bytes (never valid in JSON text) into the
+/// contents of def.json, tensor_map.json, kelf-0.json, neff.json, info.json.
+pub fn json_members(data: &[u8]) {
+    let names = ["sg00/def.json", "sg00/tensor_map.json", "kelf-0.json", "neff.json", "info.json"];
+    let mut parts = data.split(|&b| b == 0xff);
+    let entries: Vec<PackEntry> = names
+        .iter()
+        .map(|n| PackEntry::file(n, parts.next().unwrap_or(b"{}").to_vec(), 0))
+        .collect();
+    let opts = PackOptions { mtime: Some(0), ..Default::default() };
+    let bytes = pack::pack(&entries, &opts).expect("packing in memory");
+    let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
+    exercise(&n);
+}
+
+/// Reads a little structure out of fuzzer bytes.
+struct Cursor<'a>(&'a [u8]);
+
+impl Cursor<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let n = n.min(self.0.len());
+        let (a, rest) = self.0.split_at(n);
+        self.0 = rest;
+        a.to_vec()
+    }
+}
+
+const PARTS: [&str; 12] = [
+    "a", "b", "sg00", "..", ".", "", "déf", "kelf-0.json", "def.json", "tensor_map.json", "x/y", "./",
+];
+
+fn name(c: &mut Cursor<'_>, long: bool) -> Vec<u8> {
+    let n = c.byte().unwrap_or(0) % 6 + 1;
+    let mut parts = Vec::new();
+    for _ in 0..n {
+        let b = c.byte().unwrap_or(0);
+        if b >= 0xf0 {
+            // A raw component: any bytes but NUL and '/'.
+            let len = (c.byte().unwrap_or(1) % 16) as usize;
+            let mut raw = c.bytes(len);
+            raw.retain(|&x| x != 0 && x != b'/');
+            parts.push(raw);
+        } else {
+            parts.push(PARTS[b as usize % PARTS.len()].as_bytes().to_vec());
+        }
+    }
+    let mut v = parts.join(&b'/');
+    if long {
+        v.extend(std::iter::repeat_n(b'L', 150));
+    }
+    v
+}
+
+/// Decodes a list of entries (files, directories, links, FIFOs) from bytes.
+pub fn entries_from(data: &[u8]) -> Vec<PackEntry> {
+    let mut c = Cursor(data);
+    let mut out = Vec::new();
+    while let Some(tag) = c.byte() {
+        if out.len() >= 48 {
+            break;
+        }
+        let nm = name(&mut c, tag & 0x80 != 0);
+        let kind = match tag % 6 {
+            0 | 5 => {
+                let len = usize::from(c.byte().unwrap_or(0)) * 3;
+                PackKind::File(c.bytes(len))
+            }
+            1 => PackKind::Dir,
+            2 => PackKind::Symlink(name(&mut c, false)),
+            3 => PackKind::Hardlink(name(&mut c, false)),
+            _ => PackKind::Other(b'6'),
+        };
+        out.push(PackEntry { name: nm, kind, mode: 0o644, mtime: 1_700_000_000 });
+    }
+    out
+}
+
+/// How the reader names a member the writer wrote as `name`.
+fn expected_name(name: &[u8], dir: bool) -> Vec<u8> {
+    let mut n = name.to_vec();
+    if dir {
+        n.push(b'/');
+    }
+    let mut s: &[u8] = &n;
+    if s.starts_with(b"./") && s.len() > 2 {
+        s = &s[2..];
+    }
+    let mut end = s.len();
+    if dir {
+        while end > 1 && s[end - 1] == b'/' {
+            end -= 1;
+        }
+    }
+    s[..end].to_vec()
+}
+
+/// Target (d): build a valid archive with the library's writer and check
+/// that the index lists exactly what was written (a differential check).
+pub fn roundtrip(data: &[u8]) {
+    let entries = entries_from(data);
+    for no_gzip in [false, true] {
+        let opts = PackOptions { no_gzip, mtime: Some(0), ..Default::default() };
+        let bytes = pack::pack(&entries, &opts).expect("packing in memory");
+        crate::verify::verify_file(&bytes).expect("a packed NEFF verifies");
+        let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
+        assert_eq!(n.entries().len(), entries.len(), "entry count");
+        for (e, w) in n.entries().iter().zip(&entries) {
+            let is_dir = matches!(w.kind, PackKind::Dir);
+            assert_eq!(n.name(e), expected_name(&w.name, is_dir).as_slice(), "name");
+            match &w.kind {
+                PackKind::File(d) => {
+                    assert_eq!(e.kind, Kind::File);
+                    assert_eq!(n.data(e), d.as_slice(), "data");
+                }
+                PackKind::Dir => assert_eq!(e.kind, Kind::Dir),
+                PackKind::Symlink(t) | PackKind::Hardlink(t) => {
+                    let want = if t.is_empty() { None } else { Some(t.as_slice()) };
+                    assert_eq!(n.link(e), want, "link target");
+                }
+                PackKind::Other(_) => assert_eq!(e.kind, Kind::Other),
+            }
+            assert_eq!(e.mtime, 1_700_000_000);
+        }
+        exercise(&n);
+    }
+}
+
+/// Target (e): extract a fuzzer-built archive into a temporary directory and
+/// check that nothing appeared outside it.
+pub fn unpack_contained(data: &[u8], scratch: &Path) {
+    let entries = entries_from(data);
+    let opts = PackOptions { mtime: Some(0), ..Default::default() };
+    let bytes = pack::pack(&entries, &opts).expect("packing in memory");
+    let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
+    let parent = tempfile_dir(scratch);
+    let out = parent.join("out");
+    let result = crate::unpack::unpack(&n, &out);
+    let beside: Vec<_> = std::fs::read_dir(&parent)
+        .expect("read parent")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    match result {
+        Ok(_) => assert_eq!(beside, vec![std::ffi::OsString::from("out")], "wrote beside the target"),
+        Err(crate::Error::Unsafe { .. }) => assert!(beside.is_empty(), "refused but wrote"),
+        Err(_) => {}
+    }
+    // Every path under the target resolves inside it.
+    let real_out = std::fs::canonicalize(&out).ok();
+    if let Some(real_out) = real_out {
+        for e in walkdir::WalkDir::new(&out).follow_links(false) {
+            let e = e.expect("walk");
+            if let Ok(real) = std::fs::canonicalize(e.path()) {
+                assert!(real.starts_with(&real_out), "{} escapes to {}", e.path().display(), real.display());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&parent);
+}
+
+fn tempfile_dir(scratch: &Path) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let p = scratch.join(format!("u{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&p).expect("scratch dir");
+    p
+}
