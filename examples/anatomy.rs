@@ -74,6 +74,27 @@ fn main() {
         "crc32 of output        {:.3} s",
         time(n, || libdeflater::crc32(&tar))
     );
+    let start = neff::payload::parallel::deflate_start(gz).unwrap();
+    let data = &gz[start..gz.len() - 8];
+    for threads in [2, 4] {
+        let mut out = vec![0u8; isize];
+        let t = Instant::now();
+        let r = neff::payload::parallel::inflate(data, &mut out, threads);
+        let ok = r == Some(isize) && out[..] == tar[..];
+        if let Some(i) = out.iter().zip(tar.iter()).position(|(a, b)| a != b) {
+            let last = out
+                .iter()
+                .zip(tar.iter())
+                .rposition(|(a, b)| a != b)
+                .unwrap();
+            let n = out.iter().zip(tar.iter()).filter(|(a, b)| a != b).count();
+            println!("first mismatch at {i}, last at {last}, {n} bytes differ");
+        }
+        println!(
+            "parallel inflate x{threads}  {:.3} s  result {r:?} matches {ok}",
+            t.elapsed().as_secs_f64()
+        );
+    }
     println!(
         "fresh 4K pages touched {:.3} s",
         time(n, || {

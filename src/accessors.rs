@@ -185,7 +185,13 @@ pub fn arch(neff: &Neff) -> Result<&str> {
 /// The object holding the CC keys: def.json itself when any is at its top
 /// level, else its `CCInfo` object if it has one.
 fn cc(neff: &Neff) -> Result<(Member<'_>, Obj<'_>)> {
-    let d = def(neff)?;
+    let d = neff
+        .def_cc()?
+        .map(|(e, json)| Member {
+            name: std::str::from_utf8(neff.name(e)).unwrap_or("member"),
+            json,
+        })
+        .ok_or_else(|| Error::NoMatch(Known::Def.pattern().to_string()))?;
     let obj = d.object("def.json")?;
     if CC_KEYS.iter().any(|k| obj.has(k)) {
         return Ok((d, obj));

@@ -79,13 +79,22 @@ pub fn tar_payload(data: &[u8]) {
 /// input is split on `0xff` bytes (never valid in JSON text) into the
 /// contents of def.json, tensor_map.json, kelf-0.json, neff.json, info.json.
 pub fn json_members(data: &[u8]) {
-    let names = ["sg00/def.json", "sg00/tensor_map.json", "kelf-0.json", "neff.json", "info.json"];
+    let names = [
+        "sg00/def.json",
+        "sg00/tensor_map.json",
+        "kelf-0.json",
+        "neff.json",
+        "info.json",
+    ];
     let mut parts = data.split(|&b| b == 0xff);
     let entries: Vec<PackEntry> = names
         .iter()
         .map(|n| PackEntry::file(n, parts.next().unwrap_or(b"{}").to_vec(), 0))
         .collect();
-    let opts = PackOptions { mtime: Some(0), ..Default::default() };
+    let opts = PackOptions {
+        mtime: Some(0),
+        ..Default::default()
+    };
     let bytes = pack::pack(&entries, &opts).expect("packing in memory");
     let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
     exercise(&n);
@@ -109,7 +118,18 @@ impl Cursor<'_> {
 }
 
 const PARTS: [&str; 12] = [
-    "a", "b", "sg00", "..", ".", "", "déf", "kelf-0.json", "def.json", "tensor_map.json", "x/y", "./",
+    "a",
+    "b",
+    "sg00",
+    "..",
+    ".",
+    "",
+    "déf",
+    "kelf-0.json",
+    "def.json",
+    "tensor_map.json",
+    "x/y",
+    "./",
 ];
 
 fn name(c: &mut Cursor<'_>, long: bool) -> Vec<u8> {
@@ -153,7 +173,12 @@ pub fn entries_from(data: &[u8]) -> Vec<PackEntry> {
             3 => PackKind::Hardlink(name(&mut c, false)),
             _ => PackKind::Other(b'6'),
         };
-        out.push(PackEntry { name: nm, kind, mode: 0o644, mtime: 1_700_000_000 });
+        out.push(PackEntry {
+            name: nm,
+            kind,
+            mode: 0o644,
+            mtime: 1_700_000_000,
+        });
     }
     out
 }
@@ -182,7 +207,11 @@ fn expected_name(name: &[u8], dir: bool) -> Vec<u8> {
 pub fn roundtrip(data: &[u8]) {
     let entries = entries_from(data);
     for no_gzip in [false, true] {
-        let opts = PackOptions { no_gzip, mtime: Some(0), ..Default::default() };
+        let opts = PackOptions {
+            no_gzip,
+            mtime: Some(0),
+            ..Default::default()
+        };
         let bytes = pack::pack(&entries, &opts).expect("packing in memory");
         crate::verify::verify_file(&bytes).expect("a packed NEFF verifies");
         let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
@@ -197,7 +226,11 @@ pub fn roundtrip(data: &[u8]) {
                 }
                 PackKind::Dir => assert_eq!(e.kind, Kind::Dir),
                 PackKind::Symlink(t) | PackKind::Hardlink(t) => {
-                    let want = if t.is_empty() { None } else { Some(t.as_slice()) };
+                    let want = if t.is_empty() {
+                        None
+                    } else {
+                        Some(t.as_slice())
+                    };
                     assert_eq!(n.link(e), want, "link target");
                 }
                 PackKind::Other(_) => assert_eq!(e.kind, Kind::Other),
@@ -212,7 +245,10 @@ pub fn roundtrip(data: &[u8]) {
 /// check that nothing appeared outside it.
 pub fn unpack_contained(data: &[u8], scratch: &Path) {
     let entries = entries_from(data);
-    let opts = PackOptions { mtime: Some(0), ..Default::default() };
+    let opts = PackOptions {
+        mtime: Some(0),
+        ..Default::default()
+    };
     let bytes = pack::pack(&entries, &opts).expect("packing in memory");
     let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
     let parent = tempfile_dir(scratch);
@@ -223,7 +259,11 @@ pub fn unpack_contained(data: &[u8], scratch: &Path) {
         .map(|e| e.expect("entry").file_name())
         .collect();
     match result {
-        Ok(_) => assert_eq!(beside, vec![std::ffi::OsString::from("out")], "wrote beside the target"),
+        Ok(_) => assert_eq!(
+            beside,
+            vec![std::ffi::OsString::from("out")],
+            "wrote beside the target"
+        ),
         Err(crate::Error::Unsafe { .. }) => assert!(beside.is_empty(), "refused but wrote"),
         Err(_) => {}
     }
@@ -233,7 +273,12 @@ pub fn unpack_contained(data: &[u8], scratch: &Path) {
         for e in walkdir::WalkDir::new(&out).follow_links(false) {
             let e = e.expect("walk");
             if let Ok(real) = std::fs::canonicalize(e.path()) {
-                assert!(real.starts_with(&real_out), "{} escapes to {}", e.path().display(), real.display());
+                assert!(
+                    real.starts_with(&real_out),
+                    "{} escapes to {}",
+                    e.path().display(),
+                    real.display()
+                );
             }
         }
     }
@@ -243,7 +288,11 @@ pub fn unpack_contained(data: &[u8], scratch: &Path) {
 fn tempfile_dir(scratch: &Path) -> std::path::PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    let p = scratch.join(format!("u{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let p = scratch.join(format!(
+        "u{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&p).expect("scratch dir");
     p
 }

@@ -267,4 +267,46 @@ impl Neff {
         let parsed = self.parse_json(e)?;
         Ok(Some((e, slot.get_or_init(|| parsed).root())))
     }
+
+    /// The collective-metadata keys of the accessors' def.json, as an
+    /// object holding just those keys (a non-object when def.json is not an
+    /// object). A def.json already parsed is used as is; a large one is
+    /// skimmed instead of parsed whole ([`json::skim`]).
+    pub fn def_cc(&self) -> Result<Option<(&Entry, Json<'_>)>> {
+        const KEYS: [&str; 4] = [
+            "replica_groups",
+            "src_target_pairs",
+            "#rank_world_size",
+            "CCInfo",
+        ];
+        let Some(e) = self.known(Known::Def) else {
+            return Ok(None);
+        };
+        if let Some(p) = self.json.slots[Known::Def as usize].get() {
+            return Ok(Some((e, p.root())));
+        }
+        if let Some(p) = self.json.def_cc.get() {
+            return Ok(Some((e, p.root())));
+        }
+        if e.size < SKIM_THRESHOLD || e.size > self.limits.max_json_size {
+            return self.known_json(Known::Def);
+        }
+        let Some(found) = json::skim::top_level_keys(self.data(e), &KEYS) else {
+            // Not valid JSON (or too deep for the skim): the full parse
+            // gives the canonical error.
+            return self.known_json(Known::Def);
+        };
+        let small = json::skim::rebuild(found.as_deref());
+        let mut buffers = simd_json::Buffers::new(small.len());
+        let parsed = Parsed::parse(
+            &self.name_str(e),
+            json::Bytes::Owned(small),
+            &self.limits,
+            &mut buffers,
+        )?;
+        Ok(Some((e, self.json.def_cc.get_or_init(|| parsed).root())))
+    }
 }
+
+/// def.json members smaller than this are parsed whole even for the CC keys.
+const SKIM_THRESHOLD: u64 = 1 << 20;

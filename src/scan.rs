@@ -215,14 +215,6 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
         Ok(n) => r.num_cores = Some(n),
         Err(e) => note("num-cores", e),
     }
-    match accessors::has_cc(neff) {
-        Ok(true) => match accessors::cc_world_size(neff) {
-            Ok(n) => r.cc_world_size = Some(n),
-            Err(e) => note("cc-world-size", e),
-        },
-        Ok(false) => {}
-        Err(e) => note("has-cc", e),
-    }
     match accessors::def(neff) {
         Ok(m) => {
             if let Some(def) = Def::new(m.json) {
@@ -247,6 +239,14 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
             }
         }
         Err(e) => note("def", e),
+    }
+    match accessors::has_cc(neff) {
+        Ok(true) => match accessors::cc_world_size(neff) {
+            Ok(n) => r.cc_world_size = Some(n),
+            Err(e) => note("cc-world-size", e),
+        },
+        Ok(false) => {}
+        Err(e) => note("has-cc", e),
     }
     match accessors::alias(neff) {
         Ok(a) => r.aliases = Some(a.len()),

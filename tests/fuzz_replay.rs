@@ -49,5 +49,7 @@ fn roundtrip_corpus() {
 #[test]
 fn unpack_contained_corpus() {
     let tmp = tempfile::tempdir().unwrap();
-    replay("fuzz/corpus/unpack_contained", |d| neff::harness::unpack_contained(d, tmp.path()));
+    replay("fuzz/corpus/unpack_contained", |d| {
+        neff::harness::unpack_contained(d, tmp.path())
+    });
 }

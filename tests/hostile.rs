@@ -56,12 +56,20 @@ fn every_hostile_file_is_refused_in_one_line_naming_the_defect() {
             let o = neff(&args);
             assert_eq!(o.status.code(), Some(1), "{}", row.file);
             let text = String::from_utf8(o.stdout).unwrap();
-            assert!(text.starts_with(&format!("FAIL {fs}: ")) && text.contains(&row.reason), "{text}");
+            assert!(
+                text.starts_with(&format!("FAIL {fs}: ")) && text.contains(&row.reason),
+                "{text}"
+            );
             neff_ok(&["ls", fs]);
             continue;
         }
         let reason = assert_refused(&args, &f);
-        assert!(reason.contains(&row.reason), "{}: {reason:?} lacks {:?}", row.file, row.reason);
+        assert!(
+            reason.contains(&row.reason),
+            "{}: {reason:?} lacks {:?}",
+            row.file,
+            row.reason
+        );
         if cmd == "unpack" {
             assert!(!out.exists(), "{}: unpack wrote before refusing", row.file);
         }

@@ -173,3 +173,75 @@ fn typed_views_read_the_var_table_and_more() {
     let k = Kelf::new(accessors::kelf(&n).unwrap().json).unwrap();
     assert!(!k.graphs().is_empty());
 }
+
+/// A def.json over the skim threshold (1 MiB): a big var table around `cc`.
+fn big_def(cc: &str) -> Vec<u8> {
+    let vars: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                "\"v{i}\":{{\"var_id\":{i},\"type\":\"tmp-buf\",\"size\":{}}}",
+                i * 8
+            )
+        })
+        .collect();
+    format!(
+        "{{\"name\":\"definition\"{cc},\"var\":{{{}}}}}",
+        vars.join(",")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn skimmed_cc_keys_answer_as_the_full_parse_does() {
+    let cases = [
+        ",\"replica_groups\":[[[0,1,2,3]]]",
+        ",\"src_target_pairs\":[[0,9]],\"#rank_world_size\":\"0012\"",
+        ",\"replica_groups\":[[[0,1]]],\"replica_groups\":[[[0,1,2,3,4]]]",
+        ",\"CCInfo\":{\"replica_groups\":[[[0,1,2]]]}",
+        ",\"CCInfo\":7",
+        "",
+        ",\"replica_groups\":[[[0,1]],[[0]]]",
+        ",\"replica_groups\":\"x\"",
+    ];
+    for cc in cases {
+        let def = big_def(cc);
+        assert!(def.len() > 1 << 20);
+        let skim = neff_with(&def, Limits::default()).unwrap();
+        let full = neff_with(&def, Limits::default()).unwrap();
+        accessors::def(&full).unwrap(); // parsed whole first: no skim
+        let a = (
+            accessors::has_cc(&skim).map_err(|e| e.to_string()),
+            accessors::cc_world_size(&skim).map_err(|e| e.to_string()),
+        );
+        let b = (
+            accessors::has_cc(&full).map_err(|e| e.to_string()),
+            accessors::cc_world_size(&full).map_err(|e| e.to_string()),
+        );
+        assert_eq!(a, b, "{cc}");
+    }
+}
+
+#[test]
+fn skim_falls_back_to_the_full_parse_for_its_errors() {
+    let mut bad = big_def(",\"replica_groups\":[[[0,1]]]");
+    let colon = bad.len() / 2
+        + bad[bad.len() / 2..]
+            .iter()
+            .position(|&b| b == b':')
+            .unwrap();
+    bad[colon] = b'#'; // invalid JSON in the middle of the var table
+    let e = accessors::cc_world_size(&neff_with(&bad, Limits::default()).unwrap()).unwrap_err();
+    assert!(
+        e.to_string().starts_with("invalid JSON in sg00/def.json"),
+        "{e}"
+    );
+    // Nesting past the cap inside a key the accessor reads is refused as in
+    // a full parse (nesting in keys it skips costs the skim nothing).
+    let nest = format!(",\"replica_groups\":{}{}", "[".repeat(600), "]".repeat(600));
+    let deep = big_def(&nest);
+    let e = accessors::cc_world_size(&neff_with(&deep, Limits::default()).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("nesting depth"), "{e}");
+    let arr = format!("[{}]", String::from_utf8(big_def("")).unwrap());
+    let e = accessors::has_cc(&neff_with(arr.as_bytes(), Limits::default()).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("def.json is not an object"), "{e}");
+}

@@ -16,6 +16,7 @@
 //! [`Limits::max_json_depth`](crate::Limits::max_json_depth), so nothing
 //! recursive ever sees a deep document.
 
+pub mod skim;
 mod value;
 pub mod views;
 
@@ -125,6 +126,8 @@ pub fn depth(tape: &[Node<'_>]) -> usize {
 #[derive(Default)]
 pub struct Cache {
     pub(crate) slots: [OnceLock<Parsed>; 6],
+    /// The CC keys of def.json, skimmed (see [`skim`]).
+    pub(crate) def_cc: OnceLock<Parsed>,
     pub(crate) buffers: Mutex<Option<Buffers>>,
 }
 

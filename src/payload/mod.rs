@@ -1,0 +1,254 @@
+//! The tar bytes of a NEFF: a window of the mapped file, or one inflation
+//! of a gzip payload.
+//!
+//! A gzip payload is inflated once, with libdeflate, into one anonymous
+//! mapping sized from the gzip trailer (`ISIZE`) and advised for transparent
+//! huge pages: libdeflate is the fastest inflater available, and huge pages
+//! cut the page faults of a fresh output buffer 512-fold (PERF.md has the
+//! measurements behind this choice). libdeflate itself checks the trailer's
+//! CRC-32 and `ISIZE` against what it produced.
+//!
+//! Concatenated gzip members and zero padding after the last member (which
+//! libarchive writes) take a slower path that reserves address space for the
+//! largest output the input could produce (deflate expands at most 1032:1)
+//! and inflates member by member. Either way the output is capped by
+//! [`Limits::max_inflated`](crate::Limits::max_inflated): a bomb is refused, not obeyed.
+
+use std::ops::Deref;
+
+use libdeflater::{DecompressionError, Decompressor};
+use memmap2::{Advice, MmapMut};
+
+use crate::error::{Error, Result};
+
+pub mod deflate;
+pub mod parallel;
+
+/// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
+const MAX_RATIO: u64 = 1032;
+/// Bytes of the gzip trailer (CRC-32, ISIZE).
+const TRAILER: usize = 8;
+
+/// Where inflated bytes live: a fresh anonymous mapping, or a caller's
+/// vector reused across files (a scan inflates thousands of small payloads,
+/// and a warm vector costs no page faults).
+#[derive(Debug)]
+enum Buf {
+    Map(MmapMut),
+    Vec(Vec<u8>),
+}
+
+impl Buf {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Buf::Map(m) => m,
+            Buf::Vec(v) => v,
+        }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Buf::Map(m) => m,
+            Buf::Vec(v) => v,
+        }
+    }
+}
+
+/// An inflated tar archive.
+#[derive(Debug)]
+pub struct Inflated {
+    buf: Buf,
+    len: usize,
+}
+
+impl Deref for Inflated {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf.bytes()[..self.len]
+    }
+}
+
+impl Inflated {
+    /// Gives back the reused vector, if the bytes live in one.
+    pub fn into_vec(self) -> Option<Vec<u8>> {
+        match self.buf {
+            Buf::Vec(v) => Some(v),
+            Buf::Map(_) => None,
+        }
+    }
+}
+
+/// Inflates a whole gzip payload (one or more members, optionally followed
+/// by zero padding) into one buffer of at most `cap` bytes.
+pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
+    inflate_reusing(gz, cap, None)
+}
+
+/// [`inflate`], writing into `reuse` when one is given (single-member
+/// payloads; the rare multi-member ones get a fresh mapping).
+pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
+    if gz.len() < 18 {
+        return Err(Error::Gzip(format!(
+            "truncated gzip input: {} bytes is shorter than the smallest gzip member",
+            gz.len()
+        )));
+    }
+    let isize = u32::from_le_bytes(gz[gz.len() - 4..].try_into().expect("4 bytes")) as u64;
+    let bound = bound(gz.len(), cap);
+    let mut d = Decompressor::new();
+    // Large single members: split across cores (checked by length and CRC).
+    if reuse.is_none() && isize > 0 && isize <= bound && gz.len() >= parallel::MIN_PARALLEL {
+        if let Some(done) = inflate_parallel(gz, isize as usize)? {
+            return Ok(done);
+        }
+    }
+    // Fast path: one member, no padding, ISIZE is the exact output size.
+    if isize > 0 && isize <= bound {
+        let mut out = match reuse {
+            Some(mut v) => {
+                v.clear();
+                v.resize(isize as usize, 0);
+                Buf::Vec(v)
+            }
+            None => Buf::Map(alloc(isize as usize)?),
+        };
+        if let Ok(n) = d.gzip_decompress(gz, out.bytes_mut()) {
+            // libdeflate checked a trailer after the deflate data; it is the
+            // one at the very end exactly when this was the only member.
+            if n as u64 == isize && gz.ends_with(&trailer(&out.bytes()[..n])) {
+                return Ok(Inflated { buf: out, len: n });
+            }
+        }
+    } else if isize > cap && ends_with_gzip_trailer_plausibly(gz) {
+        return Err(Error::Limit {
+            what: "inflated payload size (from the gzip trailer)",
+            found: isize,
+            cap,
+        });
+    }
+    inflate_members(&mut d, gz, bound, cap)
+}
+
+/// The parallel path, or `None` when it does not apply or does not check out.
+fn inflate_parallel(gz: &[u8], isize: usize) -> Result<Option<Inflated>> {
+    let threads = rayon::current_num_threads();
+    let Some(start) = parallel::deflate_start(gz) else {
+        return Ok(None);
+    };
+    if threads < 2 {
+        return Ok(None);
+    }
+    let mut out = alloc(isize)?;
+    let data = &gz[start..gz.len() - TRAILER];
+    match parallel::inflate(data, &mut out, threads) {
+        Some(n) if n == isize && gz.ends_with(&trailer(&out[..n])) => Ok(Some(Inflated {
+            buf: Buf::Map(out),
+            len: n,
+        })),
+        _ => Ok(None),
+    }
+}
+
+/// Slow path: member by member into a buffer of `bound` bytes of address space.
+fn inflate_members(d: &mut Decompressor, gz: &[u8], bound: u64, cap: u64) -> Result<Inflated> {
+    let mut out = alloc(bound as usize)?;
+    let mut pos = 0usize;
+    let mut len = 0usize;
+    while pos < gz.len() {
+        if pos > 0 {
+            // Zero padding may follow a member (libarchive pads to its block
+            // size); skip it, as Python's gzip module does.
+            match gz[pos..].iter().position(|&b| b != 0) {
+                Some(skip) => pos += skip,
+                None => break,
+            }
+        }
+        let rest = &gz[pos..];
+        if !rest.starts_with(&[0x1f, 0x8b]) {
+            return Err(Error::Gzip(format!(
+                "bytes at offset {pos} are neither a gzip member nor zero padding"
+            )));
+        }
+        let n = match d.gzip_decompress(rest, &mut out[len..]) {
+            Ok(n) => n,
+            Err(DecompressionError::InsufficientSpace) => {
+                return Err(Error::Limit {
+                    what: "inflated payload size",
+                    found: bound.min(cap.saturating_add(1)),
+                    cap,
+                })
+            }
+            Err(DecompressionError::BadData) => {
+                return Err(Error::Gzip(format!(
+                    "corrupt or truncated gzip member at offset {pos}"
+                )))
+            }
+        };
+        let used = member_len(rest, &out[len..len + n]).ok_or_else(|| {
+            Error::Gzip(format!(
+                "cannot find the end of the gzip member at offset {pos}"
+            ))
+        })?;
+        pos += used;
+        len += n;
+    }
+    if len as u64 > cap {
+        return Err(Error::Limit {
+            what: "inflated payload size",
+            found: len as u64,
+            cap,
+        });
+    }
+    Ok(Inflated {
+        buf: Buf::Map(out),
+        len,
+    })
+}
+
+/// The largest output `compressed` bytes can inflate to, clamped to `cap`.
+fn bound(compressed: usize, cap: u64) -> u64 {
+    (compressed as u64)
+        .saturating_mul(MAX_RATIO)
+        .saturating_add(1 << 16)
+        .min(cap)
+}
+
+/// Where the member that produced `out` ends in `gz`: just past the first
+/// trailer (CRC-32 of `out`, then its length) that is followed by the end of
+/// the input, zero padding or another gzip member (else the first trailer,
+/// so that the caller can name the garbage after it). libdeflate verified that
+/// trailer, but does not say where it was.
+fn member_len(gz: &[u8], out: &[u8]) -> Option<usize> {
+    let trailer = trailer(out);
+    let mut first = None;
+    for at in memchr::memmem::find_iter(&gz[10..], &trailer) {
+        let end = 10 + at + TRAILER;
+        let rest = &gz[end..];
+        if rest.is_empty() || rest.starts_with(&[0x1f, 0x8b]) || rest[0] == 0 {
+            return Some(end);
+        }
+        first.get_or_insert(end);
+    }
+    // Followed by garbage: the caller reports what follows.
+    first
+}
+
+/// The gzip trailer that `out` would have: its CRC-32, then its length mod 2^32.
+fn trailer(out: &[u8]) -> [u8; TRAILER] {
+    let mut t = [0u8; TRAILER];
+    t[..4].copy_from_slice(&libdeflater::crc32(out).to_le_bytes());
+    t[4..].copy_from_slice(&(out.len() as u32).to_le_bytes());
+    t
+}
+
+/// Whether the last 8 bytes could be a real trailer (the input is not padded).
+fn ends_with_gzip_trailer_plausibly(gz: &[u8]) -> bool {
+    gz[gz.len() - TRAILER..].iter().any(|&b| b != 0)
+}
+
+/// A zeroed, lazily-faulted output buffer advised for transparent huge pages.
+fn alloc(len: usize) -> Result<MmapMut> {
+    let map = MmapMut::map_anon(len.max(1))?;
+    // Advice is a hint; a kernel without THP simply ignores it.
+    let _ = map.advise(Advice::HugePage);
+    Ok(map)
+}
