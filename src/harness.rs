@@ -186,8 +186,8 @@ pub fn entries_from(data: &[u8]) -> Vec<PackEntry> {
 /// How the reader names a member the writer wrote as `name`.
 fn expected_name(name: &[u8], dir: bool) -> Vec<u8> {
     let mut n = name.to_vec();
-    if dir {
-        n.push(b'/');
+    if dir && !n.ends_with(b"/") {
+        n.push(b'/'); // the writer marks directories so
     }
     let mut s: &[u8] = &n;
     if s.starts_with(b"./") && s.len() > 2 {

@@ -14,6 +14,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
 use crate::header::{Header, HEADER_SIZE};
+use crate::select::Known;
 use crate::tar::{Block, BLOCK};
 
 /// What one packed entry is.
@@ -166,22 +167,17 @@ fn set_uuid_bits(mut u: [u8; 16], version: u8) -> [u8; 16] {
     u
 }
 
-/// The number of graphs in `kelf-0.json` (else the first `kelf-*.json`).
+/// The number of graphs in `kelf-0.json` (else the first `kelf-*.json`),
+/// found by the accessors' own patterns and rule.
 fn kelf_graphs(entries: &[PackEntry]) -> Option<u32> {
-    let re = |p: &str| regex_automata::meta::Regex::new(p).expect("static pattern");
-    let (k0, kany) = (re(r"kelf-0\.json"), re(r"kelf-[^/]*\.json"));
-    let files = || {
-        let mut v: Vec<&PackEntry> = entries
-            .iter()
-            .filter(|e| matches!(e.kind, PackKind::File(_)))
-            .collect();
-        v.sort_by(|a, b| a.name.cmp(&b.name));
-        v
-    };
-    let pick = files()
+    let mut files: Vec<&PackEntry> = entries
+        .iter()
+        .filter(|e| matches!(e.kind, PackKind::File(_)))
+        .collect();
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    let pick = [Known::Kelf0, Known::KelfAny]
         .into_iter()
-        .find(|e| k0.is_match(&e.name))
-        .or_else(|| files().into_iter().find(|e| kany.is_match(&e.name)))?;
+        .find_map(|k| files.iter().find(|e| crate::select::matches(k, &e.name)))?;
     let PackKind::File(data) = &pick.kind else {
         return None;
     };

@@ -56,6 +56,13 @@ static KNOWN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new_many(&Known::ALL.map(Known::pattern)).expect("the accessor patterns compile")
 });
 
+/// Whether `name` matches the pattern of `k` (the precompiled set).
+pub fn matches(k: Known, name: &[u8]) -> bool {
+    let mut set = PatternSet::new(KNOWN.pattern_len());
+    KNOWN.which_overlapping_matches(&Input::new(name), &mut set);
+    set.contains(regex_automata::PatternID::must(k as usize))
+}
+
 /// Compiles a user's pattern; a bad one is a usage error.
 pub fn compile(pattern: &str) -> Result<Regex> {
     Regex::new(pattern).map_err(|e| {
