@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 C=${1:-/tmp/neff-bench}
 OUT=${2:-/tmp/neff-compare}
-CASES=${CASES:-ls get rss}
+CASES=${CASES:-ls rss get scan pack}
 REF=${REF:-$root/../shared/bench}
 PY=${PY:-$(python3 -c 'import sys; print(sys.executable)')}
 RUNS=${RUNS:-10}
@@ -69,6 +69,21 @@ scan)
     "$PY $REF/tarfile_ref.py --scan $C/small"
   for j in 1 2; do /usr/bin/time -f "%M" "$N" scan --json --no-progress --jobs $j "$C/small" 2>&1 >/dev/null | tail -1; done \
     | awk '{print "neff scan zoo peak RSS KiB:", $1}' | tee "$OUT/scan_rss.txt"
+  ;;
+pack)
+  # Pack and unpack the ~1 GiB NEFF's tree, against GNU tar (+ gzip) on the
+  # same data. Throughput = 1 GiB / median.
+  T=$OUT/tree; rm -rf "$T"; "$N" unpack "$L/big_pkg1.neff" -o "$T"
+  dd if="$L/big_pkg1.neff" bs=1M iflag=skip_bytes skip=1024 status=none of="$OUT/big1.tar"
+  hf pack_gzip -r "$SLOW" \
+    "$N pack $T -o $OUT/p.neff" "tar czf $OUT/p.tgz -C $T ."
+  hf pack_raw -r "$SLOW" \
+    "$N pack --no-gzip $T -o $OUT/r.neff" "tar cf $OUT/r.tar -C $T ."
+  hf unpack_gzip -r "$SLOW" --prepare "rm -rf $OUT/u; mkdir -p $OUT/u" \
+    "$N unpack $OUT/p.neff -o $OUT/u/n" "tar xzf $OUT/p.tgz -C $OUT/u"
+  hf unpack_raw -r "$SLOW" --prepare "rm -rf $OUT/u; mkdir -p $OUT/u" \
+    "$N unpack $L/big_pkg1.neff -o $OUT/u/n" "tar xf $OUT/big1.tar -C $OUT/u"
+  rm -rf "$T" "$OUT/u" "$OUT"/p.* "$OUT"/r.* "$OUT/big1.tar"
   ;;
 esac; done
 echo "results in $OUT"

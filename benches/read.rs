@@ -72,7 +72,11 @@ fn inputs() -> Inputs {
     let def_small = def_json(1_000);
     let def_big = def_json(200_000);
     let mut entries = vec![
-        PackEntry::file("kelf-0.json", &b"{\"graphs\":[{},{}],\"target\":\"cayman\"}"[..], 0),
+        PackEntry::file(
+            "kelf-0.json",
+            &b"{\"graphs\":[{},{}],\"target\":\"cayman\"}"[..],
+            0,
+        ),
         PackEntry::file("sg00/def.json", def_big.clone(), 0),
         PackEntry::file("sg01/def.json", def_small.clone(), 0),
     ];
@@ -82,17 +86,29 @@ fn inputs() -> Inputs {
     }
     let write = |name: &str, no_gzip: bool| {
         let p = dir.path().join(name);
-        let opts = PackOptions { no_gzip, mtime: Some(0), ..Default::default() };
+        let opts = PackOptions {
+            no_gzip,
+            mtime: Some(0),
+            ..Default::default()
+        };
         std::fs::write(&p, pack(&entries, &opts).unwrap()).unwrap();
         p
     };
     let raw = write("raw.neff", true);
     let gz = write("gz.neff", false);
-    Inputs { _dir: dir, raw, gz, def_small, def_big }
+    Inputs {
+        _dir: dir,
+        raw,
+        gz,
+        def_small,
+        def_big,
+    }
 }
 
 fn corpus(name: &str) -> Option<PathBuf> {
-    let p = Path::new(&std::env::var("NEFF_BENCH_CORPUS").ok()?).join("large").join(name);
+    let p = Path::new(&std::env::var("NEFF_BENCH_CORPUS").ok()?)
+        .join("large")
+        .join(name);
     p.exists().then_some(p)
 }
 
@@ -103,14 +119,19 @@ fn index(c: &mut Criterion, inp: &Inputs) {
     files.extend(corpus("big_pkg1.neff").map(|p| ("big_pkg1", p)));
     files.extend(corpus("big_pkg2.neff").map(|p| ("big_pkg2", p)));
     for (name, path) in files {
-        g.bench_function(name, |b| b.iter(|| Neff::open(black_box(&path)).unwrap().entries().len()));
+        g.bench_function(name, |b| {
+            b.iter(|| Neff::open(black_box(&path)).unwrap().entries().len())
+        });
     }
     g.finish();
 }
 
 fn payload_of(path: &Path) -> Vec<u8> {
     let mut f = Vec::new();
-    std::fs::File::open(path).unwrap().read_to_end(&mut f).unwrap();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_end(&mut f)
+        .unwrap();
     f.split_off(1024)
 }
 
@@ -124,17 +145,27 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
         let isize = u32::from_le_bytes(gz[gz.len() - 4..].try_into().unwrap()) as usize;
         g.throughput(Throughput::Bytes(isize as u64));
         g.bench_function(BenchmarkId::new("libdeflate_thp_buffer", name), |b| {
-            b.iter(|| neff::payload::inflate(black_box(&gz), 4 << 30).unwrap().len())
+            b.iter(|| {
+                neff::payload::inflate(black_box(&gz), 4 << 30)
+                    .unwrap()
+                    .len()
+            })
         });
         g.bench_function(BenchmarkId::new("libdeflate_fresh_vec", name), |b| {
             b.iter(|| {
                 let mut out = vec![0u8; isize];
-                libdeflater::Decompressor::new().gzip_decompress(&gz, &mut out).unwrap()
+                libdeflater::Decompressor::new()
+                    .gzip_decompress(&gz, &mut out)
+                    .unwrap()
             })
         });
         let mut reused = vec![0u8; isize];
         g.bench_function(BenchmarkId::new("libdeflate_reused_vec", name), |b| {
-            b.iter(|| libdeflater::Decompressor::new().gzip_decompress(&gz, &mut reused).unwrap())
+            b.iter(|| {
+                libdeflater::Decompressor::new()
+                    .gzip_decompress(&gz, &mut reused)
+                    .unwrap()
+            })
         });
         let start = neff::payload::parallel::deflate_start(&gz).unwrap();
         let data = &gz[start..gz.len() - 8];
@@ -164,7 +195,11 @@ fn json(c: &mut Criterion, inp: &Inputs) {
     let mut g = c.benchmark_group("json");
     g.sample_size(20).measurement_time(Duration::from_secs(5));
     let open = |src| {
-        let opts = Options { read_mode: ReadMode::Map, json_source: src, ..Options::default() };
+        let opts = Options {
+            read_mode: ReadMode::Map,
+            json_source: src,
+            ..Options::default()
+        };
         Neff::open_with(&inp.raw, &opts).unwrap()
     };
     let n = open(Source::Copy);
@@ -172,29 +207,58 @@ fn json(c: &mut Criterion, inp: &Inputs) {
         let e = n.find_pattern(member).unwrap();
         g.throughput(Throughput::Bytes(e.size));
         g.bench_function(BenchmarkId::new("simd_json_copy", name), |b| {
-            b.iter(|| n.parse_json(black_box(e)).unwrap().root().object().is_some())
+            b.iter(|| {
+                n.parse_json(black_box(e))
+                    .unwrap()
+                    .root()
+                    .object()
+                    .is_some()
+            })
         });
     }
     let cow = open(Source::CopyOnWrite);
     let e = cow.find_pattern("sg00/def.json").unwrap();
     g.throughput(Throughput::Bytes(e.size));
     g.bench_function(BenchmarkId::new("simd_json_cow_map", "def_20m"), |b| {
-        b.iter(|| cow.parse_json(black_box(e)).unwrap().root().object().is_some())
+        b.iter(|| {
+            cow.parse_json(black_box(e))
+                .unwrap()
+                .root()
+                .object()
+                .is_some()
+        })
     });
     let big = &inp.def_big;
     g.throughput(Throughput::Bytes(big.len() as u64));
     g.bench_function(BenchmarkId::new("serde_json_value", "def_20m"), |b| {
-        b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(big)).unwrap().is_object())
-    });
-    g.bench_function(BenchmarkId::new("skim_cc_keys", "def_20m"), |b| {
-        b.iter(|| neff::json::skim::top_level_keys(black_box(big), &["replica_groups", "src_target_pairs", "#rank_world_size", "CCInfo"]))
-    });
-    g.bench_function(BenchmarkId::new("cc_world_size_fresh_open", "def_20m"), |b| {
         b.iter(|| {
-            let n = Neff::open(&inp.raw).unwrap();
-            accessors::cc_world_size(&n).unwrap()
+            serde_json::from_slice::<serde_json::Value>(black_box(big))
+                .unwrap()
+                .is_object()
         })
     });
+    g.bench_function(BenchmarkId::new("skim_cc_keys", "def_20m"), |b| {
+        b.iter(|| {
+            neff::json::skim::top_level_keys(
+                black_box(big),
+                &[
+                    "replica_groups",
+                    "src_target_pairs",
+                    "#rank_world_size",
+                    "CCInfo",
+                ],
+            )
+        })
+    });
+    g.bench_function(
+        BenchmarkId::new("cc_world_size_fresh_open", "def_20m"),
+        |b| {
+            b.iter(|| {
+                let n = Neff::open(&inp.raw).unwrap();
+                accessors::cc_world_size(&n).unwrap()
+            })
+        },
+    );
     g.bench_function(BenchmarkId::new("cc_world_size_cached", "def_20m"), |b| {
         b.iter(|| accessors::cc_world_size(black_box(&n)).unwrap())
     });

@@ -28,10 +28,20 @@ pub struct Options {
 }
 
 /// Buffers a caller reuses across many [`Neff::open_scratch`] calls.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Scratch {
     file: Vec<u8>,
     tar: Vec<u8>,
+    json: Option<simd_json::Buffers>,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch")
+            .field("file", &self.file.capacity())
+            .field("tar", &self.tar.capacity())
+            .finish()
+    }
 }
 
 /// An open, indexed NEFF.
@@ -78,6 +88,12 @@ impl Neff {
 
     /// Returns this NEFF's reusable buffers to `scratch`.
     pub fn recycle(self, scratch: &mut Scratch) {
+        scratch.json = self
+            .json
+            .buffers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(v) = self.file.into_vec() {
             scratch.file = v;
         }
