@@ -252,3 +252,87 @@ fn alloc(len: usize) -> Result<MmapMut> {
     let _ = map.advise(Advice::HugePage);
     Ok(map)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        crate::pack::gzip(data)
+    }
+
+    #[test]
+    fn one_member_takes_the_fast_path() {
+        let data = vec![5u8; 70_000];
+        let out = inflate(&gz(&data), 1 << 30).unwrap();
+        assert_eq!(&out[..], &data[..]);
+    }
+
+    #[test]
+    fn concatenated_members_and_zero_padding_are_read() {
+        let (a, b) = (b"first member ".repeat(500), b"second".repeat(700));
+        let mut s = gz(&a);
+        s.extend(vec![0u8; 17]); // padding between members (Python's gzip skips it)
+        s.extend(gz(&b));
+        s.extend(vec![0u8; 10240 - s.len() % 10240]); // libarchive pads to its block
+        let out = inflate(&s, 1 << 30).unwrap();
+        assert_eq!(&out[..], [a, b].concat().as_slice());
+    }
+
+    #[test]
+    fn garbage_after_a_member_is_refused() {
+        let mut s = gz(b"payload");
+        s.extend_from_slice(b"garbage!");
+        let e = inflate(&s, 1 << 30).unwrap_err().to_string();
+        assert!(e.contains("neither a gzip member nor zero padding"), "{e}");
+    }
+
+    #[test]
+    fn truncated_and_corrupt_streams_are_refused() {
+        let s = gz(&b"abcdefgh".repeat(10_000));
+        assert!(inflate(&s[..s.len() / 2], 1 << 30).is_err());
+        let mut bad = s.clone();
+        let n = bad.len();
+        bad[n - 6] ^= 0xff; // CRC-32 of the trailer
+        assert!(inflate(&bad, 1 << 30).is_err());
+        assert!(inflate(&s[..10], 1 << 30)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+    }
+
+    #[test]
+    fn a_trailer_claiming_more_than_the_cap_is_refused_before_allocating() {
+        let mut s = gz(b"small");
+        let n = s.len();
+        s[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = inflate(&s, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("over the cap"), "{e}");
+    }
+
+    #[test]
+    fn large_payloads_inflate_in_parallel_and_match() {
+        // Over MIN_PARALLEL compressed: noise compresses poorly.
+        let mut x = 1u64;
+        let data: Vec<u8> = (0..(parallel::MIN_PARALLEL * 3 / 2))
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if i % 3 == 0 {
+                    b'a'
+                } else {
+                    x as u8
+                }
+            })
+            .collect();
+        let s = gz(&data);
+        assert!(s.len() >= parallel::MIN_PARALLEL);
+        let start = parallel::deflate_start(&s).unwrap();
+        let mut out = vec![0u8; data.len()];
+        let n = parallel::inflate(&s[start..s.len() - 8], &mut out, 2);
+        assert_eq!(n, Some(data.len()));
+        assert!(out == data);
+        assert!(inflate(&s, 1 << 30).unwrap()[..] == data[..]);
+    }
+}
