@@ -9,17 +9,22 @@
 //! |---|---|---|
 //! | file bytes | [`map`] | the memory map (the crate's only `unsafe`) |
 //! | header | [`header`] | the zerocopy header struct and structural checks |
-//! | payload | [`payload`] | one libdeflate inflation of a gzip payload |
+//! | payload | [`payload`] | one libdeflate inflation of a gzip payload (split across cores when large) |
 //! | tar index | [`tar`] | the walk over tar headers into spans |
 //! | selection | [`select`] | precompiled patterns over sorted names |
 //! | open NEFF | [`neff`] | [`Neff`], tying the above together |
 //! | JSON | [`json`] | simd-json tapes over member bytes, typed views |
 //! | accessors | [`accessors`] | the reference reader's roster |
 //! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
+//! | caps | [`limits`] | what hostile input may make the reader allocate |
 //! | report | [`summary`] | what `neff info` shows |
 //! | zoo | [`scan`] | parallel records over directories of NEFFs |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
+//!
+//! Users of the Python NeffInfo reader: the table mapping each of its
+//! getters (`getDefJson`, `getCCRankWorldSize`, …) to a function here is in
+//! [`accessors`].
 //!
 //! ```no_run
 //! let neff = neff::Neff::open("model.neff")?;
