@@ -23,7 +23,7 @@ use crate::tar::{Entry, FileSource, Index, Kind};
 pub struct Options {
     pub limits: Limits,
     pub read_mode: ReadMode,
-    /// Where JSON members are parsed from (see [`json`](crate::json)).
+    /// Where JSON members are parsed from (see [`crate::json`]).
     pub json_source: Source,
 }
 
