@@ -246,7 +246,7 @@ fn ends_with_gzip_trailer_plausibly(gz: &[u8]) -> bool {
 }
 
 /// A zeroed, lazily-faulted output buffer advised for transparent huge pages.
-fn alloc(len: usize) -> Result<MmapMut> {
+pub(crate) fn alloc(len: usize) -> Result<MmapMut> {
     let map = MmapMut::map_anon(len.max(1))?;
     // Advice is a hint; a kernel without THP simply ignores it.
     let _ = map.advise(Advice::HugePage);

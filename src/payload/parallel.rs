@@ -121,12 +121,13 @@ fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>
 }
 
 /// One decoded chunk: marker symbols, then plain bytes (`window`, then
-/// `bytes[skip..]`, the part libdeflate inflated after priming).
+/// `bytes[range]`, the part libdeflate inflated after priming, in a
+/// huge-page mapping so that writing it costs few page faults).
 struct Chunk {
     symbols: Vec<u16>,
     window: Vec<u8>,
-    bytes: Vec<u8>,
-    skip: usize,
+    bytes: Option<memmap2::MmapMut>,
+    range: std::ops::Range<usize>,
 }
 
 impl Chunk {
@@ -134,12 +135,15 @@ impl Chunk {
         Chunk {
             symbols,
             window: Vec::new(),
-            bytes: Vec::new(),
-            skip: 0,
+            bytes: None,
+            range: 0..0,
         }
     }
+    fn tail(&self) -> &[u8] {
+        self.bytes.as_ref().map_or(&[], |b| &b[self.range.clone()])
+    }
     fn len(&self) -> usize {
-        self.symbols.len() + self.window.len() + self.bytes.len() - self.skip
+        self.symbols.len() + self.window.len() + self.tail().len()
     }
 }
 
@@ -169,19 +173,17 @@ fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Optio
     }
     let prefix = deflate::primer(&d.window(), (b.pos % 8) as u32);
     let s = synth(&prefix, data, b.pos, to);
-    let mut bytes = vec![0u8; cap + WINDOW];
+    let mut bytes = super::alloc(cap + WINDOW).ok()?;
     let n = Decompressor::new()
         .deflate_decompress(&s, &mut bytes)
         .ok()?;
-    bytes.truncate(n);
-    let skip = WINDOW.min(n);
     let produced = d.produced();
     let symbols = produced[..produced.len() - WINDOW].to_vec();
     Some(Chunk {
         symbols,
         window: d.window(),
-        bytes,
-        skip,
+        bytes: Some(bytes),
+        range: WINDOW.min(n)..n,
     })
 }
 
@@ -241,7 +243,7 @@ pub fn split_inflate(
             };
         }
         pos += n;
-        for part in [&chunk.window[..], &chunk.bytes[chunk.skip..]] {
+        for part in [&chunk.window[..], chunk.tail()] {
             // The big copy runs on every core.
             out[pos..pos + part.len()]
                 .par_chunks_mut(4 << 20)
