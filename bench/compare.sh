@@ -43,7 +43,7 @@ rss)
     | sort -n | awk '{a[NR]=$1} END {print "neff ls big_pkg1 peak RSS KiB (median of 5):", a[3]}' | tee "$OUT/rss.txt"
   ;;
 get)
-  small=$(find "$C/small" -name '*.neff' | sort | head -1)
+  small=$(find "$C/small" -name '*.neff' | sort | sed -n 1p)
   warm "$L/big_pkg1.neff" "$small"
   hf get_cc_raw -w 1 -r "$SLOW" \
     "$N get $L/big_pkg1.neff cc-world-size" \

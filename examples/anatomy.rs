@@ -79,7 +79,7 @@ fn main() {
     for threads in [2, 4] {
         let mut out = vec![0u8; isize];
         let t = Instant::now();
-        let r = neff::payload::parallel::inflate(data, &mut out, threads);
+        let r = neff::payload::parallel::split_inflate(data, &mut out, threads, 256 << 10);
         let ok = r == Some(isize) && out[..] == tar[..];
         if let Some(i) = out.iter().zip(tar.iter()).position(|(a, b)| a != b) {
             let last = out

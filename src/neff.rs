@@ -116,6 +116,10 @@ impl Neff {
             Compression::Gzip => memmap2::Advice::Sequential,
             Compression::None => memmap2::Advice::Random,
         });
+        if span.compression == Compression::Gzip {
+            // Inflation reads every byte: map them in one call.
+            file.populate(span.start, span.len);
+        }
         let stored = &file[span.start..span.start + span.len];
         let inflated = match span.compression {
             Compression::Gzip => Some(payload::inflate_reusing(
@@ -209,6 +213,15 @@ impl Neff {
         e.data(self.tar())
     }
 
+    /// Prefaults a large member of a mapped raw tar that is about to be read
+    /// whole (one call instead of a fault per 64 KiB).
+    fn populate(&self, e: &Entry) {
+        if self.inflated.is_none() && e.size >= 256 << 10 {
+            self.file
+                .populate(self.span.start + e.offset as usize, e.size as usize);
+        }
+    }
+
     /// Regular members (archive order).
     pub fn files(&self) -> impl Iterator<Item = &Entry> {
         self.entries().iter().filter(|e| e.kind == Kind::File)
@@ -265,7 +278,10 @@ impl Neff {
         };
         let bytes = match cow {
             Some(pages) => json::Bytes::Mapped(pages?),
-            None => json::Bytes::Owned(self.data(e).to_vec()),
+            None => {
+                self.populate(e);
+                json::Bytes::Owned(self.data(e).to_vec())
+            }
         };
         Parsed::parse(&name, bytes, &self.limits, buffers)
     }
@@ -307,6 +323,7 @@ impl Neff {
         if e.size < SKIM_THRESHOLD || e.size > self.limits.max_json_size {
             return self.known_json(Known::Def);
         }
+        self.populate(e);
         let Some(found) = json::skim::top_level_keys(self.data(e), &KEYS) else {
             // Not valid JSON (or too deep for the skim): the full parse
             // gives the canonical error.

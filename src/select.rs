@@ -52,8 +52,19 @@ impl Known {
     }
 }
 
+/// Names are short and searched once each: the lazy DFA alone answers
+/// quickly, so skip building the full DFA and one-pass engines, whose
+/// construction would cost more than every search of a NEFF together.
+fn builder() -> regex_automata::meta::Builder {
+    let mut b = Regex::builder();
+    b.configure(Regex::config().dfa(false).onepass(false).backtrack(false));
+    b
+}
+
 static KNOWN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new_many(&Known::ALL.map(Known::pattern)).expect("the accessor patterns compile")
+    builder()
+        .build_many(&Known::ALL.map(Known::pattern))
+        .expect("the accessor patterns compile")
 });
 
 /// Whether `name` matches the pattern of `k` (the precompiled set).
@@ -65,7 +76,7 @@ pub fn matches(k: Known, name: &[u8]) -> bool {
 
 /// Compiles a user's pattern; a bad one is a usage error.
 pub fn compile(pattern: &str) -> Result<Regex> {
-    Regex::new(pattern).map_err(|e| {
+    builder().build(pattern).map_err(|e| {
         let why = e
             .syntax_error()
             .map_or_else(|| e.to_string(), |s| s.to_string());

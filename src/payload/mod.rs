@@ -34,8 +34,53 @@ const TRAILER: usize = 8;
 /// and a warm vector costs no page faults).
 #[derive(Debug)]
 enum Buf {
-    Map(MmapMut),
+    Map(HugeBuf),
     Vec(Vec<u8>),
+}
+
+/// Anonymous memory for inflated bytes, 2 MiB-aligned so that transparent
+/// huge pages can back all of it, optionally prefaulted in one call
+/// (`MADV_POPULATE_WRITE`) instead of one fault per page.
+#[derive(Debug)]
+pub(crate) struct HugeBuf {
+    map: MmapMut,
+    off: usize,
+    len: usize,
+}
+
+const HUGE: usize = 2 << 20;
+
+impl HugeBuf {
+    /// `len` bytes of zeroed memory; `populate` when all of it will be written.
+    pub(crate) fn new(len: usize, populate: bool) -> Result<HugeBuf> {
+        let pad = if len >= HUGE { HUGE } else { 0 };
+        let map = MmapMut::map_anon((len + pad).max(1))?;
+        let off = if pad > 0 {
+            (HUGE - map.as_ptr() as usize % HUGE) % HUGE
+        } else {
+            0
+        };
+        // Advice is a hint; a kernel without THP or MADV_POPULATE_WRITE
+        // simply faults pages in as they are written.
+        let _ = map.advise(Advice::HugePage);
+        if populate && len > 0 {
+            let _ = map.advise_range(Advice::PopulateWrite, off, len);
+        }
+        Ok(HugeBuf { map, off, len })
+    }
+}
+
+impl Deref for HugeBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.off..self.off + self.len]
+    }
+}
+
+impl std::ops::DerefMut for HugeBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.map[self.off..self.off + self.len]
+    }
 }
 
 impl Buf {
@@ -109,7 +154,7 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
                 v.resize(isize as usize, 0);
                 Buf::Vec(v)
             }
-            None => Buf::Map(alloc(isize as usize)?),
+            None => Buf::Map(HugeBuf::new(isize as usize, true)?),
         };
         if let Ok(n) = d.gzip_decompress(gz, out.bytes_mut()) {
             // libdeflate checked a trailer after the deflate data; it is the
@@ -137,7 +182,7 @@ fn inflate_parallel(gz: &[u8], isize: usize) -> Result<Option<Inflated>> {
     if threads < 2 {
         return Ok(None);
     }
-    let mut out = alloc(isize)?;
+    let mut out = HugeBuf::new(isize, true)?;
     let data = &gz[start..gz.len() - TRAILER];
     match parallel::inflate(data, &mut out, threads) {
         Some(n) if n == isize && gz.ends_with(&trailer(&out[..n])) => Ok(Some(Inflated {
@@ -150,7 +195,7 @@ fn inflate_parallel(gz: &[u8], isize: usize) -> Result<Option<Inflated>> {
 
 /// Slow path: member by member into a buffer of `bound` bytes of address space.
 fn inflate_members(d: &mut Decompressor, gz: &[u8], bound: u64, cap: u64) -> Result<Inflated> {
-    let mut out = alloc(bound as usize)?;
+    let mut out = HugeBuf::new(bound as usize, false)?;
     let mut pos = 0usize;
     let mut len = 0usize;
     while pos < gz.len() {
@@ -243,14 +288,6 @@ fn trailer(out: &[u8]) -> [u8; TRAILER] {
 /// Whether the last 8 bytes could be a real trailer (the input is not padded).
 fn ends_with_gzip_trailer_plausibly(gz: &[u8]) -> bool {
     gz[gz.len() - TRAILER..].iter().any(|&b| b != 0)
-}
-
-/// A zeroed, lazily-faulted output buffer advised for transparent huge pages.
-pub(crate) fn alloc(len: usize) -> Result<MmapMut> {
-    let map = MmapMut::map_anon(len.max(1))?;
-    // Advice is a hint; a kernel without THP simply ignores it.
-    let _ = map.advise(Advice::HugePage);
-    Ok(map)
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>
 struct Chunk {
     symbols: Vec<u16>,
     window: Vec<u8>,
-    bytes: Option<memmap2::MmapMut>,
+    bytes: Option<super::HugeBuf>,
     range: std::ops::Range<usize>,
 }
 
@@ -173,7 +173,7 @@ fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Optio
     }
     let prefix = deflate::primer(&d.window(), (b.pos % 8) as u32);
     let s = synth(&prefix, data, b.pos, to);
-    let mut bytes = super::alloc(cap + WINDOW).ok()?;
+    let mut bytes = super::HugeBuf::new(cap + WINDOW, false).ok()?;
     let n = Decompressor::new()
         .deflate_decompress(&s, &mut bytes)
         .ok()?;
