@@ -79,9 +79,9 @@ pack)
     "$N pack $T -o $OUT/p.neff" "tar czf $OUT/p.tgz -C $T ."
   hf pack_raw -r "$SLOW" \
     "$N pack --no-gzip $T -o $OUT/r.neff" "tar cf $OUT/r.tar -C $T ."
-  hf unpack_gzip -r "$SLOW" --prepare "rm -rf $OUT/u; mkdir -p $OUT/u" \
+  hf unpack_gzip -r "$SLOW" --prepare "sh -c 'rm -rf $OUT/u; mkdir -p $OUT/u'" \
     "$N unpack $OUT/p.neff -o $OUT/u/n" "tar xzf $OUT/p.tgz -C $OUT/u"
-  hf unpack_raw -r "$SLOW" --prepare "rm -rf $OUT/u; mkdir -p $OUT/u" \
+  hf unpack_raw -r "$SLOW" --prepare "sh -c 'rm -rf $OUT/u; mkdir -p $OUT/u'" \
     "$N unpack $L/big_pkg1.neff -o $OUT/u/n" "tar xf $OUT/big1.tar -C $OUT/u"
   rm -rf "$T" "$OUT/u" "$OUT"/p.* "$OUT"/r.* "$OUT/big1.tar"
   ;;

@@ -82,12 +82,7 @@ pub fn read_dir_entries(dir: &Path, mtime: Option<u64>) -> Result<Vec<PackEntry>
         }
         let rel = ent.path().strip_prefix(dir).expect("under dir");
         let meta = ent.metadata().map_err(|e| Error::Io(e.into()))?;
-        let mt = mtime.unwrap_or_else(|| {
-            meta.modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs())
-        });
+        let mt = mtime.unwrap_or_else(|| file_mtime(&meta));
         let kind = if ft.is_dir() {
             PackKind::Dir
         } else {
@@ -106,14 +101,101 @@ pub fn read_dir_entries(dir: &Path, mtime: Option<u64>) -> Result<Vec<PackEntry>
 
 /// Packs `dir` into NEFF bytes.
 pub fn pack_dir(dir: &Path, opts: &PackOptions) -> Result<Vec<u8>> {
-    let entries = read_dir_entries(dir, opts.mtime)?;
-    pack(&entries, opts)
+    let mut out = Vec::new();
+    pack_dir_to(dir, opts, &mut out)?;
+    Ok(out)
+}
+
+/// Packs `dir` and writes the NEFF to `w`. Files are read straight into the
+/// tar buffer (one copy of the data in memory, two with gzip), and the
+/// payload is written after its header, not copied behind it.
+pub fn pack_dir_to(dir: &Path, opts: &PackOptions, w: &mut impl std::io::Write) -> Result<()> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    struct Item {
+        name: Vec<u8>,
+        path: std::path::PathBuf,
+        dir: bool,
+        len: u64,
+        mode: u32,
+        mtime: u64,
+    }
+    let mut items = Vec::new();
+    for ent in walkdir::WalkDir::new(dir).min_depth(1).follow_links(false) {
+        let ent = ent.map_err(|e| Error::Io(e.into()))?;
+        let ft = ent.file_type();
+        if !ft.is_file() && !ft.is_dir() {
+            continue;
+        }
+        let meta = ent.metadata().map_err(|e| Error::Io(e.into()))?;
+        let rel = ent.path().strip_prefix(dir).expect("under dir");
+        items.push(Item {
+            name: rel.as_os_str().as_bytes().to_vec(),
+            path: ent.path().to_path_buf(),
+            dir: ft.is_dir(),
+            len: if ft.is_dir() { 0 } else { meta.len() },
+            mode: meta.permissions().mode() & 0o777,
+            mtime: opts.mtime.unwrap_or_else(|| file_mtime(&meta)),
+        });
+    }
+    items.sort_by(|a, b| a.name.cmp(&b.name));
+    let total: u64 = items.iter().map(|i| i.len.div_ceil(512) * 512 + 1024).sum();
+    let mut tar = Vec::with_capacity(usize::try_from(total).unwrap_or(0) + 2 * BLOCK);
+    let mut files: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        let typeflag = if it.dir { b'5' } else { b'0' };
+        push_entry(&mut tar, &it.name, typeflag, b"", it.len, it.mode, it.mtime);
+        if !it.dir {
+            let start = tar.len();
+            let n = std::fs::File::open(&it.path)?
+                .take(it.len)
+                .read_to_end(&mut tar)?;
+            if n as u64 != it.len {
+                return Err(Error::Refused(format!(
+                    "{} changed size while being packed",
+                    it.path.display()
+                )));
+            }
+            files.push((i, start..tar.len()));
+            pad(&mut tar);
+        }
+    }
+    tar.resize(tar.len() + 2 * BLOCK, 0);
+    let graphs = kelf_graphs(
+        files
+            .iter()
+            .map(|(i, r)| (&items[*i].name[..], &tar[r.clone()])),
+    );
+    let payload = if opts.no_gzip { tar } else { gzip(&tar) };
+    w.write_all(header_for(&payload, graphs, opts)?.as_bytes())?;
+    w.write_all(&payload)?;
+    Ok(())
+}
+
+fn file_mtime(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Builds NEFF bytes from entries (written in the order given).
 pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
     let tar = write_tar(entries);
+    let graphs = kelf_graphs(entries.iter().filter_map(|e| match &e.kind {
+        PackKind::File(d) => Some((&e.name[..], &d[..])),
+        _ => None,
+    }));
     let payload = if opts.no_gzip { tar } else { gzip(&tar) };
+    let mut out = Vec::with_capacity(HEADER_SIZE + payload.len());
+    out.extend_from_slice(header_for(&payload, graphs, opts)?.as_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// The 1024-byte header for `payload` (NEFF-FORMAT.md §1.1).
+fn header_for(payload: &[u8], kelf_graphs: Option<u32>, opts: &PackOptions) -> Result<Header> {
     let mut header = Header::new_zeroed();
     let pkg: u64 = if opts.no_gzip { 1 } else { 2 };
     header.pkg_version.set(pkg);
@@ -123,25 +205,22 @@ pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
     header.version_minor.set(0);
     copy_str(&mut header.build_version, BUILD_VERSION);
     header.num_tpb.set(u32::from(!opts.no_gzip));
-    let digest = crate::verify::digest(pkg, &payload);
+    let digest = crate::verify::digest(pkg, payload);
     if pkg == 2 {
         header.hash = [b'0'; 32];
     }
     header.hash[..digest.len()].copy_from_slice(&digest);
     header.uuid = match (opts.uuid, opts.mtime) {
         (Some(u), _) => u,
-        (None, Some(_)) => digest_uuid(&payload),
+        (None, Some(_)) => digest_uuid(payload),
         (None, None) => random_uuid()?,
     };
     copy_str(&mut header.name, &opts.name);
     header
         .requested_tpb_count
-        .set(kelf_graphs(entries).unwrap_or(1).max(1));
+        .set(kelf_graphs.unwrap_or(1).max(1));
     header.vnc_size.set(1);
-    let mut out = Vec::with_capacity(HEADER_SIZE + payload.len());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&payload);
-    Ok(out)
+    Ok(header)
 }
 
 fn copy_str(dst: &mut [u8], s: &str) {
@@ -168,19 +247,13 @@ fn set_uuid_bits(mut u: [u8; 16], version: u8) -> [u8; 16] {
 }
 
 /// The number of graphs in `kelf-0.json` (else the first `kelf-*.json`),
-/// found by the accessors' own patterns and rule.
-fn kelf_graphs(entries: &[PackEntry]) -> Option<u32> {
-    let mut files: Vec<&PackEntry> = entries
-        .iter()
-        .filter(|e| matches!(e.kind, PackKind::File(_)))
-        .collect();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    let pick = [Known::Kelf0, Known::KelfAny]
+/// found by the accessors' own patterns and rule, among `(name, data)` files.
+fn kelf_graphs<'a>(files: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Option<u32> {
+    let mut files: Vec<(&[u8], &[u8])> = files.collect();
+    files.sort_by(|a, b| a.0.cmp(b.0));
+    let (_, data) = [Known::Kelf0, Known::KelfAny]
         .into_iter()
-        .find_map(|k| files.iter().find(|e| crate::select::matches(k, &e.name)))?;
-    let PackKind::File(data) = &pick.kind else {
-        return None;
-    };
+        .find_map(|k| files.iter().find(|(n, _)| crate::select::matches(k, n)))?;
     let v: serde_json::Value = serde_json::from_slice(data).ok()?;
     u32::try_from(v.get("graphs")?.as_array()?.len()).ok()
 }
@@ -196,6 +269,72 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Writes one entry's header (a PAX `x` header first when the name or link
+/// does not fit ustar, or the size needs more than 11 octal digits); the
+/// caller appends `size` bytes of data and the padding.
+fn push_entry(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    typeflag: u8,
+    link: &[u8],
+    size: u64,
+    mode: u32,
+    mtime: u64,
+) {
+    let mut name = name.to_vec();
+    if typeflag == b'5' && !name.ends_with(b"/") {
+        name.push(b'/');
+    }
+    let long = name.len() > 100 || !name.is_ascii();
+    let big = size >= 1 << 33;
+    let long_link = link.len() > 100 || !link.is_ascii();
+    if long || big || long_link {
+        let mut rec = Vec::new();
+        if long {
+            pax_record(&mut rec, "path", &name);
+        }
+        if long_link {
+            pax_record(&mut rec, "linkpath", link);
+        }
+        if big {
+            pax_record(&mut rec, "size", size.to_string().as_bytes());
+        }
+        let short = format!("PaxHeaders/{}", tail(&name));
+        push_header(
+            out,
+            short.as_bytes(),
+            b'x',
+            rec.len() as u64,
+            0o644,
+            mtime,
+            b"",
+        );
+        out.extend_from_slice(&rec);
+        pad(out);
+    }
+    let short_name: &[u8] = if long {
+        &name[name.len().saturating_sub(100)..]
+    } else {
+        &name
+    };
+    let short_link: &[u8] = if long_link { b"" } else { link };
+    push_header(
+        out,
+        short_name,
+        typeflag,
+        if big { 0 } else { size },
+        mode,
+        mtime,
+        short_link,
+    );
+}
+
+/// Pads the data just written to a whole block.
+fn pad(out: &mut Vec<u8>) {
+    let n = (BLOCK - out.len() % BLOCK) % BLOCK;
+    out.resize(out.len() + n, 0);
+}
+
 /// Writes a POSIX PAX tar of `entries`, ending with two zero blocks.
 pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -207,52 +346,17 @@ pub fn write_tar(entries: &[PackEntry]) -> Vec<u8> {
             PackKind::Hardlink(t) => (b'1', &[], t),
             PackKind::Other(f) => (*f, &[], b""),
         };
-        let mut name = e.name.clone();
-        if typeflag == b'5' && !name.ends_with(b"/") {
-            name.push(b'/');
-        }
-        let size = data.len() as u64;
-        let long = name.len() > 100 || !name.is_ascii();
-        let big = size >= 1 << 33;
-        let long_link = link.len() > 100 || !link.is_ascii();
-        if long || big || long_link {
-            let mut rec = Vec::new();
-            if long {
-                pax_record(&mut rec, "path", &name);
-            }
-            if long_link {
-                pax_record(&mut rec, "linkpath", link);
-            }
-            if big {
-                pax_record(&mut rec, "size", size.to_string().as_bytes());
-            }
-            let short = format!("PaxHeaders/{}", tail(&name));
-            push_header(
-                &mut out,
-                short.as_bytes(),
-                b'x',
-                rec.len() as u64,
-                0o644,
-                e.mtime,
-                b"",
-            );
-            push_data(&mut out, &rec);
-        }
-        let short_name: &[u8] = if long {
-            &name[name.len().saturating_sub(100)..]
-        } else {
-            &name
-        };
-        push_header(
+        push_entry(
             &mut out,
-            short_name,
+            &e.name,
             typeflag,
-            if big { 0 } else { size },
+            link,
+            data.len() as u64,
             e.mode,
             e.mtime,
-            if long_link { b"" } else { link },
         );
-        push_data(&mut out, data);
+        out.extend_from_slice(data);
+        pad(&mut out);
     }
     out.resize(out.len() + 2 * BLOCK, 0);
     out
@@ -318,12 +422,6 @@ fn octal(field: &mut [u8], v: u64) {
     let s = format!("{v:0w$o}");
     field[..w].copy_from_slice(&s.as_bytes()[s.len() - w..]);
     field[w] = 0;
-}
-
-fn push_data(out: &mut Vec<u8>, data: &[u8]) {
-    out.extend_from_slice(data);
-    let pad = (BLOCK - data.len() % BLOCK) % BLOCK;
-    out.resize(out.len() + pad, 0);
 }
 
 #[cfg(test)]

@@ -150,8 +150,12 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
     if isize > 0 && isize <= bound {
         let mut out = match reuse {
             Some(mut v) => {
-                v.clear();
-                v.resize(isize as usize, 0);
+                // Grow, never clear: libdeflate overwrites what it reports
+                // writing, and only that prefix is ever exposed, so a warm
+                // buffer is reused without zeroing it again.
+                if v.len() < isize as usize {
+                    v.resize(isize as usize, 0);
+                }
                 Buf::Vec(v)
             }
             None => Buf::Map(HugeBuf::new(isize as usize, true)?),

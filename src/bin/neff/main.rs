@@ -323,10 +323,17 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 uuid,
                 mtime,
             };
-            let bytes = neff::pack::pack_dir(&dir, &popts).at(&dir)?;
-            std::fs::write(&output, bytes)
+            let file = std::fs::File::create(&output)
                 .map_err(Error::Io)
                 .at(&output)?;
+            let mut w = BufWriter::new(file);
+            let done = neff::pack::pack_dir_to(&dir, &popts, &mut w)
+                .and_then(|()| w.flush().map_err(Error::Io));
+            if let Err(err) = done {
+                // Leave no half-written NEFF behind.
+                let _ = std::fs::remove_file(&output);
+                return Err(Failure { path: dir, err });
+            }
         }
         Cmd::Scan {
             paths,
