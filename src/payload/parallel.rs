@@ -28,7 +28,7 @@ pub const MIN_PARALLEL: usize = 8 << 20;
 /// How far past a cut the block finder looks, in bytes.
 const SEARCH: usize = 1 << 20;
 /// The most symbols a chunk may marker-decode before giving up.
-const MARKER_LIMIT: usize = 16 << 20;
+const MARKER_LIMIT: usize = 4 << 20;
 
 /// Where the raw DEFLATE data of a single-member gzip stream starts.
 pub fn deflate_start(gz: &[u8]) -> Option<usize> {
@@ -226,9 +226,22 @@ pub fn split_inflate(
         },
     );
     let mut pos = head?;
-    for chunk in rest {
-        let chunk = chunk?;
+    for (i, chunk) in rest.into_iter().enumerate() {
         let window_start = pos.checked_sub(WINDOW)?;
+        let Some(chunk) = chunk else {
+            // This chunk's window never cleared (highly repetitive data
+            // keeps copying from the unknown window): now that the bytes
+            // before it are known, inflate the rest on this thread,
+            // primed with the real window, straight into place (the primer
+            // re-emits the window bytes already there).
+            let from = bounds[i + 1];
+            let prefix = deflate::primer(&out[window_start..pos], (from % 8) as u32);
+            let s = synth(&prefix, data, from, None);
+            let n = Decompressor::new()
+                .deflate_decompress(&s, &mut out[window_start..])
+                .ok()?;
+            return Some(window_start + n);
+        };
         if pos + chunk.len() > out.len() {
             return None;
         }
@@ -315,6 +328,31 @@ mod tests {
             }
             assert!(split > 0, "level {lvl}: never split");
         }
+    }
+
+    #[test]
+    fn a_window_that_never_clears_falls_back_to_the_known_bytes() {
+        // One phrase repeated with noise between: every later copy of the
+        // phrase chains back into the unknown window, so markers never die.
+        let mut data = Vec::new();
+        let mut x = 5u64;
+        while data.len() < 3 << 20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 2 == 0 {
+                data.extend_from_slice(b"model.layers.17.self_attn.q_proj.weight ");
+            } else {
+                data.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let mut c = Compressor::new(CompressionLvl::new(6).unwrap());
+        let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+        let n = c.deflate_compress(&data, &mut z).unwrap();
+        z.truncate(n);
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(split_inflate(&z, &mut out, 2, 64 << 10), Some(data.len()));
+        assert!(out == data);
     }
 
     #[test]
