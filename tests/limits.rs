@@ -117,33 +117,18 @@ fn name_and_link_length_cap() {
         ..Limits::default()
     };
     assert_eq!(open(raw.clone(), at).unwrap().entries().len(), 1);
-    is_limit(
-        open(
-            raw,
-            Limits {
-                max_name_len: name.len() - 1,
-                ..Limits::default()
-            },
-        ),
-        "member name length",
-    );
+    let under = Limits {
+        max_name_len: name.len() - 1,
+        ..Limits::default()
+    };
+    is_limit(open(raw, under), "member name length");
     let link = PackEntry {
         name: b"l".to_vec(),
         kind: neff::pack::PackKind::Symlink(name.clone().into_bytes()),
         mode: 0o777,
         mtime: 0,
     };
-    let raw = build(&[link], false);
-    is_limit(
-        open(
-            raw,
-            Limits {
-                max_name_len: name.len() - 1,
-                ..Limits::default()
-            },
-        ),
-        "link target length",
-    );
+    is_limit(open(build(&[link], false), under), "link target length");
 }
 
 #[test]
