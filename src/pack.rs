@@ -22,7 +22,7 @@ use crate::tar::{Block, BLOCK};
 pub enum PackKind {
     File(Vec<u8>),
     Dir,
-    /// A symbolic link with this target (never produced by [`read_dir_entries`]).
+    /// A symbolic link with this target ([`pack_dir`] never packs links).
     Symlink(Vec<u8>),
     /// A hard link to this earlier member.
     Hardlink(Vec<u8>),
@@ -67,37 +67,6 @@ pub struct PackOptions {
 
 /// The build string written into packed headers.
 pub const BUILD_VERSION: &str = concat!("neff-rs ", env!("CARGO_PKG_VERSION"));
-
-/// Reads `dir`'s regular files and directories (symlinks and others are not
-/// followed or packed), sorted by the bytes of their relative paths.
-pub fn read_dir_entries(dir: &Path, mtime: Option<u64>) -> Result<Vec<PackEntry>> {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = Vec::new();
-    for ent in walkdir::WalkDir::new(dir).min_depth(1).follow_links(false) {
-        let ent = ent.map_err(|e| Error::Io(e.into()))?;
-        let ft = ent.file_type();
-        if !ft.is_file() && !ft.is_dir() {
-            continue;
-        }
-        let rel = ent.path().strip_prefix(dir).expect("under dir");
-        let meta = ent.metadata().map_err(|e| Error::Io(e.into()))?;
-        let mt = mtime.unwrap_or_else(|| file_mtime(&meta));
-        let kind = if ft.is_dir() {
-            PackKind::Dir
-        } else {
-            PackKind::File(std::fs::read(ent.path())?)
-        };
-        out.push(PackEntry {
-            name: rel.as_os_str().as_bytes().to_vec(),
-            kind,
-            mode: meta.permissions().mode() & 0o777,
-            mtime: mt,
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
-}
 
 /// Packs `dir` into NEFF bytes.
 pub fn pack_dir(dir: &Path, opts: &PackOptions) -> Result<Vec<u8>> {
