@@ -160,9 +160,12 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
             }
             None => Buf::Map(HugeBuf::new(isize as usize, true)?),
         };
-        if let Ok(n) = d.gzip_decompress(gz, out.bytes_mut()) {
-            // libdeflate checked a trailer after the deflate data; it is the
-            // one at the very end exactly when this was the only member.
+        // Inflate the raw DEFLATE data between the gzip header and the final
+        // trailer, then check that trailer once. (libdeflate's own gzip entry
+        // point would check a trailer too, but cannot say which one, so the
+        // output's CRC-32 would be computed twice.)
+        let deflate = parallel::deflate_start(gz).map(|start| &gz[start..gz.len() - TRAILER]);
+        if let Some(Ok(n)) = deflate.map(|data| d.deflate_decompress(data, out.bytes_mut())) {
             if n as u64 == isize && gz.ends_with(&trailer(&out.bytes()[..n])) {
                 return Ok(Inflated { buf: out, len: n });
             }
