@@ -51,18 +51,12 @@ pub fn whole_neff(data: &[u8]) {
 
 /// A valid header in front of `payload` (pkg 2 if it is gzip, else 1).
 pub fn wrap(payload: &[u8]) -> Vec<u8> {
-    use zerocopy::{FromZeros, IntoBytes};
-    let mut h = crate::header::Header::new_zeroed();
-    let gz = payload.starts_with(&[0x1f, 0x8b]);
-    let pkg = if gz { 2 } else { 1 };
-    h.pkg_version.set(pkg);
-    h.header_size.set(1024);
-    h.data_size.set(payload.len() as u64);
-    let d = crate::verify::digest(pkg, payload);
-    h.hash[..d.len()].copy_from_slice(&d);
-    let mut out = h.as_bytes().to_vec();
-    out.extend_from_slice(payload);
-    out
+    let opts = PackOptions {
+        no_gzip: !payload.starts_with(&[0x1f, 0x8b]),
+        mtime: Some(0),
+        ..Default::default()
+    };
+    pack::behind_header(payload, None, &opts).expect("a header for bytes in memory")
 }
 
 /// Target (b): arbitrary bytes as the tar payload behind a valid header,

@@ -157,9 +157,19 @@ pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
         _ => None,
     }));
     let payload = if opts.no_gzip { tar } else { gzip(&tar) };
+    behind_header(&payload, graphs, opts)
+}
+
+/// A NEFF of an already-built `payload` (gzip when `opts.no_gzip` is unset):
+/// the header of [`pack`], then the payload.
+pub fn behind_header(
+    payload: &[u8],
+    kelf_graphs: Option<u32>,
+    opts: &PackOptions,
+) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(HEADER_SIZE + payload.len());
-    out.extend_from_slice(header_for(&payload, graphs, opts)?.as_bytes());
-    out.extend_from_slice(&payload);
+    out.extend_from_slice(header_for(payload, kelf_graphs, opts)?.as_bytes());
+    out.extend_from_slice(payload);
     Ok(out)
 }
 
