@@ -256,13 +256,6 @@ impl Neff {
 
     /// Parses a member as JSON (uncached), under the size and depth caps.
     pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
-        let mut guard = self.json.buffers.lock().unwrap_or_else(|p| p.into_inner());
-        let buffers = guard.get_or_insert_with(|| simd_json::Buffers::new(e.size as usize));
-        self.parse_json_with(e, buffers)
-    }
-
-    fn parse_json_with(&self, e: &Entry, buffers: &mut simd_json::Buffers) -> Result<Parsed> {
-        let name = self.name_str(e);
         if e.size > self.limits.max_json_size {
             return Err(Error::Limit {
                 what: "JSON member size",
@@ -283,7 +276,15 @@ impl Neff {
                 json::Bytes::Owned(self.data(e).to_vec())
             }
         };
-        Parsed::parse(&name, bytes, &self.limits, buffers)
+        self.parse_bytes(&self.name_str(e), bytes)
+    }
+
+    /// Parses `bytes` (JSON of member `name`) with this NEFF's reused
+    /// simd-json scratch.
+    fn parse_bytes(&self, name: &str, bytes: json::Bytes) -> Result<Parsed> {
+        let mut guard = self.json.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        let buffers = guard.get_or_insert_with(|| simd_json::Buffers::new(4096));
+        Parsed::parse(name, bytes, &self.limits, buffers)
     }
 
     /// The parsed JSON of an accessor's member, parsed once and cached;
@@ -330,13 +331,7 @@ impl Neff {
             return self.known_json(Known::Def);
         };
         let small = json::skim::rebuild(found.as_deref());
-        let mut buffers = simd_json::Buffers::new(small.len());
-        let parsed = Parsed::parse(
-            &self.name_str(e),
-            json::Bytes::Owned(small),
-            &self.limits,
-            &mut buffers,
-        )?;
+        let parsed = self.parse_bytes(&self.name_str(e), json::Bytes::Owned(small))?;
         Ok(Some((e, self.json.def_cc.get_or_init(|| parsed).root())))
     }
 }
