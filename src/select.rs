@@ -57,20 +57,55 @@ impl Known {
 /// construction would cost more than every search of a NEFF together.
 fn builder() -> regex_automata::meta::Builder {
     let mut b = Regex::builder();
-    b.configure(Regex::config().dfa(false).onepass(false).backtrack(false));
+    b.configure(
+        Regex::config()
+            .dfa(false)
+            .onepass(false)
+            .backtrack(false)
+            .auto_prefilter(false)
+            .which_captures(regex_automata::nfa::thompson::WhichCaptures::None),
+    );
     b
 }
 
+/// The accessor patterns with Unicode classes, as Python's `re` reads them
+/// (`\d` is any Unicode decimal digit): for names with non-ASCII bytes.
 static KNOWN: LazyLock<Regex> = LazyLock::new(|| {
     builder()
         .build_many(&Known::ALL.map(Known::pattern))
         .expect("the accessor patterns compile")
 });
 
+/// The same patterns with ASCII classes (`\d` is `[0-9]`, `[^/]` any byte
+/// but `/`), for ASCII names. On an ASCII name both sets agree (any
+/// character outside ASCII needs a non-ASCII byte), and this one builds in
+/// a fraction of the time: Unicode `\d` alone costs ~0.2 ms per pattern,
+/// paid by every one-shot `neff get`.
+static KNOWN_ASCII: LazyLock<Regex> = LazyLock::new(|| {
+    builder()
+        .syntax(
+            regex_automata::util::syntax::Config::new()
+                .unicode(false)
+                .utf8(false),
+        )
+        .build_many(&Known::ALL.map(Known::pattern))
+        .expect("the accessor patterns compile")
+});
+
+/// The compiled accessor patterns that apply to `name`.
+fn known_set(name: &[u8]) -> &'static Regex {
+    if name.is_ascii() {
+        &KNOWN_ASCII
+    } else {
+        &KNOWN
+    }
+}
+
 /// Whether `name` matches the pattern of `k` (the precompiled set).
 pub fn matches(k: Known, name: &[u8]) -> bool {
-    let mut set = PatternSet::new(KNOWN.pattern_len());
-    KNOWN.which_overlapping_matches(&Input::new(name), &mut set);
+    let re = known_set(name);
+    let mut set = PatternSet::new(re.pattern_len());
+    re.which_overlapping_matches(&Input::new(name), &mut set);
     set.contains(regex_automata::PatternID::must(k as usize))
 }
 
@@ -91,18 +126,24 @@ pub fn compile(pattern: &str) -> Result<Regex> {
 /// share a name, only the later one in the archive (as `tar x` leaves it).
 pub fn sorted_files(index: &Index, tar: &[u8]) -> Vec<u32> {
     let entries = &index.entries;
-    let mut idx: Vec<u32> = (0..entries.len() as u32)
-        .filter(|&i| entries[i as usize].kind == Kind::File)
+    // (name, archive position): sorting the pairs orders equal names by
+    // archive position, as a stable sort by name would, and compares
+    // slices already resolved.
+    let mut named: Vec<(&[u8], u32)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == Kind::File)
+        .map(|(i, e)| (index.resolve(&e.name, tar), i as u32))
         .collect();
-    let name = |i: u32| index.resolve(&entries[i as usize].name, tar);
-    // Stable sort by name keeps archive order among equal names.
-    idx.sort_by(|&a, &b| name(a).cmp(name(b)));
-    let mut out: Vec<u32> = Vec::with_capacity(idx.len());
-    for i in idx {
+    named.sort_unstable();
+    let mut out: Vec<u32> = Vec::with_capacity(named.len());
+    let mut last: Option<&[u8]> = None;
+    for (name, i) in named {
         match out.last_mut() {
-            Some(last) if name(*last) == name(i) => *last = i,
+            Some(prev) if last == Some(name) => *prev = i,
             _ => out.push(i),
         }
+        last = Some(name);
     }
     out
 }
@@ -115,17 +156,22 @@ pub fn first_match(re: &Regex, sorted: &[u32], index: &Index, tar: &[u8]) -> Opt
         .find(|&i| re.is_match(index.resolve(&index.entries[i as usize].name, tar)))
 }
 
-/// Resolves every [`Known`] member in one pass over `sorted`.
+/// Resolves every [`Known`] member in one pass over `sorted`. (Each
+/// pattern holds the literal `.json`; a test pins that.)
 pub fn resolve_known(sorted: &[u32], index: &Index, tar: &[u8]) -> [Option<u32>; 6] {
     let mut found = [None; 6];
     let mut left = found.len();
-    let mut set = PatternSet::new(KNOWN.pattern_len());
+    let mut set = PatternSet::new(Known::ALL.len());
+    let json = memchr::memmem::Finder::new(b".json");
     for &i in sorted {
+        let name = index.resolve(&index.entries[i as usize].name, tar);
+        // Every known pattern needs ".json": most members (engine
+        // programs, weights) are ruled out without running the regex.
+        if json.find(name).is_none() {
+            continue;
+        }
         set.clear();
-        KNOWN.which_overlapping_matches(
-            &Input::new(index.resolve(&index.entries[i as usize].name, tar)),
-            &mut set,
-        );
+        known_set(name).which_overlapping_matches(&Input::new(name), &mut set);
         for p in set.iter() {
             let slot = &mut found[p.as_usize()];
             if slot.is_none() {
@@ -138,4 +184,40 @@ pub fn resolve_known(sorted: &[u32], index: &Index, tar: &[u8]) -> [Option<u32>;
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_pattern_needs_the_literal_dot_json() {
+        // resolve_known skips names without ".json" on this promise.
+        for k in Known::ALL {
+            assert!(k.pattern().ends_with(r"\.json"), "{}", k.pattern());
+        }
+        assert!(matches(Known::Def, b"sgLnk/sg00/def.json"));
+        assert!(!matches(Known::Def, b"sg00/def.jso"));
+    }
+
+    #[test]
+    fn unicode_digits_and_classes_match_as_in_python() {
+        // Python's re: \d is any Unicode decimal digit, [^/] any character
+        // but '/'. ASCII names take the ASCII set, others the Unicode one.
+        assert!(matches(Known::Def, "sg\u{663}/def.json".as_bytes()));
+        assert!(matches(
+            Known::TensorMap,
+            "x/sg\u{FF11}2/tensor_map.json".as_bytes()
+        ));
+        assert!(!matches(Known::Def, "sg\u{2162}/def.json".as_bytes())); // Roman numeral: not Nd
+        assert!(matches(
+            Known::KelfAny,
+            "kelf-\u{e9}t\u{e9}.json".as_bytes()
+        ));
+        assert!(!matches(Known::KelfAny, b"kelf-a/b.json"));
+        assert!(matches(Known::KelfAny, b"kelf-a\nb.json"));
+        assert!(matches(Known::Def, b"sg007/def.json"));
+        assert!(!matches(Known::Def, b"sg/def.json"));
+        assert!(!matches(Known::Def, b"sgx/def.json"));
+    }
 }
