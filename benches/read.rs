@@ -237,28 +237,38 @@ fn json(c: &mut Criterion, inp: &Inputs) {
                 .is_object()
         })
     });
-    g.bench_function(BenchmarkId::new("skim_cc_keys", "def_20m"), |b| {
-        b.iter(|| {
-            neff::json::skim::top_level_keys(
-                black_box(big),
-                &[
-                    "replica_groups",
-                    "src_target_pairs",
-                    "#rank_world_size",
-                    "CCInfo",
-                ],
-            )
-        })
+    let keys = [
+        "replica_groups",
+        "src_target_pairs",
+        "#rank_world_size",
+        "CCInfo",
+    ];
+    g.bench_function(BenchmarkId::new("serde_json_ignored_any", "def_20m"), |b| {
+        b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(big)).is_ok())
     });
-    g.bench_function(
-        BenchmarkId::new("cc_world_size_fresh_open", "def_20m"),
-        |b| {
+    for (name, two) in [
+        ("skim_cc_keys_1_thread", false),
+        ("skim_cc_keys_2_threads", true),
+    ] {
+        g.bench_function(BenchmarkId::new(name, "def_20m"), |b| {
+            b.iter(|| neff::json::skim::top_level_keys(black_box(big), &keys, 512, two).is_some())
+        });
+    }
+    for (name, early_cc) in [
+        ("cc_world_size_fresh_open", false),
+        ("cc_world_size_fresh_open_early", true),
+    ] {
+        let opts = Options {
+            early_cc,
+            ..Options::default()
+        };
+        g.bench_function(BenchmarkId::new(name, "def_20m"), |b| {
             b.iter(|| {
-                let n = Neff::open(&inp.raw).unwrap();
+                let n = Neff::open_with(&inp.raw, &opts).unwrap();
                 accessors::cc_world_size(&n).unwrap()
             })
-        },
-    );
+        });
+    }
     g.bench_function(BenchmarkId::new("cc_world_size_cached", "def_20m"), |b| {
         b.iter(|| accessors::cc_world_size(black_box(&n)).unwrap())
     });

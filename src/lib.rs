@@ -49,6 +49,7 @@ pub mod scan;
 pub mod select;
 pub mod summary;
 pub mod tar;
+pub mod threads;
 pub mod unpack;
 pub mod verify;
 

@@ -25,7 +25,31 @@ pub struct Options {
     pub read_mode: ReadMode,
     /// Where JSON members are parsed from (see [`crate::json`]).
     pub json_source: Source,
+    /// For a raw NEFF with a large def.json: start skimming its collective
+    /// metadata ([`Neff::def_cc`]) on a helper thread as soon as the header
+    /// walk meets it, while the walk goes on, so that a one-shot
+    /// `cc-world-size` or `has-cc` pays for the walk and the skim at once,
+    /// not one after the other. Off by default (a scan already keeps every
+    /// CPU busy).
+    pub early_cc: bool,
 }
+
+/// What [`walk_skimming_def`] learned besides the index.
+struct Early {
+    sorted: Vec<u32>,
+    known: [Option<u32>; 6],
+    /// The accessors' def.json and the skim of its CC keys, if one ran.
+    def_cc: Option<(u32, Option<json::skim::Found>)>,
+}
+
+/// The top-level def.json keys the collective accessors read (`CCInfo`
+/// holds them in some producers' layout).
+const CC_KEYS: [&str; 4] = [
+    "replica_groups",
+    "src_target_pairs",
+    "#rank_world_size",
+    "CCInfo",
+];
 
 /// Buffers a caller reuses across many [`Neff::open_scratch`] calls.
 #[derive(Default)]
@@ -56,6 +80,8 @@ pub struct Neff {
     known: OnceLock<[Option<u32>; 6]>,
     json_source: Source,
     json: json::Cache,
+    /// The early skim found def.json invalid: go straight to the full parse.
+    def_skim_refused: bool,
 }
 
 impl Neff {
@@ -129,15 +155,17 @@ impl Neff {
             )?),
             Compression::None => None,
         };
-        let index = match (&inflated, file.file()) {
-            (Some(tar), _) => Index::build(tar, limits)?,
+        let (index, early) = match (&inflated, file.file()) {
+            (Some(tar), _) => (Index::build(tar, limits)?, None),
             // A mapped raw tar is walked with pread: see FileSource.
-            (None, Some(f)) => {
-                Index::build_from(FileSource::new(f, span.start as u64, span.len), limits)?
-            }
-            (None, None) => Index::build(stored, limits)?,
+            (None, Some(f)) if opts.early_cc => walk_skimming_def(f, span, stored, limits)?,
+            (None, Some(f)) => (
+                Index::build_from(FileSource::new(f, span.start as u64, span.len), limits)?,
+                None,
+            ),
+            (None, None) => (Index::build(stored, limits)?, None),
         };
-        Ok(Neff {
+        let mut neff = Neff {
             file,
             span,
             inflated,
@@ -147,7 +175,25 @@ impl Neff {
             known: OnceLock::new(),
             json_source: opts.json_source,
             json: json::Cache::default(),
-        })
+            def_skim_refused: false,
+        };
+        if let Some(early) = early {
+            let _ = neff.sorted.set(early.sorted);
+            let _ = neff.known.set(early.known);
+            match early.def_cc {
+                Some((i, Some(found))) => {
+                    let e = &neff.index.entries[i as usize];
+                    let small = json::skim::rebuild(neff.data(e), &CC_KEYS, &found);
+                    // On error the slot stays empty and def_cc gives it.
+                    if let Ok(p) = neff.parse_bytes(&neff.name_str(e), json::Bytes::Owned(small)) {
+                        let _ = neff.json.def_cc.set(p);
+                    }
+                }
+                Some((_, None)) => neff.def_skim_refused = true,
+                None => {}
+            }
+        }
+        Ok(neff)
     }
 
     /// The 1024-byte header, cast in place.
@@ -306,12 +352,6 @@ impl Neff {
     /// object). A def.json already parsed is used as is; a large one is
     /// skimmed instead of parsed whole ([`json::skim`]).
     pub fn def_cc(&self) -> Result<Option<(&Entry, Json<'_>)>> {
-        const KEYS: [&str; 4] = [
-            "replica_groups",
-            "src_target_pairs",
-            "#rank_world_size",
-            "CCInfo",
-        ];
         let Some(e) = self.known(Known::Def) else {
             return Ok(None);
         };
@@ -321,16 +361,17 @@ impl Neff {
         if let Some(p) = self.json.def_cc.get() {
             return Ok(Some((e, p.root())));
         }
-        if e.size < SKIM_THRESHOLD || e.size > self.limits.max_json_size {
+        if e.size < SKIM_THRESHOLD || e.size > self.limits.max_json_size || self.def_skim_refused {
             return self.known_json(Known::Def);
         }
-        self.populate(e);
-        let Some(found) = json::skim::top_level_keys(self.data(e), &KEYS) else {
-            // Not valid JSON (or too deep for the skim): the full parse
-            // gives the canonical error.
+        let data = self.data(e);
+        let depth = self.limits.max_json_depth;
+        let Some(found) = json::skim::top_level_keys(data, &CC_KEYS, depth, true) else {
+            // Not valid JSON (or too deep): the full parse gives the
+            // canonical error.
             return self.known_json(Known::Def);
         };
-        let small = json::skim::rebuild(found.as_deref());
+        let small = json::skim::rebuild(data, &CC_KEYS, &found);
         let parsed = self.parse_bytes(&self.name_str(e), json::Bytes::Owned(small))?;
         Ok(Some((e, self.json.def_cc.get_or_init(|| parsed).root())))
     }
@@ -338,3 +379,77 @@ impl Neff {
 
 /// def.json members smaller than this are parsed whole even for the CC keys.
 const SKIM_THRESHOLD: u64 = 1 << 20;
+
+/// Walks a mapped raw tar (as [`FileSource`] does) and, as soon as it meets
+/// a def.json large enough to skim, starts skimming its CC keys on a helper
+/// thread on another CPU ([`json::skim::lower`]). When the walk is done and
+/// that member is indeed the one the accessors read, this thread joins the
+/// skim from halfway through what is left ([`json::skim::upper`]); otherwise
+/// the skim is cancelled. With one CPU, this is the plain walk.
+fn walk_skimming_def(
+    f: &std::fs::File,
+    span: PayloadSpan,
+    stored: &[u8],
+    limits: &Limits,
+) -> Result<(Index, Option<Early>)> {
+    use crate::json::skim;
+    use crate::threads;
+
+    let src = FileSource::new(f, span.start as u64, span.len);
+    let Some(cpu) = threads::helper_cpu() else {
+        return Ok((Index::build_from(src, limits)?, None));
+    };
+    let depth = limits.max_json_depth;
+    let skimmable = SKIM_THRESHOLD..=limits.max_json_size;
+    let shared = skim::Shared::default();
+    std::thread::scope(|s| {
+        let shared = &shared;
+        let mut spec = None;
+        let walked = Index::build_with(src, limits, &mut |e, name| {
+            // A guess, checked once the walk is done (by the accessors'
+            // own pattern and sorted-order rule).
+            if spec.is_none()
+                && e.kind == Kind::File
+                && skimmable.contains(&e.size)
+                && name.ends_with(b"/def.json")
+            {
+                let data = e.data(stored);
+                let low = threads::spawn_on(s, cpu, move || {
+                    skim::lower(data, &CC_KEYS, depth, Some(shared))
+                });
+                spec = Some((e.offset, low));
+            }
+        });
+        let index = match walked {
+            Ok(index) => index,
+            Err(err) => {
+                shared.cancel();
+                return Err(err);
+            }
+        };
+        let sorted = select::sorted_files(&index, stored);
+        let known = select::resolve_known(&sorted, &index, stored);
+        let def_cc = match (spec, known[Known::Def as usize]) {
+            (Some((offset, low)), Some(i)) if index.entries[i as usize].offset == offset => {
+                let data = index.entries[i as usize].data(stored);
+                let up = skim::upper(data, &CC_KEYS, depth, shared);
+                let found = low.join().ok().and_then(|low| skim::finish(low, up));
+                Some((i, found))
+            }
+            (Some((_, low)), _) => {
+                shared.cancel();
+                let _ = low.join();
+                None
+            }
+            (None, _) => None,
+        };
+        Ok((
+            index,
+            Some(Early {
+                sorted,
+                known,
+                def_cc,
+            }),
+        ))
+    })
+}

@@ -211,7 +211,17 @@ impl Index {
 
     /// Walks the tar archive that `src` reads, checking every length
     /// against the bytes that exist, under `limits`.
-    pub fn build_from<S: Source>(mut src: S, limits: &Limits) -> Result<Index> {
+    pub fn build_from<S: Source>(src: S, limits: &Limits) -> Result<Index> {
+        Index::build_with(src, limits, &mut |_, _| {})
+    }
+
+    /// [`build_from`](Self::build_from), showing each entry and its name to
+    /// `on_entry` as soon as it is made (before later headers are read).
+    pub fn build_with<S: Source>(
+        mut src: S,
+        limits: &Limits,
+        on_entry: &mut dyn FnMut(&Entry, &[u8]),
+    ) -> Result<Index> {
         let len = src.len();
         let mut entries = Vec::new();
         let mut global: Overrides<Found> = Overrides::default();
@@ -310,7 +320,9 @@ impl Index {
                         cap: limits.max_members as u64,
                     });
                 }
-                let entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
+                let (entry, name) =
+                    make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
+                on_entry(&entry, &name);
                 entries.push(entry);
                 pending = Pending::default();
             }
@@ -354,7 +366,7 @@ fn make_entry<S: Source>(
     global: &Overrides<Found>,
     size: u64,
     limits: &Limits,
-) -> Result<Entry> {
+) -> Result<(Entry, Vec<u8>)> {
     let mut field = |off: usize, f: &[u8]| {
         let b = Block::field(f);
         Found {
@@ -420,7 +432,7 @@ fn make_entry<S: Source>(
     };
     let mode =
         parse_numeric(&block.mode).map_err(|e| Error::tar(pos, format!("mode field: {e}")))? as u32;
-    Ok(Entry {
+    let entry = Entry {
         name: name.name,
         kind,
         offset: (pos + BLOCK) as u64,
@@ -430,7 +442,8 @@ fn make_entry<S: Source>(
         link: link.map(|l| l.name),
         typeflag: block.typeflag,
         header_offset: pending.first.unwrap_or(pos) as u64,
-    })
+    };
+    Ok((entry, name.bytes))
 }
 
 /// Drops one leading `./` and, for directories, trailing slashes; a

@@ -268,7 +268,13 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             out.write_all(neff.data(e)).map_err(stdout_err)?;
         }
         Cmd::Get { file, accessor } => {
-            let neff = Neff::open_with(&file, opts).at(&file)?;
+            // The collective accessors read only def.json's CC keys: skim
+            // them while the walk is still going (see Options::early_cc).
+            let opts = Options {
+                early_cc: matches!(accessor, Accessor::HasCc | Accessor::CcWorldSize),
+                ..*opts
+            };
+            let neff = Neff::open_with(&file, &opts).at(&file)?;
             let mut buf = Vec::new();
             accessor.write_json(&neff, &mut buf).at(&file)?;
             buf.push(b'\n');
