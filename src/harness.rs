@@ -290,3 +290,66 @@ fn tempfile_dir(scratch: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(&p).expect("scratch dir");
     p
 }
+
+/// The validating skim ([`crate::json::skim`]) against simd-json and
+/// serde_json on arbitrary bytes: it never accepts a document the full
+/// parse refuses; it refuses one the full parse accepts only for the
+/// reasons it is documented to be stricter (surrogate escapes, exponents,
+/// depth); the values it finds are the last occurrences of the keys at the
+/// root; and every split point gives the one-walk answer.
+pub fn json_skim(data: &[u8]) {
+    use crate::json::skim;
+    const KEYS: [&str; 3] = ["a", "replica_groups", "#rank_world_size"];
+    const DEPTH: usize = 64;
+    let one = skim::top_level_keys(data, &KEYS, DEPTH, false);
+    let full = simd_json::to_tape(&mut data.to_vec()).map(|t| crate::json::depth(&t.0));
+    match &one {
+        Some(found) => {
+            let depth = full
+                .as_ref()
+                .expect("the skim accepted what simd-json refuses");
+            assert!(*depth <= DEPTH, "the skim accepted a document {depth} deep");
+            let root: serde_json::Value =
+                serde_json::from_slice(data).expect("the skim accepted what serde_json refuses");
+            match (found, root.as_object()) {
+                (None, None) => {}
+                (Some(pairs), Some(obj)) => {
+                    for (k, key) in KEYS.iter().enumerate() {
+                        let got = pairs.iter().find(|(i, _)| *i == k).map(|(_, r)| {
+                            serde_json::from_slice::<serde_json::Value>(&data[r.clone()])
+                                .expect("a found value parses alone")
+                        });
+                        assert_eq!(got.as_ref(), obj.get(*key), "key {key}");
+                    }
+                }
+                _ => panic!("the skim and serde_json disagree on the root's kind"),
+            }
+        }
+        None => {
+            // Judged against the two parsers together: simd-json alone
+            // accepts trailing bytes after a number of 20+ digits
+            // (`[12345678901234567890.5x]`), which serde_json and the skim
+            // refuse.
+            let serde_ok = serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok();
+            if let (Ok(depth), true) = (full, serde_ok) {
+                let lenient = [&b"\\u"[..], b"e", b"E"]
+                    .iter()
+                    .any(|w| data.windows(w.len()).any(|x| x == *w));
+                assert!(
+                    lenient || depth > DEPTH,
+                    "the skim refused what simd-json and serde_json accept"
+                );
+            }
+        }
+    }
+    let commas = data.iter().enumerate().filter(|(_, &b)| b == b',');
+    for (i, _) in commas.take(32) {
+        assert_eq!(
+            skim::with_split(data, &KEYS, DEPTH, i + 1),
+            one,
+            "split at {}",
+            i + 1
+        );
+    }
+    assert_eq!(skim::with_split(data, &KEYS, DEPTH, data.len() / 2), one);
+}

@@ -13,7 +13,7 @@
 //! | tar index | [`tar`] | the walk over tar headers into spans |
 //! | selection | [`select`] | precompiled patterns over sorted names |
 //! | open NEFF | [`neff`] | [`Neff`], tying the above together |
-//! | JSON | [`json`] | simd-json tapes over member bytes, typed views |
+//! | JSON | [`json`] | simd-json tapes over member bytes, typed views, a validating skim for a few keys of a large member |
 //! | accessors | [`accessors`] | the reference reader's roster |
 //! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
 //! | caps | [`limits`] | what hostile input may make the reader allocate |
@@ -21,6 +21,7 @@
 //! | zoo | [`scan`] | parallel records over directories of NEFFs |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
+//! | helpers | [`threads`] | short-lived helper threads placed on another CPU |
 //!
 //! Users of the Python NeffInfo reader: the table mapping each of its
 //! getters (`getDefJson`, `getCCRankWorldSize`, …) to a function here is in

@@ -366,7 +366,10 @@ impl Neff {
         }
         let data = self.data(e);
         let depth = self.limits.max_json_depth;
-        let Some(found) = json::skim::top_level_keys(data, &CC_KEYS, depth, true) else {
+        // Inside a rayon pool (a scan) every CPU already has a NEFF to read:
+        // no helper thread.
+        let two_threads = rayon::current_thread_index().is_none();
+        let Some(found) = json::skim::top_level_keys(data, &CC_KEYS, depth, two_threads) else {
             // Not valid JSON (or too deep): the full parse gives the
             // canonical error.
             return self.known_json(Known::Def);
@@ -452,4 +455,61 @@ fn walk_skimming_def(
             }),
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pack::{pack, PackEntry, PackOptions};
+
+    /// A mapped raw NEFF whose def.json (first member) is `def`.
+    fn mapped(def: &[u8], dir: &std::path::Path) -> FileBytes {
+        let entries = [
+            PackEntry::file("sg00/def.json", def, 0),
+            PackEntry::file("sg00/pe.bin", vec![0u8; 1 << 20], 0),
+        ];
+        let opts = PackOptions {
+            no_gzip: true,
+            mtime: Some(0),
+            ..Default::default()
+        };
+        let path = dir.join("t.neff");
+        std::fs::write(&path, pack(&entries, &opts).unwrap()).unwrap();
+        FileBytes::open(&path, ReadMode::Map).unwrap()
+    }
+
+    #[test]
+    fn the_early_skim_runs_during_the_walk_and_fills_the_cc_cache() {
+        if crate::threads::helper_cpu().is_none() {
+            return; // one CPU: the plain walk, tested everywhere else
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut def = b"{\"replica_groups\":[[[0,1,2]]],\"var\":[".to_vec();
+        while def.len() < 2 << 20 {
+            def.extend_from_slice(b"{\"a\":1,\"b\":\"c\"},");
+        }
+        def.extend_from_slice(b"0]}");
+        let file = mapped(&def, dir.path());
+        let span = Header::from_file_bytes(&file)
+            .unwrap()
+            .locate_payload(&file)
+            .unwrap();
+        let stored = &file[span.start..span.start + span.len];
+        let (index, early) =
+            walk_skimming_def(file.file().unwrap(), span, stored, &Limits::default()).unwrap();
+        let early = early.expect("a helper CPU: the early path ran");
+        let (i, found) = early.def_cc.expect("def.json was skimmed");
+        assert_eq!(index.entries[i as usize].size, def.len() as u64);
+        let found = found.expect("valid").expect("an object");
+        assert_eq!(found.len(), 1);
+        assert_eq!(&def[found[0].1.clone()], b"[[[0,1,2]]]");
+        // And through the public path: the cache is filled at open.
+        let opts = Options {
+            early_cc: true,
+            ..Options::default()
+        };
+        let n = Neff::from_file_bytes(file, &opts, None).unwrap();
+        assert!(n.json.def_cc.get().is_some());
+        assert_eq!(crate::accessors::cc_world_size(&n).unwrap(), 3);
+    }
 }

@@ -53,3 +53,8 @@ fn unpack_contained_corpus() {
         neff::harness::unpack_contained(d, tmp.path())
     });
 }
+
+#[test]
+fn json_skim_corpus() {
+    replay("fuzz/corpus/json_skim", neff::harness::json_skim);
+}

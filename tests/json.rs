@@ -245,3 +245,167 @@ fn skim_falls_back_to_the_full_parse_for_its_errors() {
     let e = accessors::has_cc(&neff_with(arr.as_bytes(), Limits::default()).unwrap()).unwrap_err();
     assert!(e.to_string().contains("def.json is not an object"), "{e}");
 }
+
+/// A raw (mapped) NEFF file of `entries`, opened with and without the
+/// early CC skim.
+fn raw_neff_file(entries: &[PackEntry], dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let bytes = pack(
+        entries,
+        &PackOptions {
+            no_gzip: true,
+            mtime: Some(0),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let path = dir.path().join("raw.neff");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// (has-cc, cc-world-size) as text, for a NEFF opened with `early_cc`.
+fn cc_answers(path: &std::path::Path, early_cc: bool) -> (String, String) {
+    let opts = Options {
+        early_cc,
+        ..Options::default()
+    };
+    let n = match Neff::open_with(path, &opts) {
+        Ok(n) => n,
+        Err(e) => return (e.to_string(), e.to_string()),
+    };
+    (
+        format!("{:?}", accessors::has_cc(&n).map_err(|e| e.to_string())),
+        format!(
+            "{:?}",
+            accessors::cc_world_size(&n).map_err(|e| e.to_string())
+        ),
+    )
+}
+
+/// A def.json past the two-thread threshold (4 MiB), CC keys around it.
+fn huge_def(cc: &str) -> Vec<u8> {
+    let vars: Vec<String> = (0..60_000)
+        .map(|i| {
+            format!(
+                "\"w{i}.model.layers.{i}.self_attn, \\\"q\\\"\":{{\"var_id\":{i},\"type\":\"file\",\"size\":{},\"file\":\"sg00/weights/w{i}.bin\"}}",
+                i * 8
+            )
+        })
+        .collect();
+    format!(
+        "{{\"name\":\"definition\"{cc},\"var\":{{{}}}{cc}}}",
+        vars.join(",")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn early_cc_skim_on_a_mapped_raw_neff_answers_as_the_full_parse_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ",\"replica_groups\":[[[0,1,2,3]]]",
+        ",\"CCInfo\":{\"replica_groups\":[[[0,1,2]]]}",
+        "",
+        ",\"src_target_pairs\":[[0,9]],\"replica_groups\":[[[0,1]],[[0]]]",
+    ];
+    for cc in cases {
+        let def = huge_def(cc);
+        assert!(def.len() > neff::json::skim::PARALLEL_MIN);
+        let weights = vec![7u8; 3 << 20];
+        let mut entries = vec![PackEntry::file("sg00/def.json", def.clone(), 0)];
+        // Members after def.json keep the walk busy while the skim runs.
+        for i in 0..200 {
+            entries.push(PackEntry::file(
+                &format!("sg00/weights/w{i}.bin"),
+                &weights[..(i * 997) % (3 << 20)],
+                0,
+            ));
+        }
+        let path = raw_neff_file(&entries, &dir);
+        let full = neff_with(&def, Limits::default()).unwrap();
+        accessors::def(&full).unwrap(); // parsed whole: no skim
+        let want = (
+            format!("{:?}", accessors::has_cc(&full).map_err(|e| e.to_string())),
+            format!(
+                "{:?}",
+                accessors::cc_world_size(&full).map_err(|e| e.to_string())
+            ),
+        );
+        assert_eq!(cc_answers(&path, true), want, "{cc}");
+        assert_eq!(cc_answers(&path, false), want, "{cc}");
+    }
+}
+
+#[test]
+fn early_cc_skim_refuses_invalid_json_as_the_full_parse_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = huge_def(",\"replica_groups\":[[[0,1]]]");
+    for frac in [4, 2] {
+        let at = bad.len() * (frac - 1) / frac;
+        let colon = at + bad[at..].iter().position(|&b| b == b':').unwrap();
+        bad[colon] = b'#';
+        let path = raw_neff_file(&[PackEntry::file("sg00/def.json", bad.clone(), 0)], &dir);
+        let (has, ws) = cc_answers(&path, true);
+        assert!(ws.contains("invalid JSON in sg00/def.json"), "{ws}");
+        assert_eq!((has, ws), cc_answers(&path, false));
+    }
+}
+
+#[test]
+fn early_cc_skim_of_the_wrong_def_json_is_dropped() {
+    // Archive order meets sg01/def.json first, but the accessors read the
+    // first in sorted order (sg00); and a later duplicate of a name wins.
+    let dir = tempfile::tempdir().unwrap();
+    let one = huge_def(",\"replica_groups\":[[[0,1]]]");
+    let two = huge_def(",\"replica_groups\":[[[0,1,2,3,4,5]]]");
+    for (entries, want) in [
+        (
+            vec![
+                PackEntry::file("sg01/def.json", one.clone(), 0),
+                PackEntry::file("sg00/def.json", two.clone(), 0),
+            ],
+            "Ok(6)",
+        ),
+        (
+            vec![
+                PackEntry::file("sg00/def.json", one.clone(), 0),
+                PackEntry::file("sg00/def.json", two.clone(), 0),
+            ],
+            "Ok(6)",
+        ),
+        (
+            vec![
+                PackEntry::file("x/def.json", two.clone(), 0),
+                PackEntry::file("sg00/def.json", one.clone(), 0),
+            ],
+            "Ok(2)",
+        ),
+    ] {
+        let path = raw_neff_file(&entries, &dir);
+        assert_eq!(cc_answers(&path, true).1, want);
+        assert_eq!(cc_answers(&path, false).1, want);
+    }
+}
+
+#[test]
+fn early_cc_skim_is_cancelled_when_the_walk_fails_after_def_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let def = huge_def(",\"replica_groups\":[[[0,1]]]");
+    let path = raw_neff_file(
+        &[
+            PackEntry::file("sg00/def.json", def.clone(), 0),
+            PackEntry::file("sg00/after.bin", vec![1u8; 4096], 0),
+        ],
+        &dir,
+    );
+    // Corrupt the header after def.json: the walk fails there.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let hdr = 1024 + 512 + def.len().div_ceil(512) * 512;
+    bytes[hdr + 148] ^= 0x55; // checksum field
+    std::fs::write(&path, &bytes).unwrap();
+    let t = std::time::Instant::now();
+    let (_, early) = cc_answers(&path, true);
+    assert!(early.contains("bad header checksum"), "{early}");
+    assert_eq!(early, cc_answers(&path, false).1);
+    assert!(t.elapsed().as_secs() < 5);
+}

@@ -15,6 +15,10 @@
 //! (iterative, stack-safe) parse when it nests deeper than
 //! [`Limits::max_json_depth`](crate::Limits::max_json_depth), so nothing
 //! recursive ever sees a deep document.
+//!
+//! For the few top-level keys of a large def.json that the collective
+//! accessors read, [`skim`] validates the member without building a tape
+//! and parses only those keys' values.
 
 pub mod skim;
 mod value;

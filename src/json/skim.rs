@@ -12,8 +12,11 @@
 //!
 //! The skim is at least as strict as simd-json: whatever it refuses is
 //! handed to the full parse, so a document it refuses either gets the full
-//! parse's error message or, if simd-json is more lenient, the full parse's
-//! answer. It never accepts a document the full parse refuses.
+//! parse's error message or, where simd-json is more lenient (a lone
+//! leading surrogate escape, bytes trailing a number of 20+ digits, an
+//! exponent of 6+ digits, a float within 6% of `f64::MAX`), the full
+//! parse's answer. It never accepts a document the full parse refuses: the
+//! `json_skim` fuzz target checks that against simd-json and serde_json.
 //!
 //! # Two threads on one document
 //!
@@ -21,14 +24,18 @@
 //! whether it lies in a string and on the stack of open containers. The
 //! split here is speculative and checked:
 //!
-//! - A split point `P` is picked just after a comma near the middle.
-//! - A second thread validates `[P, end)` assuming that comma is structural.
+//! - The first thread ([`lower`]) validates from the start, publishing its
+//!   progress every 64 KiB. It may have started long before
+//!   the second joins (see `Options::early_cc`).
+//! - The second ([`upper`]) picks a split point `P` just after a comma
+//!   halfway through what the first has left, publishes it, and validates
+//!   `[P, end)` assuming that comma is structural.
 //!   The containers it closes without having opened them are "below the
 //!   floor": it records their kinds in order (a `}` proves an object, a `]`
 //!   an array, and a key or plain value after a comma at the floor must
 //!   agree with the kind its closer later proves).
-//! - The first thread validates from the start and stops only if it
-//!   consumes a structural comma ending exactly at `P`, returning its stack.
+//! - The first thread stops only if it consumes a structural comma ending
+//!   exactly at `P`, returning its stack.
 //! - The halves join only if that stack, read top-down, is exactly the
 //!   sequence of kinds the second thread closed, and nothing follows the
 //!   root's closer. Then the two runs are, step for step, the sequential
@@ -114,7 +121,7 @@ pub struct Lower<'a>(Step<End<'a>>);
 pub struct Upper<'a>(Step<Walk<'a>>);
 
 /// Validates `bytes` from the start. With `shared`, it looks every
-/// [`WATCH_STEP`] bytes for a split point that an [`upper`] walk has
+/// 64 KiB for a split point that an [`upper`] walk has
 /// published, and stops there if it reaches it on a structural comma.
 pub fn lower<'a>(
     bytes: &'a [u8],
@@ -164,6 +171,23 @@ pub fn finish(lower: Lower<'_>, upper: Option<Upper<'_>>) -> Option<Found> {
             _ => w.resume().ok()?.found(),
         },
     }
+}
+
+/// The two-walk answer with the split point forced to `p` (any byte
+/// offset): what [`top_level_keys`] gives whatever point it picks. For the
+/// tests and the fuzz target that pin that.
+#[doc(hidden)]
+pub fn with_split(bytes: &[u8], keys: &[&str], max_depth: usize, p: usize) -> Option<Found> {
+    if p == CANCEL || p > bytes.len() {
+        return finish(lower(bytes, keys, max_depth, None), None);
+    }
+    let shared = Shared::default();
+    shared.stop.store(p, Ordering::Relaxed);
+    let up = Upper(Walk::new(bytes, p, keys, max_depth, Mode::Floor).floor_run());
+    let mut w = Walk::new(bytes, 0, keys, max_depth, Mode::Sequential);
+    w.shared = Some(&shared);
+    w.watch = 0;
+    finish(Lower(w.run(State::Value)), Some(up))
 }
 
 /// A small JSON object made of `keys[k]: bytes[range]` for each pair, or
@@ -833,15 +857,8 @@ mod tests {
         finish(lower(doc, &KEYS, 512, None), None)
     }
 
-    /// Runs the two-walk join with the split point forced to `p`.
     fn split_at(doc: &[u8], p: usize, max_depth: usize) -> Option<Found> {
-        let shared = Shared::default();
-        shared.stop.store(p, Ordering::Relaxed);
-        let up = Upper(Walk::new(doc, p, &KEYS, max_depth, Mode::Floor).floor_run());
-        let mut w = Walk::new(doc, 0, &KEYS, max_depth, Mode::Sequential);
-        w.shared = Some(&shared);
-        w.watch = 0;
-        finish(Lower(w.run(State::Value)), Some(up))
+        with_split(doc, &KEYS, max_depth, p)
     }
 
     /// Whether the full parse (simd-json) accepts `doc`.
