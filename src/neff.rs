@@ -420,7 +420,8 @@ fn walk_skimming_def(
                 let low = threads::spawn_on(s, cpu, move || {
                     skim::lower(data, &CC_KEYS, depth, Some(shared))
                 });
-                spec = Some((e.offset, low));
+                // No thread to be had: def_cc skims later, as usual.
+                spec = low.map(|low| (e.offset, low));
             }
         });
         let index = match walked {

@@ -11,30 +11,38 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
 
-/// A CPU the caller may use other than the one it is running on, if any.
+/// A CPU the caller may use other than the one it is running on, if any:
+/// the next allowed one after it, so that helpers of callers spread over a
+/// large machine spread too (rather than all landing on CPU 0).
 pub fn helper_cpu() -> Option<usize> {
     let allowed = sched_getaffinity(None).ok()?;
     let here = sched_getcpu();
-    (0..CpuSet::MAX_CPU).find(|&c| c != here && allowed.is_set(c))
+    (1..CpuSet::MAX_CPU)
+        .map(|step| (here + step) % CpuSet::MAX_CPU)
+        .find(|&c| allowed.is_set(c))
 }
 
-/// Spawns `f` on `scope`, pinned to `cpu` (as [`helper_cpu`] chose). If the
-/// pin is refused, the thread runs wherever the scheduler puts it.
+/// Spawns `f` on `scope`, pinned to `cpu` (as [`helper_cpu`] chose); `None`
+/// if the system refuses a thread (the caller then does the work itself).
+/// If the pin is refused, the thread runs wherever the scheduler puts it.
 pub fn spawn_on<'scope, 'env, T, F>(
     scope: &'scope Scope<'scope, 'env>,
     cpu: usize,
     f: F,
-) -> ScopedJoinHandle<'scope, T>
+) -> Option<ScopedJoinHandle<'scope, T>>
 where
     F: FnOnce() -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    scope.spawn(move || {
-        let mut set = CpuSet::new();
-        set.set(cpu);
-        let _ = sched_setaffinity(None, &set);
-        f()
-    })
+    std::thread::Builder::new()
+        .name("neff-helper".into())
+        .spawn_scoped(scope, move || {
+            let mut set = CpuSet::new();
+            set.set(cpu);
+            let _ = sched_setaffinity(None, &set);
+            f()
+        })
+        .ok()
 }
 
 #[cfg(test)]
@@ -46,7 +54,8 @@ mod tests {
         let Some(cpu) = helper_cpu() else {
             return; // one CPU allowed: nothing to place
         };
-        let ran_on = std::thread::scope(|s| spawn_on(s, cpu, sched_getcpu).join().unwrap());
+        let ran_on =
+            std::thread::scope(|s| spawn_on(s, cpu, sched_getcpu).unwrap().join().unwrap());
         assert_eq!(ran_on, cpu);
     }
 }

@@ -4,8 +4,9 @@
 //! `cc-world-size` needs three keys of a def.json whose variable table may
 //! run to tens of MB. A simd-json tape of that table costs several times its
 //! size in fresh memory, and fresh memory is slow to fault in. Instead the
-//! member is *validated* here without allocating (RFC 8259 grammar, UTF-8,
-//! escapes, surrogate pairs, a depth cap), the byte ranges of the wanted
+//! member is *validated* here (RFC 8259 grammar, UTF-8, escapes, surrogate
+//! pairs, a depth cap) with no allocation beyond a container stack bounded
+//! by that cap and one entry per wanted key, the byte ranges of the wanted
 //! top-level keys' values are kept (the last occurrence wins, as in a full
 //! parse), and only a small document made of those values is parsed onto a
 //! tape ([`rebuild`]).
@@ -78,6 +79,9 @@ pub fn top_level_keys(
         let shared = &shared;
         let low =
             crate::threads::spawn_on(s, cpu, move || lower(bytes, keys, max_depth, Some(shared)));
+        let Some(low) = low else {
+            return finish(lower(bytes, keys, max_depth, None), None);
+        };
         let up = upper(bytes, keys, max_depth, shared);
         finish(low.join().ok()?, up)
     })
@@ -439,6 +443,10 @@ impl<'a> Walk<'a> {
             at_value = true;
             if self.stack.len() == kd {
                 if let Some((k, lvl, start)) = self.pending.take() {
+                    // The last occurrence wins: at most one entry per key
+                    // and level, so a member repeating a key millions of
+                    // times costs nothing.
+                    self.found.retain(|(k2, l2, _)| (*k2, *l2) != (k, lvl));
                     self.found.push((k, lvl, start..self.i));
                 }
             }
@@ -464,7 +472,7 @@ impl<'a> Walk<'a> {
             match self.peek()? {
                 b',' => {
                     self.i += 1;
-                    if self.i >= self.watch && self.look()? {
+                    if self.i >= self.watch && self.look(true)? {
                         return Ok(End::Stopped(self));
                     }
                     if top == OBJ {
@@ -475,16 +483,22 @@ impl<'a> Walk<'a> {
                     self.i += 1;
                     self.stack.pop();
                     at_value = false;
+                    // Closers are checked too, so that a cancel is seen
+                    // soon in a stretch without commas.
+                    if self.i >= self.watch {
+                        self.look(false)?;
+                    }
                 }
                 _ => return Err(Invalid),
             }
         }
     }
 
-    /// At a structural comma past `watch`: publishes progress and reads the
-    /// split point; true if it is here. A cancelled walk ends as invalid.
+    /// Past `watch`: publishes progress and reads the split point; true if
+    /// it is here (`at_comma`: just after a structural comma). A cancelled
+    /// walk ends as invalid.
     #[cold]
-    fn look(&mut self) -> Step<bool> {
+    fn look(&mut self, at_comma: bool) -> Step<bool> {
         let Some(sh) = self.shared else {
             self.watch = NO_STOP;
             return Ok(false);
@@ -496,7 +510,7 @@ impl<'a> Walk<'a> {
                 self.watch = self.i + WATCH_STEP;
                 Ok(false)
             }
-            p if p == self.i => Ok(true),
+            p if p == self.i && at_comma => Ok(true),
             p if p > self.i => {
                 self.watch = p;
                 Ok(false)
@@ -529,8 +543,17 @@ impl<'a> Walk<'a> {
                     return Err(Invalid);
                 }
                 self.i += 1;
+                if self.under.len() == self.max_depth {
+                    // A split point at most max_depth deep cannot close more
+                    // containers than that: this walk can never join.
+                    return Err(Invalid);
+                }
+                let closed = self.under.len();
                 self.under.push(c);
                 self.under_end.push(self.i);
+                // Only the container just closed can still turn out to be
+                // the root: keys of the levels inside it are not top-level.
+                self.found.retain(|(_, lvl, _)| *lvl >= closed);
                 self.floor_kind = None;
                 self.floor_used = false;
                 Ok(Some(false))
@@ -1033,6 +1056,57 @@ mod tests {
         let deep = [vec![b'['; 100_000], vec![b']'; 100_000]].concat();
         assert_eq!(seq(&deep), None);
         assert!(finish(lower(&deep, &KEYS, 100_000, None), None).is_some());
+    }
+
+    #[test]
+    fn memory_stays_bounded_whatever_the_document_repeats() {
+        // A key repeated 100,000 times keeps one entry, in either walk.
+        let mut doc = b"{\"x\":0".to_vec();
+        for _ in 0..100_000 {
+            doc.extend_from_slice(b",\"CCInfo\":[0]");
+        }
+        doc.push(b'}');
+        let Lower(Ok(End::Done(w))) = lower(&doc, &KEYS, 512, None) else {
+            panic!("valid");
+        };
+        assert_eq!(w.found.len(), 1);
+        let up = Walk::new(&doc, 7, &KEYS, 512, Mode::Floor)
+            .floor_run()
+            .unwrap();
+        assert_eq!(up.found.len(), 1);
+        assert_eq!(split_at(&doc, 7, 512), seq(&doc));
+        // Keys of levels already closed below the floor are dropped.
+        let nested = br#"[{"CCInfo":1,"x":{"CCInfo":2}},{"CCInfo":3}]"#;
+        let up = Walk::new(nested, 13, &KEYS, 512, Mode::Floor)
+            .floor_run()
+            .unwrap();
+        assert!(up
+            .found
+            .iter()
+            .all(|(_, lvl, _)| *lvl >= up.under.len() - 1));
+        // A floor walk cannot close more containers than a split point can
+        // be deep: it gives up at the cap instead of recording them all.
+        let closers = [&b"0,"[..], &vec![b']'; 100_000]].concat();
+        let up = Walk::new(&closers, 2, &KEYS, 512, Mode::Floor).floor_run();
+        assert!(up.is_err());
+    }
+
+    #[test]
+    fn a_cancel_is_seen_at_closers_too() {
+        // No comma after the first: only closers let the lower walk look.
+        let doc = [
+            &b"[0,"[..],
+            &[b'['; 500],
+            b"\"",
+            &vec![b'x'; 1 << 20],
+            b"\"",
+            &[b']'; 501],
+        ]
+        .concat();
+        assert!(seq(&doc).is_some());
+        let shared = Shared::default();
+        shared.cancel();
+        assert_eq!(finish(lower(&doc, &KEYS, 512, Some(&shared)), None), None);
     }
 
     #[test]
