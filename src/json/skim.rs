@@ -441,14 +441,8 @@ impl<'a> Walk<'a> {
             }
             // Just after a value.
             at_value = true;
-            if self.stack.len() == kd {
-                if let Some((k, lvl, start)) = self.pending.take() {
-                    // The last occurrence wins: at most one entry per key
-                    // and level, so a member repeating a key millions of
-                    // times costs nothing.
-                    self.found.retain(|(k2, l2, _)| (*k2, *l2) != (k, lvl));
-                    self.found.push((k, lvl, start..self.i));
-                }
+            if self.stack.len() == kd && self.pending.is_some() {
+                self.capture();
             }
             let Some(&top) = self.stack.last() else {
                 match self.mode {
@@ -491,6 +485,17 @@ impl<'a> Walk<'a> {
                 }
                 _ => return Err(Invalid),
             }
+        }
+    }
+
+    /// A wanted top-level value ends here. The last occurrence wins: at
+    /// most one entry per key and level is kept, so a member repeating a key
+    /// millions of times costs nothing.
+    #[cold]
+    fn capture(&mut self) {
+        if let Some((k, lvl, start)) = self.pending.take() {
+            self.found.retain(|(k2, l2, _)| (*k2, *l2) != (k, lvl));
+            self.found.push((k, lvl, start..self.i));
         }
     }
 
