@@ -16,5 +16,5 @@ run() {
 }
 run whole_neff & run tar_payload & wait
 run json_members & run roundtrip & wait
-run unpack_contained & wait
+run unpack_contained & run json_skim & wait
 echo done >> "$LOGDIR/status"
