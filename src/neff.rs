@@ -38,8 +38,9 @@ pub struct Options {
 struct Early {
     sorted: Vec<u32>,
     known: [Option<u32>; 6],
-    /// The accessors' def.json and the skim of its CC keys, if one ran.
-    def_cc: Option<(u32, Option<json::skim::Found>)>,
+    /// The skim of the accessors' def.json, if one ran (`None` inside:
+    /// the skim refused it).
+    def_skim: Option<Option<json::skim::Found>>,
 }
 
 /// The top-level def.json keys the collective accessors read (`CCInfo`
@@ -80,8 +81,10 @@ pub struct Neff {
     known: OnceLock<[Option<u32>; 6]>,
     json_source: Source,
     json: json::Cache,
-    /// The early skim found def.json invalid: go straight to the full parse.
-    def_skim_refused: bool,
+    /// The skim of the accessors' def.json, once run (during the walk with
+    /// [`Options::early_cc`], else by [`def_cc`](Self::def_cc)); `None`
+    /// inside when it refused the member.
+    def_skim: OnceLock<Option<json::skim::Found>>,
 }
 
 impl Neff {
@@ -165,7 +168,7 @@ impl Neff {
             ),
             (None, None) => (Index::build(stored, limits)?, None),
         };
-        let mut neff = Neff {
+        let neff = Neff {
             file,
             span,
             inflated,
@@ -175,22 +178,13 @@ impl Neff {
             known: OnceLock::new(),
             json_source: opts.json_source,
             json: json::Cache::default(),
-            def_skim_refused: false,
+            def_skim: OnceLock::new(),
         };
         if let Some(early) = early {
             let _ = neff.sorted.set(early.sorted);
             let _ = neff.known.set(early.known);
-            match early.def_cc {
-                Some((i, Some(found))) => {
-                    let e = &neff.index.entries[i as usize];
-                    let small = json::skim::rebuild(neff.data(e), &CC_KEYS, &found);
-                    // On error the slot stays empty and def_cc gives it.
-                    if let Ok(p) = neff.parse_bytes(&neff.name_str(e), json::Bytes::Owned(small)) {
-                        let _ = neff.json.def_cc.set(p);
-                    }
-                }
-                Some((_, None)) => neff.def_skim_refused = true,
-                None => {}
+            if let Some(skim) = early.def_skim {
+                let _ = neff.def_skim.set(skim);
             }
         }
         Ok(neff)
@@ -361,27 +355,33 @@ impl Neff {
         if let Some(p) = self.json.def_cc.get() {
             return Ok(Some((e, p.root())));
         }
-        if e.size < SKIM_THRESHOLD || e.size > self.limits.max_json_size || self.def_skim_refused {
+        if !skimmable(e.size, &self.limits) {
             return self.known_json(Known::Def);
         }
         let data = self.data(e);
-        let depth = self.limits.max_json_depth;
-        // Inside a rayon pool (a scan) every CPU already has a NEFF to read:
-        // no helper thread.
-        let two_threads = rayon::current_thread_index().is_none();
-        let Some(found) = json::skim::top_level_keys(data, &CC_KEYS, depth, two_threads) else {
+        let skim = self.def_skim.get_or_init(|| {
+            // Inside a rayon pool (a scan) every CPU already has a NEFF to
+            // read: no helper thread.
+            let two_threads = rayon::current_thread_index().is_none();
+            json::skim::top_level_keys(data, &CC_KEYS, self.limits.max_json_depth, two_threads)
+        });
+        let Some(found) = skim else {
             // Not valid JSON (or too deep): the full parse gives the
             // canonical error.
             return self.known_json(Known::Def);
         };
-        let small = json::skim::rebuild(data, &CC_KEYS, &found);
+        let small = json::skim::rebuild(data, &CC_KEYS, found);
         let parsed = self.parse_bytes(&self.name_str(e), json::Bytes::Owned(small))?;
         Ok(Some((e, self.json.def_cc.get_or_init(|| parsed).root())))
     }
 }
 
-/// def.json members smaller than this are parsed whole even for the CC keys.
-const SKIM_THRESHOLD: u64 = 1 << 20;
+/// Whether a def.json of `size` bytes is skimmed for the CC keys: from
+/// 1 MiB (smaller ones are parsed whole) up to the JSON size cap (larger
+/// ones are refused by the full parse).
+fn skimmable(size: u64, limits: &Limits) -> bool {
+    (1 << 20..=limits.max_json_size).contains(&size)
+}
 
 /// Walks a mapped raw tar (as [`FileSource`] does) and, as soon as it meets
 /// a def.json large enough to skim, starts skimming its CC keys on a helper
@@ -403,7 +403,6 @@ fn walk_skimming_def(
         return Ok((Index::build_from(src, limits)?, None));
     };
     let depth = limits.max_json_depth;
-    let skimmable = SKIM_THRESHOLD..=limits.max_json_size;
     let shared = skim::Shared::default();
     std::thread::scope(|s| {
         let shared = &shared;
@@ -413,7 +412,7 @@ fn walk_skimming_def(
             // own pattern and sorted-order rule).
             if spec.is_none()
                 && e.kind == Kind::File
-                && skimmable.contains(&e.size)
+                && skimmable(e.size, limits)
                 && name.ends_with(b"/def.json")
             {
                 let data = e.data(stored);
@@ -433,12 +432,11 @@ fn walk_skimming_def(
         };
         let sorted = select::sorted_files(&index, stored);
         let known = select::resolve_known(&sorted, &index, stored);
-        let def_cc = match (spec, known[Known::Def as usize]) {
+        let def_skim = match (spec, known[Known::Def as usize]) {
             (Some((offset, low)), Some(i)) if index.entries[i as usize].offset == offset => {
                 let data = index.entries[i as usize].data(stored);
                 let up = skim::upper(data, &CC_KEYS, depth, shared);
-                let found = low.join().ok().and_then(|low| skim::finish(low, up));
-                Some((i, found))
+                Some(low.join().ok().and_then(|low| skim::finish(low, up)))
             }
             (Some((_, low)), _) => {
                 shared.cancel();
@@ -452,7 +450,7 @@ fn walk_skimming_def(
             Some(Early {
                 sorted,
                 known,
-                def_cc,
+                def_skim,
             }),
         ))
     })
@@ -499,8 +497,9 @@ mod tests {
         let (index, early) =
             walk_skimming_def(file.file().unwrap(), span, stored, &Limits::default()).unwrap();
         let early = early.expect("a helper CPU: the early path ran");
-        let (i, found) = early.def_cc.expect("def.json was skimmed");
-        assert_eq!(index.entries[i as usize].size, def.len() as u64);
+        let def_entry = early.known[Known::Def as usize].unwrap() as usize;
+        assert_eq!(index.entries[def_entry].size, def.len() as u64);
+        let found = early.def_skim.expect("def.json was skimmed");
         let found = found.expect("valid").expect("an object");
         assert_eq!(found.len(), 1);
         assert_eq!(&def[found[0].1.clone()], b"[[[0,1,2]]]");
@@ -510,7 +509,7 @@ mod tests {
             ..Options::default()
         };
         let n = Neff::from_file_bytes(file, &opts, None).unwrap();
-        assert!(n.json.def_cc.get().is_some());
+        assert!(n.def_skim.get().is_some(), "skimmed at open");
         assert_eq!(crate::accessors::cc_world_size(&n).unwrap(), 3);
     }
 }
