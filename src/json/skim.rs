@@ -124,9 +124,9 @@ pub struct Lower<'a>(Step<End<'a>>);
 /// The outcome of the walk from a split point (see [`upper`]).
 pub struct Upper<'a>(Step<Walk<'a>>);
 
-/// Validates `bytes` from the start. With `shared`, it looks every
-/// 64 KiB for a split point that an [`upper`] walk has
-/// published, and stops there if it reaches it on a structural comma.
+/// Validates `bytes` from the start. With `shared`, it looks at its first
+/// comma and then every 64 KiB for a split point that an [`upper`] walk
+/// has published, and stops there if it reaches it on a structural comma.
 pub fn lower<'a>(
     bytes: &'a [u8],
     keys: &'a [&'a str],
@@ -135,11 +135,7 @@ pub fn lower<'a>(
 ) -> Lower<'a> {
     let mut w = Walk::new(bytes, 0, keys, max_depth, Mode::Sequential);
     w.shared = shared;
-    w.watch = if shared.is_some() {
-        WATCH_STEP
-    } else {
-        NO_STOP
-    };
+    w.watch = if shared.is_some() { 0 } else { NO_STOP };
     Lower(w.run(State::Value))
 }
 
@@ -159,10 +155,19 @@ pub fn upper<'a>(
         return None;
     }
     let p = split_point(bytes, done + left / 2)?;
+    Some(upper_at(bytes, keys, max_depth, shared, p))
+}
+
+/// Publishes the split point `p` and validates `[p, end)` in floor mode.
+fn upper_at<'a>(
+    bytes: &'a [u8],
+    keys: &'a [&'a str],
+    max_depth: usize,
+    shared: &Shared,
+    p: usize,
+) -> Upper<'a> {
     shared.stop.store(p, Ordering::Relaxed);
-    Some(Upper(
-        Walk::new(bytes, p, keys, max_depth, Mode::Floor).floor_run(),
-    ))
+    Upper(Walk::new(bytes, p, keys, max_depth, Mode::Floor).floor_run())
 }
 
 /// The answer of a [`lower`] walk, joined with an [`upper`] one if any:
@@ -186,12 +191,8 @@ pub fn with_split(bytes: &[u8], keys: &[&str], max_depth: usize, p: usize) -> Op
         return finish(lower(bytes, keys, max_depth, None), None);
     }
     let shared = Shared::default();
-    shared.stop.store(p, Ordering::Relaxed);
-    let up = Upper(Walk::new(bytes, p, keys, max_depth, Mode::Floor).floor_run());
-    let mut w = Walk::new(bytes, 0, keys, max_depth, Mode::Sequential);
-    w.shared = Some(&shared);
-    w.watch = 0;
-    finish(Lower(w.run(State::Value)), Some(up))
+    let up = upper_at(bytes, keys, max_depth, &shared, p);
+    finish(lower(bytes, keys, max_depth, Some(&shared)), Some(up))
 }
 
 /// A small JSON object made of `keys[k]: bytes[range]` for each pair, or
