@@ -123,6 +123,16 @@ fn index(c: &mut Criterion, inp: &Inputs) {
             b.iter(|| Neff::open(black_box(&path)).unwrap().entries().len())
         });
     }
+    // The header walk alone, over tar bytes already in memory.
+    let tar = Neff::open(&inp.gz).unwrap().tar().to_vec();
+    g.bench_function("walk_only/gzip_3000", |b| {
+        b.iter(|| {
+            neff::tar::Index::build(black_box(&tar), &neff::Limits::default())
+                .unwrap()
+                .entries
+                .len()
+        })
+    });
     g.finish();
 }
 

@@ -86,11 +86,17 @@ pub struct Index {
 impl Index {
     /// The bytes of a name, given the tar bytes the index was built from.
     pub fn resolve<'a>(&'a self, name: &'a Name, tar: &'a [u8]) -> &'a [u8] {
-        match name {
-            Name::Span(r) => &tar[r.clone()],
-            Name::Arena(r) => &self.names[r.clone()],
-            Name::Joined(b) => b,
-        }
+        resolve(name, tar, &self.names)
+    }
+}
+
+/// The bytes of `name`: a span of `tar`, a span of the name `arena`, or
+/// its own.
+fn resolve<'a>(name: &'a Name, tar: &'a [u8], arena: &'a [u8]) -> &'a [u8] {
+    match name {
+        Name::Span(r) => &tar[r.clone()],
+        Name::Arena(r) => &arena[r.clone()],
+        Name::Joined(b) => b,
     }
 }
 
@@ -106,6 +112,8 @@ pub trait Source {
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]>;
     /// Keeps a name found at `at` whose bytes are `bytes`.
     fn keep(&mut self, at: Range<usize>, bytes: &[u8]) -> Name;
+    /// The bytes of a name this source kept.
+    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8];
     /// Hands over the name arena, if any.
     fn into_names(self) -> Vec<u8>;
 }
@@ -122,6 +130,9 @@ impl Source for SliceSource<'_> {
     }
     fn keep(&mut self, at: Range<usize>, _: &[u8]) -> Name {
         Name::Span(at)
+    }
+    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+        resolve(name, self.0, &[])
     }
     fn into_names(self) -> Vec<u8> {
         Vec::new()
@@ -180,17 +191,12 @@ impl Source for FileSource<'_> {
         self.names.extend_from_slice(bytes);
         Name::Arena(start..self.names.len())
     }
+    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+        resolve(name, &[], &self.names)
+    }
     fn into_names(self) -> Vec<u8> {
         self.names
     }
-}
-
-/// A name as the walker holds it before the entry is made: where it is and
-/// its bytes (needed to normalize and measure it).
-#[derive(Clone)]
-struct Found {
-    name: Name,
-    bytes: Vec<u8>,
 }
 
 /// Extended-header state waiting for the next real entry.
@@ -198,9 +204,9 @@ struct Found {
 struct Pending {
     /// Offset of the first extended header not yet consumed.
     first: Option<usize>,
-    local: Overrides<Found>,
-    long_name: Option<Found>,
-    long_link: Option<Found>,
+    local: Overrides<Name>,
+    long_name: Option<Name>,
+    long_link: Option<Name>,
 }
 
 impl Index {
@@ -224,7 +230,7 @@ impl Index {
     ) -> Result<Index> {
         let len = src.len();
         let mut entries = Vec::new();
-        let mut global: Overrides<Found> = Overrides::default();
+        let mut global: Overrides<Name> = Overrides::default();
         let mut pending = Pending::default();
         let mut scratch = Vec::new();
         let mut pos = 0usize;
@@ -294,10 +300,8 @@ impl Index {
                 }
                 scratch.clear();
                 scratch.extend_from_slice(src.read(data, size as usize)?);
-                let mut keep = |r: Range<usize>| Found {
-                    name: src.keep(data + r.start..data + r.end, &scratch[r.clone()]),
-                    bytes: scratch[r].to_vec(),
-                };
+                let mut keep =
+                    |r: Range<usize>| src.keep(data + r.start..data + r.end, &scratch[r]);
                 match typeflag {
                     b'x' | b'X' | b'g' => {
                         let o = pax::parse(&scratch, 0..scratch.len())
@@ -320,9 +324,8 @@ impl Index {
                         cap: limits.max_members as u64,
                     });
                 }
-                let (entry, name) =
-                    make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                on_entry(&entry, &name);
+                let entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
+                on_entry(&entry, src.name(&entry.name));
                 entries.push(entry);
                 pending = Pending::default();
             }
@@ -348,10 +351,10 @@ fn trim_nul(b: &[u8]) -> Range<usize> {
 /// Precedence: PAX `x` > GNU `L`/`K` > PAX `g` > the header's own field. An
 /// empty PAX value unsets the keyword: fall through to the header field.
 fn pick(
-    local: &Option<Option<Found>>,
-    gnu: &Option<Found>,
-    global: &Option<Option<Found>>,
-) -> Option<Found> {
+    local: &Option<Option<Name>>,
+    gnu: &Option<Name>,
+    global: &Option<Option<Name>>,
+) -> Option<Name> {
     match local {
         Some(v) => v.clone(),
         None => gnu.clone().or_else(|| global.clone().flatten()),
@@ -363,16 +366,13 @@ fn make_entry<S: Source>(
     pos: usize,
     block: &Block,
     pending: &Pending,
-    global: &Overrides<Found>,
+    global: &Overrides<Name>,
     size: u64,
     limits: &Limits,
-) -> Result<(Entry, Vec<u8>)> {
+) -> Result<Entry> {
     let mut field = |off: usize, f: &[u8]| {
         let b = Block::field(f);
-        Found {
-            name: src.keep(pos + off..pos + off + b.len(), b),
-            bytes: b.to_vec(),
-        }
+        src.keep(pos + off..pos + off + b.len(), b)
     };
     let name = match pick(&pending.local.path, &pending.long_name, &global.path) {
         Some(found) => found,
@@ -380,10 +380,7 @@ fn make_entry<S: Source>(
             let mut v = Block::field(&block.prefix).to_vec();
             v.push(b'/');
             v.extend_from_slice(Block::field(&block.name));
-            Found {
-                name: Name::Joined(v.clone().into_boxed_slice()),
-                bytes: v,
-            }
+            Name::Joined(v.into_boxed_slice())
         }
         None => field(0, &block.name),
     };
@@ -404,22 +401,24 @@ fn make_entry<S: Source>(
         _ => Kind::Other,
     };
     // Old tar marks directories only by a trailing slash.
-    if kind == Kind::File && block.typeflag == 0 && name.bytes.ends_with(b"/") {
+    if kind == Kind::File && block.typeflag == 0 && src.name(&name).ends_with(b"/") {
         kind = Kind::Dir;
     }
-    let name = normalize(name, kind);
-    if name.bytes.len() > limits.max_name_len {
+    let name = normalize(name, kind, src);
+    let name_len = src.name(&name).len();
+    if name_len > limits.max_name_len {
         return Err(Error::Limit {
             what: "member name length",
-            found: name.bytes.len() as u64,
+            found: name_len as u64,
             cap: limits.max_name_len as u64,
         });
     }
     if let Some(l) = &link {
-        if l.bytes.len() > limits.max_name_len {
+        let link_len = src.name(l).len();
+        if link_len > limits.max_name_len {
             return Err(Error::Limit {
                 what: "link target length",
-                found: l.bytes.len() as u64,
+                found: link_len as u64,
                 cap: limits.max_name_len as u64,
             });
         }
@@ -432,24 +431,23 @@ fn make_entry<S: Source>(
     };
     let mode =
         parse_numeric(&block.mode).map_err(|e| Error::tar(pos, format!("mode field: {e}")))? as u32;
-    let entry = Entry {
-        name: name.name,
+    Ok(Entry {
+        name,
         kind,
         offset: (pos + BLOCK) as u64,
         size,
         mtime,
         mode,
-        link: link.map(|l| l.name),
+        link,
         typeflag: block.typeflag,
         header_offset: pending.first.unwrap_or(pos) as u64,
-    };
-    Ok((entry, name.bytes))
+    })
 }
 
 /// Drops one leading `./` and, for directories, trailing slashes; a
 /// directory name that would become empty becomes `.`.
-fn normalize(found: Found, kind: Kind) -> Found {
-    let bytes = &found.bytes;
+fn normalize<S: Source>(name: Name, kind: Kind, src: &S) -> Name {
+    let bytes = src.name(&name);
     let mut start = 0;
     let mut end = bytes.len();
     if bytes.starts_with(b"./") && bytes.len() > 2 {
@@ -461,13 +459,11 @@ fn normalize(found: Found, kind: Kind) -> Found {
         }
     }
     if start == 0 && end == bytes.len() {
-        return found;
+        return name;
     }
-    let cut = bytes[start..end].to_vec();
-    let name = match found.name {
+    match name {
         Name::Span(r) => Name::Span(r.start + start..r.start + end),
         Name::Arena(r) => Name::Arena(r.start + start..r.start + end),
-        Name::Joined(_) => Name::Joined(cut.clone().into_boxed_slice()),
-    };
-    Found { name, bytes: cut }
+        Name::Joined(b) => Name::Joined(b[start..end].into()),
+    }
 }
