@@ -5,8 +5,9 @@
 //! mapping sized from the gzip trailer (`ISIZE`) and advised for transparent
 //! huge pages: libdeflate is the fastest inflater available, and huge pages
 //! cut the page faults of a fresh output buffer 512-fold (PERF.md has the
-//! measurements behind this choice). libdeflate itself checks the trailer's
-//! CRC-32 and `ISIZE` against what it produced.
+//! measurements behind this choice). The raw DEFLATE data between the gzip
+//! header and the trailer is inflated, and the output is checked once
+//! against the trailer's CRC-32 and `ISIZE`.
 //!
 //! Concatenated gzip members and zero padding after the last member (which
 //! libarchive writes) take a slower path that reserves address space for the
@@ -164,9 +165,9 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
         // trailer, then check that trailer once. (libdeflate's own gzip entry
         // point would check a trailer too, but cannot say which one, so the
         // output's CRC-32 would be computed twice.)
-        let deflate = parallel::deflate_start(gz).map(|start| &gz[start..gz.len() - TRAILER]);
-        if let Some(Ok(n)) = deflate.map(|data| d.deflate_decompress(data, out.bytes_mut())) {
-            if n as u64 == isize && gz.ends_with(&trailer(&out.bytes()[..n])) {
+        if let Some(Ok(n)) = raw_deflate(gz).map(|data| d.deflate_decompress(data, out.bytes_mut()))
+        {
+            if trailer_matches(gz, &out.bytes()[..n], isize) {
                 return Ok(Inflated { buf: out, len: n });
             }
         }
@@ -183,16 +184,12 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
 /// The parallel path, or `None` when it does not apply or does not check out.
 fn inflate_parallel(gz: &[u8], isize: usize) -> Result<Option<Inflated>> {
     let threads = rayon::current_num_threads();
-    let Some(start) = parallel::deflate_start(gz) else {
+    let Some(data) = raw_deflate(gz).filter(|_| threads >= 2) else {
         return Ok(None);
     };
-    if threads < 2 {
-        return Ok(None);
-    }
     let mut out = HugeBuf::new(isize, true)?;
-    let data = &gz[start..gz.len() - TRAILER];
     match parallel::inflate(data, &mut out, threads) {
-        Some(n) if n == isize && gz.ends_with(&trailer(&out[..n])) => Ok(Some(Inflated {
+        Some(n) if trailer_matches(gz, &out[..n], isize as u64) => Ok(Some(Inflated {
             buf: Buf::Map(out),
             len: n,
         })),
@@ -290,6 +287,18 @@ fn trailer(out: &[u8]) -> [u8; TRAILER] {
     t[..4].copy_from_slice(&libdeflater::crc32(out).to_le_bytes());
     t[4..].copy_from_slice(&(out.len() as u32).to_le_bytes());
     t
+}
+
+/// The raw DEFLATE data of a payload that starts with one gzip member
+/// header: the bytes between that header and the last 8 (the trailer).
+fn raw_deflate(gz: &[u8]) -> Option<&[u8]> {
+    parallel::deflate_start(gz).map(|start| &gz[start..gz.len() - TRAILER])
+}
+
+/// Whether `out` is what the trailer ending `gz` describes: `isize` bytes
+/// with that CRC-32.
+fn trailer_matches(gz: &[u8], out: &[u8], isize: u64) -> bool {
+    out.len() as u64 == isize && gz.ends_with(&trailer(out))
 }
 
 /// Whether the last 8 bytes could be a real trailer (the input is not padded).
