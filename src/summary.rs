@@ -65,7 +65,7 @@ pub struct Tensor {
 /// its interface. A def.json that does not parse gets an `error` instead.
 pub fn subgraphs(neff: &Neff) -> Vec<Subgraph> {
     static DEF: std::sync::LazyLock<regex_automata::meta::Regex> = std::sync::LazyLock::new(|| {
-        regex_automata::meta::Regex::new(r"(^|/)sg\d+/def\.json$").expect("static pattern")
+        crate::select::compile(r"(^|/)sg\d+/def\.json$").expect("static pattern")
     });
     let mut out = Vec::new();
     for &i in neff.sorted_files() {
