@@ -191,7 +191,7 @@ fn header_for(payload: &[u8], kelf_graphs: Option<u32>, opts: &PackOptions) -> R
     header.hash[..digest.len()].copy_from_slice(&digest);
     header.uuid = match (opts.uuid, opts.mtime) {
         (Some(u), _) => u,
-        (None, Some(_)) => digest_uuid(payload),
+        (None, Some(_)) => digest_uuid(&digest),
         (None, None) => random_uuid()?,
     };
     copy_str(&mut header.name, &opts.name);
@@ -213,10 +213,10 @@ fn random_uuid() -> Result<[u8; 16]> {
     Ok(set_uuid_bits(u, 4))
 }
 
-/// A name-based (version 8) uuid from the SHA-256 of the payload.
-fn digest_uuid(payload: &[u8]) -> [u8; 16] {
-    let d = crate::verify::digest(1, payload);
-    set_uuid_bits(d[..16].try_into().expect("32-byte digest"), 8)
+/// A name-based (version 8) uuid from the payload's digest (the one the
+/// header carries: hashing a 1 GiB payload once is enough).
+fn digest_uuid(digest: &[u8]) -> [u8; 16] {
+    set_uuid_bits(digest[..16].try_into().expect("16 or 32-byte digest"), 8)
 }
 
 fn set_uuid_bits(mut u: [u8; 16], version: u8) -> [u8; 16] {
