@@ -1,7 +1,9 @@
 //! The bytes of a NEFF file: memory-mapped, or read into memory.
 //!
-//! This module holds the crate's only `unsafe` block. Everything above it
-//! sees a plain `&[u8]`.
+//! This module holds the crate's two `unsafe` blocks, and no other module
+//! has any: the read-only shared map of a whole file ([`FileBytes::open`])
+//! and the private copy-on-write map of one member's pages
+//! ([`FileBytes::private_pages`]). Everything above it sees a plain `&[u8]`.
 
 use std::fs::File;
 use std::ops::Deref;
@@ -152,6 +154,11 @@ pub struct PrivatePages {
 }
 
 impl PrivatePages {
+    /// The window's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
     /// The window's bytes, writable (writes copy the touched pages).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.map

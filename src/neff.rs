@@ -319,6 +319,26 @@ impl Neff {
         self.parse_bytes(&self.name_str(e), bytes)
     }
 
+    /// Writes a member as the reference reader's users see it: the text of
+    /// Python's `json.dumps(json.loads(member), separators=(",", ":"),
+    /// ensure_ascii=False)` ([`json::python`]), under the size and depth caps.
+    pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
+        if e.size > self.limits.max_json_size {
+            return Err(Error::Limit {
+                what: "JSON member size",
+                found: e.size,
+                cap: self.limits.max_json_size,
+            });
+        }
+        self.populate(e);
+        json::python::dumps(self.data(e), self.limits.max_json_depth, out).map_err(|err| {
+            Error::Json {
+                member: self.name_str(e).into_owned(),
+                reason: err.to_string(),
+            }
+        })
+    }
+
     /// Parses `bytes` (JSON of member `name`) with this NEFF's reused
     /// simd-json scratch.
     fn parse_bytes(&self, name: &str, bytes: json::Bytes) -> Result<Parsed> {

@@ -219,6 +219,24 @@ def parse_json(raw, name):
     return value
 
 
+def python_text(raw, name):
+    """What the reference's users see for a whole member: the text of
+    json.dumps(json.loads(member), separators=(",", ":"), ensure_ascii=False).
+    json.loads of bytes skips a UTF-8 BOM. A lone surrogate, which Python keeps
+    but cannot print as UTF-8, stays as its escape."""
+    try:
+        text = raw.decode("utf-8")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        value = json.loads(text)
+        out = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise Refusal("invalid JSON in %s: nesting too deep" % name) from None
+    except (UnicodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        raise Refusal("invalid JSON in %s: %s" % (name, e)) from None
+    return out.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def truthy(v):
     """Python truthiness of a JSON value: false, null, 0, 0.0, -0.0, "", [], {} are false."""
     return bool(v)
@@ -264,6 +282,15 @@ class Neff:
         if name is None:
             name, value = self._json(PAT_KELF_ANY)
         return name, value
+
+    # ---- whole members as `neff get` prints them
+    def member_text(self, patterns):
+        """python_text of the first of `patterns` that selects a member."""
+        for pattern in patterns:
+            name = self.ar.select(pattern)
+            if name is not None:
+                return python_text(self.ar.read(name), name)
+        raise Refusal("no member matches %s" % patterns[-1])
 
     # ---- plain member accessors: the parsed JSON, whatever its type
     def info(self):
@@ -349,8 +376,11 @@ class Neff:
             raise wrong_shape("def.json is not an object")
         if any(k in d for k in CC_KEYS):     # top level first
             return d
-        cci = d.get("CCInfo")
-        return cci if isinstance(cci, dict) else d
+        if "CCInfo" not in d:
+            return d
+        if not isinstance(d["CCInfo"], dict):
+            raise wrong_shape("CCInfo is not an object")
+        return d["CCInfo"]
 
     def has_cc(self):
         cc = self._cc()
@@ -378,7 +408,11 @@ class Neff:
                 for j, g in enumerate(topo):
                     if not isinstance(g, list):
                         raise wrong_shape("replica_groups[%d][%d] is not a list" % (idx, j))
-                size = max(len(g) for g in topo)   # ranks are not inspected
+                    for k, r in enumerate(g):
+                        if not is_json_int(r):
+                            raise wrong_shape("replica_groups[%d][%d][%d] is not an integer"
+                                              % (idx, j, k))
+                size = max(len(g) for g in topo)
                 if rg != 0 and size != rg:
                     raise Refusal("Inconsistent worker count across topologies: %d vs %d."
                                   " Possible MPMD neff file" % (rg, size))
@@ -436,24 +470,37 @@ class Neff:
             if not isinstance(nj, dict):
                 raise wrong_shape("neff.json is not an object")
             count = 0
-            # (a) runtime form: top-level nodes[] (non-list `nodes` is ignored)
-            nodes = nj.get("nodes")
-            if isinstance(nodes, list):
-                count += sum(1 for n in nodes if self._is_kelf_node(n))
-            graphs = nj.get("graphs")
-            if isinstance(graphs, dict):
-                # (b) {key: node}: keys sg_core... count whatever their value
-                count += sum(1 for k, v in graphs.items()
-                             if k.startswith("sg_core") or self._is_kelf_node(v))
-            elif isinstance(graphs, list):
-                # (c) envelope form: graphs[] elements, and graphs[].definition.nodes[]
-                for g in graphs:
-                    if self._is_kelf_node(g):
-                        count += 1
-                    if isinstance(g, dict) and isinstance(g.get("definition"), dict):
-                        inner = g["definition"].get("nodes")
-                        if isinstance(inner, list):
-                            count += sum(1 for n in inner if self._is_kelf_node(n))
+            if "nodes" not in nj and "graphs" not in nj:
+                raise wrong_shape("neff.json has neither a graphs object nor a nodes list")
+            # (a) runtime form: top-level nodes[], a list of objects
+            if "nodes" in nj:
+                nodes = nj["nodes"]
+                if not isinstance(nodes, list):
+                    raise wrong_shape("nodes is not a list")
+                for i, n in enumerate(nodes):
+                    if not isinstance(n, dict):
+                        raise wrong_shape("nodes[%d] is not an object" % i)
+                    count += self._is_kelf_node(n)
+            if "graphs" in nj:
+                graphs = nj["graphs"]
+                if isinstance(graphs, dict):
+                    # (b) {key: node}: keys sg_core... count whatever their value
+                    count += sum(1 for k, v in graphs.items()
+                                 if k.startswith("sg_core") or self._is_kelf_node(v))
+                elif isinstance(graphs, list):
+                    # (c) envelope form: graphs[] objects, and graphs[].definition.nodes[]
+                    for i, g in enumerate(graphs):
+                        if not isinstance(g, dict):
+                            raise wrong_shape("graphs is neither an object nor a list of"
+                                              " objects (graphs[%d])" % i)
+                        if self._is_kelf_node(g):
+                            count += 1
+                        if isinstance(g.get("definition"), dict):
+                            inner = g["definition"].get("nodes")
+                            if isinstance(inner, list):
+                                count += sum(1 for n in inner if self._is_kelf_node(n))
+                else:
+                    raise wrong_shape("graphs is neither an object nor a list of objects")
             if count > 0:
                 return count
         # Fallback: the kelf descriptor's graphs[] (one per physical core).
@@ -486,6 +533,15 @@ ACCESSORS = [
 ]
 
 
+WHOLE_MEMBERS = {
+    "info": [PAT_INFO],
+    "neff": [PAT_NEFF],
+    "def": [PAT_DEF],
+    "kelf": [PAT_KELF_0, PAT_KELF_ANY],
+    "tensor-map": [PAT_TENSOR_MAP],
+}
+
+
 # ------------------------------------------------------------------------------------ main
 def oracle_file(path):
     try:
@@ -501,7 +557,15 @@ def oracle_file(path):
     acc = {}
     for name, fn in ACCESSORS:
         try:
-            acc[name] = {"value": fn(n)}
+            if name in WHOLE_MEMBERS:
+                # Printed straight from the member, as Python re-prints it
+                # (NaN, big integers and lone surrogates included).
+                acc[name] = {"text": n.member_text(WHOLE_MEMBERS[name])}
+                continue
+            value = fn(n)
+            # The text `neff get` must print: the reference's compact dumps.
+            acc[name] = {"value": value,
+                         "text": json.dumps(value, separators=(",", ":"), ensure_ascii=False)}
         except Refusal as e:
             acc[name] = {"error": str(e)}
     return {"members": ar.order, "accessors": acc}
