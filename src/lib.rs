@@ -7,7 +7,7 @@
 //!
 //! | step | module | what it owns |
 //! |---|---|---|
-//! | file bytes | [`map`] | the memory map (the crate's only `unsafe`) |
+//! | file bytes | [`map`] | the memory maps (the crate's two `unsafe` blocks, both there) |
 //! | header | [`header`] | the zerocopy header struct and structural checks |
 //! | payload | [`payload`] | one libdeflate inflation of a gzip payload (split across cores when large) |
 //! | tar index | [`tar`] | the walk over tar headers into spans |

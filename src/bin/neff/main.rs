@@ -328,6 +328,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 name,
                 uuid,
                 mtime,
+                exclude: Some(output.clone()),
             };
             let file = std::fs::File::create(&output)
                 .map_err(Error::Io)
@@ -363,7 +364,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Verify { files } => {
             let mut failed = false;
             for f in &files {
-                let res = neff::map::FileBytes::open(f, ReadMode::Map)
+                let res = neff::map::FileBytes::open(f, opts.read_mode)
                     .and_then(|b| neff::verify::verify_file(&b));
                 match res {
                     Ok(()) => writeln!(out, "OK {}", f.display()),
