@@ -387,6 +387,37 @@ pub fn num_cores(neff: &Neff) -> Result<u64> {
     }
 }
 
+/// Refuses to print strings of member `k` that may stand for a lone
+/// surrogate: Python would keep the code point and then fail to print it as
+/// UTF-8; the tape holds the escape's text instead
+/// ([`crate::json::python::for_tape`]), which must not be printed as if it
+/// were the string.
+fn printable<'a>(neff: &Neff, k: Known, strings: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    let Some(e) = neff.known(k) else {
+        return Ok(());
+    };
+    if crate::json::lone_surrogate(neff.data(e)).is_none() {
+        return Ok(());
+    }
+    let escape = |s: &str| {
+        s.as_bytes().windows(4).any(|w| {
+            w[0] == b'\\'
+                && w[1] == b'u'
+                && matches!(w[2], b'd' | b'D')
+                && w[3].is_ascii_hexdigit()
+                && matches!(w[3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f')
+        })
+    };
+    if strings.into_iter().any(escape) {
+        return Err(Error::Json {
+            member: neff.name_str(e).into_owned(),
+            reason: "a string to print holds a lone surrogate escape, which has no UTF-8 form"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// One accessor of the roster, by its `neff get` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accessor {
@@ -476,9 +507,12 @@ impl Accessor {
             },
             Accessor::TensorMap => member(Known::TensorMap, out)?,
             Accessor::Alias => {
+                let pairs = alias(neff)?;
+                let strings = pairs.iter().flat_map(|(i, o)| [*i, *o]);
+                printable(neff, Known::TensorMap, strings)?;
                 // alias_map's order; a repeated input was refused above.
                 out.push(b'{');
-                for (n, (i, o)) in alias(neff)?.into_iter().enumerate() {
+                for (n, (i, o)) in pairs.into_iter().enumerate() {
                     if n > 0 {
                         out.push(b',');
                     }
@@ -490,7 +524,13 @@ impl Accessor {
             }
             Accessor::MustAlias => write!(out, "{}", must_alias(neff)?)?,
             Accessor::Arch => {
-                serde_json::to_writer(&mut *out, arch(neff)?).map_err(|e| Error::Io(e.into()))?
+                let a = arch(neff)?;
+                let kelf = match neff.known(Known::Kelf0) {
+                    Some(_) => Known::Kelf0,
+                    None => Known::KelfAny,
+                };
+                printable(neff, kelf, [a])?;
+                serde_json::to_writer(&mut *out, a).map_err(|e| Error::Io(e.into()))?
             }
             Accessor::HasCc => write!(out, "{}", has_cc(neff)?)?,
             Accessor::CcWorldSize => write!(out, "{}", cc_world_size(neff)?)?,

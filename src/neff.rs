@@ -316,7 +316,22 @@ impl Neff {
                 json::Bytes::Owned(self.data(e).to_vec())
             }
         };
-        self.parse_bytes(&self.name_str(e), bytes)
+        let name = self.name_str(e);
+        match self.parse_bytes(&name, bytes) {
+            // simd-json refuses some JSON Python reads (NaN, Infinity,
+            // integers past 64 bits, lone surrogates): re-encode it in a
+            // form a tape holds, or refuse it with Python's reason.
+            Err(Error::Json { .. }) => {
+                let mut text = Vec::new();
+                json::python::for_tape(self.data(e), self.limits.max_json_depth, &mut text)
+                    .map_err(|err| Error::Json {
+                        member: name.to_string(),
+                        reason: err.to_string(),
+                    })?;
+                self.parse_bytes(&name, json::Bytes::Owned(text))
+            }
+            other => other,
+        }
     }
 
     /// Writes a member as the reference reader's users see it: the text of

@@ -62,7 +62,6 @@ Order of checks (only the message differs, but it is part of the contract)
 
 import io
 import json
-import math
 import os
 import re
 import struct
@@ -177,35 +176,14 @@ class Archive:
 
 
 # ------------------------------------------------------------------------------------ JSON
-def _parse_float(s):
-    v = float(s)
-    if math.isinf(v):
-        raise ValueError("number out of range: %s" % s[:40])
-    return v
-
-
-def _parse_int(s):
-    # serde_json: "-0" is the float -0.0; integers outside [-2^63, 2^64) become floats.
-    if s == "-0":
-        return -0.0
-    if len(s.lstrip("-")) > 20:              # far out of range (and avoids int() digit limits)
-        return _parse_float(s)
-    v = int(s)
-    if I64_MIN <= v <= U64_MAX:
-        return v
-    return _parse_float(s)
-
-
-def _reject_constant(s):
-    raise ValueError("%s is not valid JSON" % s)
-
-
 def parse_json(raw, name):
-    """Strict JSON parse of a member's bytes; any failure -> 'invalid JSON in <name>: ...'."""
+    """Python's json.loads of a member's bytes (UTF-8, a BOM skipped); a lone surrogate,
+    which a Rust string cannot hold, is refused; any failure -> 'invalid JSON in <name>: ...'."""
     try:
-        text = raw.decode("utf-8")           # strict; a BOM survives and is refused below
-        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                           parse_constant=_reject_constant)
+        text = raw.decode("utf-8")           # strict UTF-8
+        if text.startswith("\ufeff"):        # json.loads of bytes skips a BOM
+            text = text[1:]
+        value = json.loads(text)             # NaN, Infinity, big integers: as Python
         if "\\u" in text:
             # lone surrogate escapes (e.g. "\ud800") decode to unencodable code points
             try:

@@ -94,12 +94,11 @@ impl Parsed {
         buffers: &mut Buffers,
     ) -> Result<Parsed> {
         if let Some(at) = lone_surrogate(bytes.bytes()) {
+            // simd-json would read it as U+0000; the caller re-encodes the
+            // member (crate::json::python::for_tape) and parses that.
             return Err(Error::Json {
                 member: member.to_string(),
-                reason: format!(
-                    "lone surrogate escape at byte {at}: no UTF-8 string holds it \
-                     (`neff get` of the whole member keeps it as the escape)"
-                ),
+                reason: format!("lone surrogate escape at byte {at}"),
             });
         }
         let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
@@ -127,9 +126,8 @@ impl Parsed {
 }
 
 /// Where a `\uXXXX` escape of a surrogate stands without its partner, if
-/// anywhere. simd-json would put a replacement in the string; Python keeps
-/// the lone code point, which no `&str` can hold: such members are refused
-/// by the tape parse (the whole-member printer keeps the escape instead).
+/// anywhere. simd-json would put U+0000 in the string; Python keeps the
+/// lone code point, which no `&str` can hold.
 pub(crate) fn lone_surrogate(s: &[u8]) -> Option<usize> {
     let unit = |at: usize| -> Option<u32> {
         let h = s.get(at + 2..at + 6)?;

@@ -70,10 +70,28 @@ struct Frame {
 /// Re-encodes `input` as Python's compact `json.dumps` would print it,
 /// appending to `out`. `max_depth` caps the nesting (arrays and objects).
 pub fn dumps(input: &[u8], max_depth: usize, out: &mut Vec<u8>) -> Result<(), DumpError> {
+    encode(input, max_depth, out, false)
+}
+
+/// Like [`dumps`], but for a tape parse of a member simd-json refuses (or
+/// would misread) that Python reads: `NaN`, `±Infinity`, float overflows
+/// and integers outside what simd-json holds (a negative past `i64`, more
+/// than 300 digits) are written as the nearest finite float (`NaN` and
+/// `Infinity` as `f64::MAX`), which every accessor treats as Python treats
+/// the original: a truthy non-integer. A lone surrogate escape becomes the
+/// text of the escape (the accessors that print strings refuse such
+/// strings: see [`crate::accessors`]). Everything else is as [`dumps`]
+/// writes it.
+pub fn for_tape(input: &[u8], max_depth: usize, out: &mut Vec<u8>) -> Result<(), DumpError> {
+    encode(input, max_depth, out, true)
+}
+
+fn encode(input: &[u8], max_depth: usize, out: &mut Vec<u8>, tape: bool) -> Result<(), DumpError> {
     let mut r = Reader {
         s: input,
         i: 0,
         out,
+        tape,
     };
     if r.s.starts_with(b"\xEF\xBB\xBF") {
         r.i = 3;
@@ -86,6 +104,8 @@ struct Reader<'a, 'o> {
     s: &'a [u8],
     i: usize,
     out: &'o mut Vec<u8>,
+    /// Write only numbers a tape can hold ([`for_tape`]).
+    tape: bool,
 }
 
 impl Reader<'_, '_> {
@@ -301,9 +321,12 @@ impl Reader<'_, '_> {
     }
 
     /// A lone surrogate has no UTF-8 form: keep it as its escape.
+    /// In the tape form the escape's own text is written as the string's
+    /// content (`\\ud800` in JSON): a tape string must be UTF-8.
     fn lone_surrogate(&mut self, cp: u32) -> Result<(), DumpError> {
+        let escape = if self.tape { "\\\\u" } else { "\\u" };
         self.out
-            .extend_from_slice(format!("\\u{cp:04x}").as_bytes());
+            .extend_from_slice(format!("{escape}{cp:04x}").as_bytes());
         Ok(())
     }
 
@@ -338,7 +361,11 @@ impl Reader<'_, '_> {
         ] {
             if rest.starts_with(lit) {
                 self.i += lit.len();
-                self.out.extend_from_slice(text);
+                match lit {
+                    b"NaN" | b"Infinity" if self.tape => write_float_repr(f64::MAX, self.out),
+                    b"-Infinity" if self.tape => write_float_repr(f64::MIN, self.out),
+                    _ => self.out.extend_from_slice(text),
+                }
                 return Ok(());
             }
         }
@@ -384,7 +411,7 @@ impl Reader<'_, '_> {
         let text = std::str::from_utf8(&self.s[start..j]).expect("ASCII");
         if float {
             let v: f64 = text.parse().expect("a JSON number parses as f64");
-            write_float_repr(v, self.out);
+            write_float_repr(if self.tape { finite(v) } else { v }, self.out);
             return Ok(());
         }
         let n_digits = int_end - int_start;
@@ -396,6 +423,9 @@ impl Reader<'_, '_> {
         }
         if &self.s[int_start..int_end] == b"0" {
             self.out.push(b'0'); // `-0` is the integer 0
+        } else if self.tape && text.parse::<i64>().is_err() && text.parse::<u64>().is_err() {
+            let v: f64 = text.parse().expect("a JSON integer parses as f64");
+            write_float_repr(finite(v), self.out);
         } else {
             self.out.extend_from_slice(text.as_bytes());
         }
@@ -433,6 +463,15 @@ fn collapse_duplicates(out: &mut Vec<u8>, frame: &Frame) {
     }
     out.truncate(frame.start);
     out.extend_from_slice(&text);
+}
+
+/// `v`, or the largest finite float of its sign.
+fn finite(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        f64::MAX.copysign(v)
+    }
 }
 
 /// Writes `v` as Python's `float.__repr__` (and `json.dumps`) does.
@@ -569,6 +608,30 @@ mod tests {
             .reason
             .contains("UTF-8"));
         assert!(out.is_empty(), "nothing is left behind on a refusal");
+    }
+
+    #[test]
+    fn the_tape_form_holds_only_numbers_a_tape_holds() {
+        let mut out = Vec::new();
+        let doc = br#"{"a":[NaN,Infinity,-Infinity,1e400,-9223372036854775809,18446744073709551615,-9223372036854775808,7,"NaN"],"a":1}"#;
+        for_tape(doc, 8, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            r#"{"a":1}"#,
+            "duplicates collapse as in dumps"
+        );
+        out.clear();
+        for_tape(&doc[..doc.len() - 7], 8, &mut out).unwrap_err();
+        out.clear();
+        for_tape(&br#"[NaN,Infinity,-Infinity,1e400,-9223372036854775809,18446744073709551615,-9223372036854775808,7,"NaN"]"#[..], 8, &mut out).unwrap();
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert_eq!(
+            text,
+            "[1.7976931348623157e+308,1.7976931348623157e+308,-1.7976931348623157e+308,\
+             1.7976931348623157e+308,-9.223372036854776e+18,18446744073709551615,\
+             -9223372036854775808,7,\"NaN\"]"
+        );
+        assert!(simd_json::to_tape(&mut out).is_ok(), "simd-json reads it");
     }
 
     #[test]
