@@ -218,13 +218,24 @@ fn a_base256_mode_over_32_bits_is_refused_not_truncated() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("m.neff");
     // 2^32 in base-256: truncated to 32 bits it would read as mode 0.
-    std::fs::write(&p, with_mode_field("info.json", [0x80, 0, 0, 1, 0, 0, 0, 0])).unwrap();
+    std::fs::write(
+        &p,
+        with_mode_field("info.json", [0x80, 0, 0, 1, 0, 0, 0, 0]),
+    )
+    .unwrap();
     let o = neff(&["ls", p.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("mode field: 4294967296 does not fit in 32 bits"), "{err}");
+    assert!(
+        err.contains("mode field: 4294967296 does not fit in 32 bits"),
+        "{err}"
+    );
     // 0o644 in base-256 is read.
-    std::fs::write(&p, with_mode_field("info.json", [0x80, 0, 0, 0, 0, 0, 0x01, 0xA4])).unwrap();
+    std::fs::write(
+        &p,
+        with_mode_field("info.json", [0x80, 0, 0, 0, 0, 0, 0x01, 0xA4]),
+    )
+    .unwrap();
     let json = neff_ok(&["ls", "--json", p.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(v[0]["name"], "info.json");

@@ -177,19 +177,13 @@ class Archive:
 
 # ------------------------------------------------------------------------------------ JSON
 def parse_json(raw, name):
-    """Python's json.loads of a member's bytes (UTF-8, a BOM skipped); a lone surrogate,
-    which a Rust string cannot hold, is refused; any failure -> 'invalid JSON in <name>: ...'."""
+    """Python's json.loads of a member's bytes (UTF-8, a BOM skipped); any failure ->
+    'invalid JSON in <name>: ...'."""
     try:
         text = raw.decode("utf-8")           # strict UTF-8
         if text.startswith("\ufeff"):        # json.loads of bytes skips a BOM
             text = text[1:]
         value = json.loads(text)             # NaN, Infinity, big integers: as Python
-        if "\\u" in text:
-            # lone surrogate escapes (e.g. "\ud800") decode to unencodable code points
-            try:
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("lone surrogate in a \\u escape") from None
     except RecursionError:
         raise Refusal("invalid JSON in %s: nesting too deep" % name) from None
     except (UnicodeError, ValueError) as e:  # JSONDecodeError is a ValueError
@@ -213,6 +207,13 @@ def python_text(raw, name):
     except (UnicodeError, ValueError) as e:  # JSONDecodeError is a ValueError
         raise Refusal("invalid JSON in %s: %s" % (name, e)) from None
     return out.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def printable(*strings):
+    """A string holding a lone surrogate has no UTF-8 form: it cannot be printed."""
+    for x in strings:
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in x):
+            raise Refusal("invalid JSON: a string to print holds a lone surrogate escape")
 
 
 def truthy(v):
@@ -315,6 +316,7 @@ class Neff:
             if entry["input_name"] in out:
                 raise Refusal("1 input aliasing to multiple outputs is not supported")
             out[entry["input_name"]] = entry["output_name"]
+        printable(*out.keys(), *out.values())
         return out
 
     def must_alias(self):
@@ -332,6 +334,7 @@ class Neff:
         if "target" in k:
             t = k["target"]                  # present (even null): must be a string or list
             if isinstance(t, str):
+                printable(t)
                 return t
             if isinstance(t, list):
                 if not t:
@@ -340,10 +343,12 @@ class Neff:
                     raise wrong_shape("kelf target list holds a non-string")
                 if len(set(t)) != 1:
                     raise Refusal("mixed accelerator usage is not supported")
+                printable(t[0])
                 return t[0]
             raise wrong_shape("kelf target is neither a string nor a list")
         md = k.get("metadata")
         if isinstance(md, dict) and isinstance(md.get("target_arch"), str):
+            printable(md["target_arch"])
             return md["target_arch"]
         raise Refusal("kelf has no target")
 

@@ -64,8 +64,15 @@ fn every_wrong_shape_is_refused_with_member_and_path() {
     let def = "sg00/def.json";
     let tm = "sg00/tensor_map.json";
     // (member, its JSON, other overrides, accessors, the refusal after "wrong shape: ")
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        &'a [Accessor],
+        &'a str,
+    );
     #[rustfmt::skip]
-    let table: &[(&str, &str, &[(&str, &str)], &[Accessor], &str)] = &[
+    let table: &[Row] = &[
         (neff, r#"{"graphs":["sg00","sg01"]}"#, &[], &[NumCores], "graphs is neither an object nor a list of objects (graphs[0])"),
         (neff, r#"{"graphs":3}"#, &[], &[NumCores], "graphs is neither an object nor a list of objects"),
         (neff, r#"{"graphs":null}"#, &[], &[NumCores], "graphs is neither an object nor a list of objects"),
