@@ -27,11 +27,22 @@
 //! getters (`getDefJson`, `getCCRankWorldSize`, …) to a function here is in
 //! [`accessors`].
 //!
-//! ```no_run
-//! let neff = neff::Neff::open("model.neff")?;
+//! ```
+//! use neff::{Accessor, Neff};
+//!
+//! // A small NEFF bundled with the crate's tests.
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/acc/cc-replica-groups-gz.neff");
+//! let neff = Neff::open(path)?;
 //! for e in neff.files() {
 //!     println!("{} {}", neff.name_str(e), e.size);
 //! }
+//! // The reference reader's questions, answered from the one open file.
+//! assert_eq!(neff::accessors::cc_world_size(&neff)?, 2);
+//! assert_eq!(neff::accessors::arch(&neff)?, "cayman");
+//! // What `neff get FILE alias` prints: json.dumps of the answer.
+//! let mut out = Vec::new();
+//! Accessor::Alias.write_json(&neff, &mut out)?;
+//! assert!(out.starts_with(b"{"));
 //! # Ok::<(), neff::Error>(())
 //! ```
 
