@@ -11,10 +11,14 @@ but cannot write as UTF-8, is shown as its escape (what `neff get` prints).
 """
 import importlib.util
 import json
+import os
 import sys
 
 
 def main(argv):
+    # The reference lets dd's transfer statistics reach stderr; keep them out.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
     spec = importlib.util.spec_from_file_location("neffinfo_ref", argv[1])
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)

@@ -29,6 +29,8 @@
 
 use std::fmt;
 
+use super::skim;
+
 /// Why a member is not JSON Python would read (or is deeper than the cap).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpError {
@@ -47,7 +49,10 @@ impl fmt::Display for DumpError {
 /// CPython's default `sys.int_info.default_max_str_digits`.
 const MAX_INT_DIGITS: usize = 4300;
 
-/// One open container on the stack.
+/// One member of an open object: its key as `[start, end)` in `out` (the
+/// text between the quotes, a one-to-one encoding of the decoded key), and
+/// the member as `[start, end)` (from the key's opening quote to the end of
+/// its value). Later rewrites only touch bytes after a key.
 #[derive(Clone, Copy)]
 struct Member {
     key: (usize, usize),
@@ -55,16 +60,14 @@ struct Member {
     end: usize,
 }
 
+/// One open container on the stack.
 struct Frame {
     /// Whether this is an object (else an array).
     object: bool,
     /// For objects: where the object's `{` sits in `out`.
     start: usize,
-    /// For objects: each member's key as `[start, end)` in `out` (its text
-    /// between the quotes, a one-to-one encoding of the decoded key), and
-    /// the member as `[start, end)` (from the key's opening quote to the end
-    /// of its value). Later rewrites only touch bytes after a key.
-    members: Vec<Member>,
+    /// For objects: where its members begin in [`Reader::members`].
+    first: usize,
 }
 
 /// Re-encodes `input` as Python's compact `json.dumps` would print it,
@@ -87,11 +90,13 @@ pub fn for_tape(input: &[u8], max_depth: usize, out: &mut Vec<u8>) -> Result<(),
 }
 
 fn encode(input: &[u8], max_depth: usize, out: &mut Vec<u8>, tape: bool) -> Result<(), DumpError> {
+    out.reserve(input.len());
     let mut r = Reader {
         s: input,
         i: 0,
         out,
         tape,
+        members: Vec::new(),
     };
     if r.s.starts_with(b"\xEF\xBB\xBF") {
         r.i = 3;
@@ -106,6 +111,8 @@ struct Reader<'a, 'o> {
     out: &'o mut Vec<u8>,
     /// Write only numbers a tape can hold ([`for_tape`]).
     tape: bool,
+    /// The members of every open object, innermost last.
+    members: Vec<Member>,
 }
 
 impl Reader<'_, '_> {
@@ -149,10 +156,10 @@ impl Reader<'_, '_> {
                         stack.push(Frame {
                             object,
                             start,
-                            members: Vec::new(),
+                            first: self.members.len(),
                         });
                         if object {
-                            self.key(stack.last_mut().expect("pushed"))?;
+                            self.key()?;
                         }
                         continue;
                     }
@@ -171,7 +178,7 @@ impl Reader<'_, '_> {
                     return Ok(());
                 };
                 if top.object {
-                    let m = top.members.last_mut().expect("a key came first");
+                    let m = self.members.last_mut().expect("a key came first");
                     m.end = self.out.len();
                 }
                 self.ws();
@@ -181,7 +188,7 @@ impl Reader<'_, '_> {
                         self.out.push(b',');
                         self.ws();
                         if top.object {
-                            self.key(top)?;
+                            self.key()?;
                         }
                         break;
                     }
@@ -189,7 +196,12 @@ impl Reader<'_, '_> {
                         self.i += 1;
                         let frame = stack.pop().expect("top");
                         if frame.object {
-                            collapse_duplicates(self.out, &frame);
+                            collapse_duplicates(
+                                self.out,
+                                frame.start,
+                                &self.members[frame.first..],
+                            );
+                            self.members.truncate(frame.first);
                             self.out.push(b'}');
                         } else {
                             self.out.push(b']');
@@ -203,13 +215,13 @@ impl Reader<'_, '_> {
     }
 
     /// An object key, its colon, and the whitespace before the value.
-    fn key(&mut self, frame: &mut Frame) -> Result<(), DumpError> {
+    fn key(&mut self) -> Result<(), DumpError> {
         if self.peek() != Some(b'"') {
             return self.err("expecting property name enclosed in double quotes");
         }
         let start = self.out.len();
         self.string()?;
-        frame.members.push(Member {
+        self.members.push(Member {
             key: (start + 1, self.out.len() - 1),
             start,
             end: start,
@@ -225,32 +237,61 @@ impl Reader<'_, '_> {
     }
 
     /// A string, decoded and re-escaped the way `json.dumps` escapes.
+    /// Runs of plain bytes are found eight at a time and copied whole.
     fn string(&mut self) -> Result<(), DumpError> {
-        self.i += 1; // opening quote
         self.out.push(b'"');
+        let b = self.s;
+        let mut i = self.i + 1; // past the opening quote
+        let mut run = i;
         loop {
-            let rest = &self.s[self.i..];
-            let run = rest
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                .unwrap_or(rest.len());
-            let chunk = &rest[..run];
-            if std::str::from_utf8(chunk).is_err() {
-                let bad = std::str::from_utf8(chunk).unwrap_err().valid_up_to();
-                self.i += bad;
-                return self.err("invalid UTF-8 in a string");
+            while let Some(chunk) = b.get(i..i + 8) {
+                let (_, special) =
+                    skim::special(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+                if special != 0 {
+                    i += (special.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
             }
-            self.out.extend_from_slice(chunk);
-            self.i += run;
-            match self.peek() {
-                None => return self.err("unterminated string"),
+            match b.get(i) {
+                None => {
+                    self.i = i;
+                    return self.err("unterminated string");
+                }
                 Some(b'"') => {
-                    self.i += 1;
+                    self.out.extend_from_slice(&b[run..i]);
                     self.out.push(b'"');
+                    self.i = i + 1;
                     return Ok(());
                 }
-                Some(b'\\') => self.escape()?,
-                Some(_) => return self.err("invalid control character in a string"),
+                Some(b'\\') => {
+                    self.out.extend_from_slice(&b[run..i]);
+                    self.i = i;
+                    self.escape()?;
+                    i = self.i;
+                    run = i;
+                }
+                Some(0..=0x1f) => {
+                    self.i = i;
+                    return self.err("invalid control character in a string");
+                }
+                Some(&lead) if lead >= 0x80 => {
+                    let len = match lead {
+                        0xC2..=0xDF => 2,
+                        0xE0..=0xEF => 3,
+                        0xF0..=0xF4 => 4,
+                        _ => 0,
+                    };
+                    let valid = len > 0
+                        && b.get(i..i + len)
+                            .is_some_and(|c| std::str::from_utf8(c).is_ok());
+                    if !valid {
+                        self.i = i;
+                        return self.err("invalid UTF-8 in a string");
+                    }
+                    i += len;
+                }
+                Some(_) => i += 1,
             }
         }
     }
@@ -351,25 +392,37 @@ impl Reader<'_, '_> {
     /// A literal or a number.
     fn scalar(&mut self) -> Result<(), DumpError> {
         let rest = &self.s[self.i..];
-        for (lit, text) in [
-            (&b"null"[..], &b"null"[..]),
-            (b"true", b"true"),
-            (b"false", b"false"),
-            (b"NaN", b"NaN"),
-            (b"Infinity", b"Infinity"),
-            (b"-Infinity", b"-Infinity"),
+        let number = match rest {
+            [b'0'..=b'9', ..] => true,
+            [b'-', b'0'..=b'9', ..] => true,
+            _ => false,
+        };
+        if number {
+            return self.number();
+        }
+        for lit in [
+            &b"null"[..],
+            b"true",
+            b"false",
+            b"NaN",
+            b"Infinity",
+            b"-Infinity",
         ] {
             if rest.starts_with(lit) {
                 self.i += lit.len();
                 match lit {
                     b"NaN" | b"Infinity" if self.tape => write_float_repr(f64::MAX, self.out),
                     b"-Infinity" if self.tape => write_float_repr(f64::MIN, self.out),
-                    _ => self.out.extend_from_slice(text),
+                    _ => self.out.extend_from_slice(lit),
                 }
                 return Ok(());
             }
         }
-        // -?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?
+        self.err("expecting value")
+    }
+
+    /// -?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?, as Python reads and prints it.
+    fn number(&mut self) -> Result<(), DumpError> {
         let start = self.i;
         let mut j = start;
         let digits = |j: &mut usize, s: &[u8]| {
@@ -435,12 +488,19 @@ impl Reader<'_, '_> {
 
 /// Rewrites an object whose members repeat a key the way a Python `dict`
 /// holds it: each key once, at its first position, with its last value.
-fn collapse_duplicates(out: &mut Vec<u8>, frame: &Frame) {
-    let members = &frame.members;
+fn collapse_duplicates(out: &mut Vec<u8>, start: usize, members: &[Member]) {
+    let key = |m: &Member| &out[m.key.0..m.key.1];
+    // Most objects are small and have no duplicate: look pairwise, with no
+    // allocation, before building a map.
     if members.len() < 2 {
         return;
     }
-    let key = |m: &Member| &out[m.key.0..m.key.1];
+    if members.len() <= 16 {
+        let dup = (1..members.len()).any(|j| (0..j).any(|i| key(&members[i]) == key(&members[j])));
+        if !dup {
+            return;
+        }
+    }
     let mut last = std::collections::HashMap::with_capacity(members.len());
     for (i, m) in members.iter().enumerate() {
         last.insert(key(m), i);
@@ -448,20 +508,19 @@ fn collapse_duplicates(out: &mut Vec<u8>, frame: &Frame) {
     if last.len() == members.len() {
         return;
     }
-    let mut text = Vec::with_capacity(out.len() - frame.start);
+    let mut text = Vec::with_capacity(out.len() - start);
     text.push(b'{');
-    for (i, m) in members.iter().enumerate() {
+    for m in members {
         let Some(keep) = last.remove(key(m)) else {
             continue; // a later repeat of a key already written
         };
-        debug_assert!(keep >= i);
         let kept = members[keep];
         if text.len() > 1 {
             text.push(b',');
         }
         text.extend_from_slice(&out[kept.start..kept.end]);
     }
-    out.truncate(frame.start);
+    out.truncate(start);
     out.extend_from_slice(&text);
 }
 

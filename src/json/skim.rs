@@ -827,7 +827,7 @@ const HI: u64 = 0x8080_8080_8080_8080;
 /// non-ASCII byte. Only the lowest set bit of each mask is exact (borrows
 /// may mark bytes above it), which is all the caller uses.
 #[inline(always)]
-fn special(w: u64) -> (u64, u64) {
+pub(crate) fn special(w: u64) -> (u64, u64) {
     let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
     let quote = zero(w ^ (LO * b'"' as u64));
     let backslash = zero(w ^ (LO * b'\\' as u64));
