@@ -392,12 +392,7 @@ impl Reader<'_, '_> {
     /// A literal or a number.
     fn scalar(&mut self) -> Result<(), DumpError> {
         let rest = &self.s[self.i..];
-        let number = match rest {
-            [b'0'..=b'9', ..] => true,
-            [b'-', b'0'..=b'9', ..] => true,
-            _ => false,
-        };
-        if number {
+        if matches!(rest, [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..]) {
             return self.number();
         }
         for lit in [
