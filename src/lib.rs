@@ -21,6 +21,7 @@
 //! | zoo | [`scan`] | parallel records over directories of NEFFs |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
+//! | text | [`quote`] | names and paths escaped for plain-text output, as `tar tf` escapes them |
 //! | helpers | [`threads`] | short-lived helper threads placed on another CPU |
 //!
 //! Users of the Python NeffInfo reader: the table mapping each of its
@@ -57,6 +58,7 @@ pub mod map;
 pub mod neff;
 pub mod pack;
 pub mod payload;
+pub mod quote;
 pub mod scan;
 pub mod select;
 pub mod summary;

@@ -240,3 +240,62 @@ fn a_base256_mode_over_32_bits_is_refused_not_truncated() {
     let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(v[0]["name"], "info.json");
 }
+
+/// A gzip NEFF holding members with these names (each a small JSON file).
+fn neff_named(names: &[&str]) -> Vec<u8> {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let entries: Vec<PackEntry> = names
+        .iter()
+        .map(|n| PackEntry::file(n, &b"{}"[..], 0))
+        .collect();
+    let opts = PackOptions {
+        mtime: Some(0),
+        ..Default::default()
+    };
+    pack(&entries, &opts).unwrap()
+}
+
+#[test]
+fn a_name_cannot_forge_a_line_or_reach_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("n.neff");
+    std::fs::write(
+        &p,
+        neff_named(&[
+            "ok.json\nfake.json",
+            "red\x1b[31m.json",
+            "back\\slash.json",
+            "café.json",
+        ]),
+    )
+    .unwrap();
+    let out = String::from_utf8(neff_ok(&["ls", p.to_str().unwrap()])).unwrap();
+    // Escaped as `tar tf` escapes them: one line per member.
+    assert_eq!(
+        out,
+        "ok.json\\nfake.json\nred\\033[31m.json\nback\\\\slash.json\ncafé.json\n"
+    );
+    // JSON output is unchanged: it escapes by construction.
+    let json: serde_json::Value =
+        serde_json::from_slice(&neff_ok(&["ls", "--json", p.to_str().unwrap()])).unwrap();
+    assert_eq!(json[0]["name"], "ok.json\nfake.json");
+}
+
+#[test]
+fn a_refusal_stays_one_line_whatever_the_path_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("bad\nneff: forged: line\x1b[2J.neff");
+    std::fs::write(&p, b"short").unwrap();
+    let o = neff(&["ls", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad\\nneff: forged: line\\033[2J.neff: "),
+        "{err}"
+    );
+    let o = neff(&["verify", p.to_str().unwrap()]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("FAIL "), "{out}");
+}

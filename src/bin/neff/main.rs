@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod scan;
+use neff::quote::{quote, quote_str};
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
 #[derive(Parser)]
@@ -236,14 +237,22 @@ fn main() -> ExitCode {
             if matches!(&f.err, Error::Io(e) if e.kind() == io::ErrorKind::BrokenPipe) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("neff: {}: {}", f.path.display(), one_line(&f.err));
+            eprintln!("neff: {}: {}", shown(&f.path), one_line(&f.err));
             ExitCode::from(f.err.exit_code() as u8)
         }
     }
 }
 
+/// An error as one line of text: control characters escaped as
+/// `tar tf` escapes them, so no path or name can add a line.
 fn one_line(e: &Error) -> String {
-    e.to_string().replace('\n', " ")
+    quote_str(&e.to_string()).into_owned()
+}
+
+/// A path as one line of text (see [`one_line`]).
+fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
+    use std::os::unix::ffi::OsStrExt;
+    quote(p.as_os_str().as_bytes())
 }
 
 fn stdout_err(e: io::Error) -> Failure {
@@ -294,7 +303,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let report = neff::unpack::unpack(&neff, &output).at(&file)?;
             for w in &report.warnings {
-                eprintln!("neff: {}: warning: {w}", file.display());
+                eprintln!("neff: {}: warning: {}", shown(&file), quote_str(w));
             }
         }
         Cmd::Pack {
@@ -367,10 +376,10 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 let res = neff::map::FileBytes::open(f, opts.read_mode)
                     .and_then(|b| neff::verify::verify_file(&b));
                 match res {
-                    Ok(()) => writeln!(out, "OK {}", f.display()),
+                    Ok(()) => writeln!(out, "OK {}", shown(f)),
                     Err(e) => {
                         failed = true;
-                        writeln!(out, "FAIL {}: {}", f.display(), one_line(&e))
+                        writeln!(out, "FAIL {}: {}", shown(f), one_line(&e))
                     }
                 }
                 .map_err(stdout_err)?;
@@ -415,13 +424,13 @@ fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()
         return writeln!(out);
     }
     for e in shown {
-        out.write_all(neff.name(e))?;
+        out.write_all(quote(neff.name(e)).as_bytes())?;
         match e.kind {
             Kind::Dir => out.write_all(b"/")?,
             Kind::Symlink | Kind::Hardlink => {
                 if let Some(l) = neff.link(e) {
                     out.write_all(b" -> ")?;
-                    out.write_all(l)?;
+                    out.write_all(quote(l).as_bytes())?;
                 }
             }
             _ => {}
@@ -464,7 +473,7 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
     ];
     writeln!(out, "NEFF Header:")?;
     for (k, v) in rows {
-        writeln!(out, "  {:<24}{}", format!("{k}:"), v)?;
+        writeln!(out, "  {:<24}{}", format!("{k}:"), quote_str(&v))?;
     }
     if s.subgraphs.is_empty() {
         return Ok(());
@@ -483,9 +492,9 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
         "NODE", "Executor", "Name", "Variable", "Size", "Type", "Shape"
     )?;
     for (i, sg) in s.subgraphs.iter().enumerate() {
-        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", sg.name)?;
+        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", quote_str(&sg.name))?;
         if let Some(e) = &sg.error {
-            writeln!(out, "  {:<34}(unreadable: {e})", "")?;
+            writeln!(out, "  {:<34}(unreadable: {})", "", quote_str(e))?;
         }
         for (kind, list) in [("IN", &sg.inputs), ("OUT", &sg.outputs)] {
             for t in list {
@@ -494,16 +503,17 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
                     out,
                     "  {:<34}{:<28}{:>14}  {:<5}{:<16}{}",
                     "",
-                    t.name,
+                    quote_str(&t.name),
                     size,
                     kind,
                     dims(t),
-                    t.dtype.as_deref().unwrap_or("-")
+                    quote_str(t.dtype.as_deref().unwrap_or("-"))
                 )?;
             }
         }
         if !sg.features.is_empty() {
-            writeln!(out, "  {:<34}features: {}", "", sg.features.join(", "))?;
+            let features = sg.features.join(", ");
+            writeln!(out, "  {:<34}features: {}", "", quote_str(&features))?;
         }
     }
     Ok(())

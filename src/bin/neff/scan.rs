@@ -16,13 +16,16 @@ fn table_row(r: &Record) -> String {
     format!(
         "{:<4} {:<8} {:>5} {:>6} {:>7}  {}{}",
         if r.ok { "ok" } else { "FAIL" },
-        opt(r.arch.clone()),
+        opt(r
+            .arch
+            .as_deref()
+            .map(|a| neff::quote::quote_str(a).into_owned())),
         opt(r.num_cores.map(|n| n.to_string())),
         opt(r.cc_world_size.map(|n| n.to_string())),
         opt(r.members.map(|n| n.to_string())),
-        r.path,
+        neff::quote::quote_str(&r.path),
         match &r.error {
-            Some(e) => format!("  ({e})"),
+            Some(e) => format!("  ({})", neff::quote::quote_str(e)),
             None if r.has_refusals() => format!(
                 "  (refused: {})",
                 r.errors
