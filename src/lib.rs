@@ -7,7 +7,7 @@
 //!
 //! | step | module | what it owns |
 //! |---|---|---|
-//! | file bytes | [`map`] | the memory maps (the crate's two `unsafe` blocks, both there) |
+//! | file bytes | [`map`] | the memory maps and their SIGBUS guard (every `unsafe` block of the crate is there) |
 //! | header | [`header`] | the zerocopy header struct and structural checks |
 //! | payload | [`payload`] | one libdeflate inflation of a gzip payload (split across cores when large) |
 //! | tar index | [`tar`] | the walk over tar headers into spans |

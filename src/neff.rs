@@ -52,6 +52,13 @@ const CC_KEYS: [&str; 4] = [
     "CCInfo",
 ];
 
+/// The error for a file that shrank while it was read.
+fn changed() -> Error {
+    Error::Io(std::io::Error::other(
+        "the file was truncated while being read",
+    ))
+}
+
 /// Buffers a caller reuses across many [`Neff::open_scratch`] calls.
 #[derive(Default)]
 pub struct Scratch {
@@ -139,8 +146,45 @@ impl Neff {
 
     fn from_file_bytes(file: FileBytes, opts: &Options, reuse: Option<Vec<u8>>) -> Result<Neff> {
         let limits = &opts.limits;
-        let header = Header::from_file_bytes(&file)?;
-        let span = header.locate_payload(&file)?;
+        let built = Neff::index_file(&file, opts, reuse);
+        // What was read from a file that shrank meanwhile (zeros where its
+        // pages were) explains any error it caused, and is no answer.
+        if file.changed() {
+            return Err(changed());
+        }
+        let (span, inflated, index, early) = built?;
+        let neff = Neff {
+            file,
+            span,
+            inflated,
+            index,
+            limits: *limits,
+            sorted: OnceLock::new(),
+            known: OnceLock::new(),
+            json_source: opts.json_source,
+            json: json::Cache::default(),
+            def_skim: OnceLock::new(),
+        };
+        if let Some(early) = early {
+            let _ = neff.sorted.set(early.sorted);
+            let _ = neff.known.set(early.known);
+            if let Some(skim) = early.def_skim {
+                let _ = neff.def_skim.set(skim);
+            }
+        }
+        Ok(neff)
+    }
+
+    /// Header, payload and tar index of `file`.
+    #[allow(clippy::type_complexity)]
+    fn index_file(
+        file: &FileBytes,
+        opts: &Options,
+        reuse: Option<Vec<u8>>,
+    ) -> Result<(PayloadSpan, Option<Inflated>, Index, Option<Early>)> {
+        let limits = &opts.limits;
+        let header = Header::from_file_bytes(file)?;
+        let span = header.locate_payload(file)?;
         file.advise(match span.compression {
             Compression::Gzip => memmap2::Advice::Sequential,
             Compression::None => memmap2::Advice::Random,
@@ -168,26 +212,25 @@ impl Neff {
             ),
             (None, None) => (Index::build(stored, limits)?, None),
         };
-        let neff = Neff {
-            file,
-            span,
-            inflated,
-            index,
-            limits: *limits,
-            sorted: OnceLock::new(),
-            known: OnceLock::new(),
-            json_source: opts.json_source,
-            json: json::Cache::default(),
-            def_skim: OnceLock::new(),
-        };
-        if let Some(early) = early {
-            let _ = neff.sorted.set(early.sorted);
-            let _ = neff.known.set(early.known);
-            if let Some(skim) = early.def_skim {
-                let _ = neff.def_skim.set(skim);
-            }
+        Ok((span, inflated, index, early))
+    }
+
+    /// Whether the file shrank while it was read (a compile cache rewrites
+    /// NEFFs in place): bytes read from it since may be zeros, not the
+    /// file's. Commands check this before they print an answer; see
+    /// [`check_unchanged`](Self::check_unchanged).
+    pub fn changed(&self) -> bool {
+        self.file.changed()
+    }
+
+    /// An error when [`changed`](Self::changed): what was read cannot be
+    /// trusted.
+    pub fn check_unchanged(&self) -> Result<()> {
+        if self.changed() {
+            Err(changed())
+        } else {
+            Ok(())
         }
-        Ok(neff)
     }
 
     /// The 1024-byte header, cast in place.

@@ -128,7 +128,9 @@ pub fn pack_dir_to(dir: &Path, opts: &PackOptions, w: &mut impl std::io::Write) 
         push_entry(&mut tar, &it.name, typeflag, b"", it.len, it.mode, it.mtime);
         if !it.dir {
             let start = tar.len();
-            let n = std::fs::File::open(&it.path)?
+            // Non-blocking, and refused unless still a regular file: a file
+            // swapped for a FIFO since the walk cannot hang the pack.
+            let n = crate::map::open_regular(&it.path)?
                 .take(it.len)
                 .read_to_end(&mut tar)?;
             if n as u64 != it.len {

@@ -200,6 +200,10 @@ pub fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record 
         Err(e) => return failed(path, &e, bytes),
     };
     let mut r = fill(&neff, path, bytes, opts);
+    if let Err(e) = neff.check_unchanged() {
+        // Zeros were read where the file's pages had been: no answer.
+        return failed(path, &e, bytes);
+    }
     cache_entry(path, &mut r);
     neff.recycle(scratch);
     r

@@ -275,6 +275,10 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let e = neff.find(&re).ok_or(Error::NoMatch(pattern)).at(&file)?;
             out.write_all(neff.data(e)).map_err(stdout_err)?;
+            // Bytes already written are then zeros from a truncated file:
+            // the exit code says so.
+            out.flush().map_err(stdout_err)?;
+            neff.check_unchanged().at(&file)?;
         }
         Cmd::Get { file, accessor } => {
             // The collective accessors read only def.json's CC keys: skim
@@ -285,13 +289,16 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             };
             let neff = Neff::open_with(&file, &opts).at(&file)?;
             let mut buf = Vec::new();
-            accessor.write_json(&neff, &mut buf).at(&file)?;
+            let answer = accessor.write_json(&neff, &mut buf);
+            neff.check_unchanged().at(&file)?;
+            answer.at(&file)?;
             buf.push(b'\n');
             out.write_all(&buf).map_err(stdout_err)?;
         }
         Cmd::Info { file, json } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let s = neff::summary::Summary::of(&neff);
+            neff.check_unchanged().at(&file)?;
             if json {
                 serde_json::to_writer(&mut out, &s).map_err(|e| stdout_err(e.into()))?;
                 writeln!(out).map_err(stdout_err)?;
@@ -302,6 +309,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Unpack { file, output } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let report = neff::unpack::unpack(&neff, &output).at(&file)?;
+            neff.check_unchanged().at(&file)?;
             for w in &report.warnings {
                 eprintln!("neff: {}: warning: {}", shown(&file), quote_str(w));
             }
@@ -373,8 +381,15 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Verify { files } => {
             let mut failed = false;
             for f in &files {
-                let res = neff::map::FileBytes::open(f, opts.read_mode)
-                    .and_then(|b| neff::verify::verify_file(&b));
+                let res = neff::map::FileBytes::open(f, opts.read_mode).and_then(|b| {
+                    let verdict = neff::verify::verify_file(&b);
+                    if b.changed() {
+                        return Err(Error::Io(io::Error::other(
+                            "the file was truncated while being read",
+                        )));
+                    }
+                    verdict
+                });
                 match res {
                     Ok(()) => writeln!(out, "OK {}", shown(f)),
                     Err(e) => {
