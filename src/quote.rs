@@ -15,6 +15,14 @@ use std::borrow::Cow;
 
 /// `bytes` as one line of text, escaped as `tar tf` escapes a name.
 pub fn quote(bytes: &[u8]) -> Cow<'_, str> {
+    // Most names are printable ASCII without a backslash: one pass over the
+    // bytes, no per-character decoding.
+    if bytes
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
+    {
+        return Cow::Borrowed(std::str::from_utf8(bytes).expect("ASCII"));
+    }
     match std::str::from_utf8(bytes) {
         Ok(s) if !s.chars().any(needs_escape) => Cow::Borrowed(s),
         _ => Cow::Owned(escape(bytes)),
