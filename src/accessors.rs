@@ -31,7 +31,9 @@ pub const CC_KEYS: [&str; 3] = ["replica_groups", "src_target_pairs", "#rank_wor
 /// A member's parsed JSON together with its name (for error messages).
 #[derive(Clone, Copy, Debug)]
 pub struct Member<'a> {
+    /// The member's name in the archive (e.g. `sg00/def.json`), as refusals quote it.
     pub name: &'a str,
+    /// The member's parsed JSON root.
     pub json: Json<'a>,
 }
 
@@ -421,16 +423,27 @@ fn printable<'a>(neff: &Neff, k: Known, strings: impl IntoIterator<Item = &'a st
 /// One accessor of the roster, by its `neff get` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accessor {
+    /// `info`: all of `info.json` ([`info`]).
     Info,
+    /// `neff`: all of `neff.json` ([`neff_json`]).
     Neff,
+    /// `def`: all of the first `sg\d+/def.json` ([`def`]).
     Def,
+    /// `kelf`: all of `kelf-0.json`, else of the first `kelf-*.json` ([`kelf`]).
     Kelf,
+    /// `tensor-map`: all of the first `sg\d+/tensor_map.json` ([`tensor_map`]).
     TensorMap,
+    /// `alias`: the `{input_name: output_name}` object of `alias_map` ([`alias`]).
     Alias,
+    /// `must-alias`: whether any alias must be honoured, `true`/`false` ([`must_alias`]).
     MustAlias,
+    /// `arch`: the kelf's target arch as a JSON string ([`arch`]).
     Arch,
+    /// `has-cc`: whether def.json has collective metadata ([`has_cc`]).
     HasCc,
+    /// `cc-world-size`: the collective world size ([`cc_world_size`]).
     CcWorldSize,
+    /// `num-cores`: the NeuronCores the NEFF needs ([`num_cores`]).
     NumCores,
 }
 

@@ -23,12 +23,21 @@ pub enum Error {
     Gzip(String),
     /// The tar archive is malformed at `offset` (bytes into the tar stream).
     #[error("tar at byte {offset}: {reason}")]
-    Tar { offset: u64, reason: String },
+    Tar {
+        /// Bytes from the start of the tar stream (the inflated payload) to
+        /// the header block or record at fault.
+        offset: u64,
+        /// What is wrong there.
+        reason: String,
+    },
     /// A configured resource cap was reached; the input is refused, not obeyed.
     #[error("{what} is {found}, over the cap of {cap} (see --help to raise it)")]
     Limit {
+        /// What was measured (e.g. `inflated payload size`, `number of archive entries`).
         what: &'static str,
+        /// The value the input asked for (bytes, entries or levels, as `what` says).
         found: u64,
+        /// The configured cap it exceeds (a field of [`Limits`](crate::Limits)).
         cap: u64,
     },
     /// No regular member's name matches a pattern.
@@ -36,10 +45,20 @@ pub enum Error {
     NoMatch(String),
     /// A JSON member is not valid JSON.
     #[error("invalid JSON in {member}: {reason}")]
-    Json { member: String, reason: String },
+    Json {
+        /// The member's name in the archive.
+        member: String,
+        /// The parser's complaint.
+        reason: String,
+    },
     /// A JSON member is valid but does not have the shape an accessor needs.
     #[error("{member}: wrong shape: {what}")]
-    Shape { member: String, what: String },
+    Shape {
+        /// The member's name in the archive.
+        member: String,
+        /// What is not as expected, naming the key (e.g. `alias_map is not a list`).
+        what: String,
+    },
     /// An accessor's guard fired (the reference reader's refusal strings).
     #[error("{0}")]
     Guard(String),
@@ -48,7 +67,12 @@ pub enum Error {
     Hash(String),
     /// Unpacking would write outside the target directory, or over itself.
     #[error("unsafe member {name:?}: {reason}")]
-    Unsafe { name: String, reason: String },
+    Unsafe {
+        /// The member's name as stored in the archive.
+        name: String,
+        /// Why writing it would be unsafe (e.g. an absolute path, a `..` component).
+        reason: String,
+    },
     /// The request was refused for a reason not tied to the file's bytes
     /// (for example a non-empty unpack target).
     #[error("{0}")]

@@ -29,7 +29,10 @@ pub struct Header {
     pub header_size: U64,
     /// Payload length as stored (the compressed length for gzip).
     pub data_size: U64,
+    /// `neff_version_major`: the container major version; the runtime accepts
+    /// 0..=2, and 2 turns on its feature-bit check.
     pub version_major: U64,
+    /// `neff_version_minor`: the container minor version; never checked.
     pub version_minor: U64,
     /// NUL-padded `<version>%<branch>@<sha>` of the producing compiler.
     pub build_version: [u8; 128],
@@ -37,15 +40,19 @@ pub struct Header {
     pub num_tpb: U32,
     /// MD5 in bytes 0..16 (pkg 2) or SHA-256 in all 32 bytes (pkg 1).
     pub hash: [u8; 32],
+    /// The model id (RFC 4122 bytes; the runtime also uses it as a cache key).
     pub uuid: [u8; 16],
     /// NUL-terminated model name.
     pub name: [u8; 256],
+    /// NeuronCores requested (1 = one core).
     pub requested_tpb_count: U32,
+    /// TPB (NeuronCore) count per node, one byte each.
     pub tpb_per_node: [u8; 64],
     /// Capability mask (NEFF-FORMAT.md §5).
     pub feature_bits: U64,
     /// Logical-core size (`lnc_size`): 1, or 2 for two fused cores.
     pub vnc_size: U32,
+    /// Reserved, zero.
     pub pad: [u8; 468],
 }
 
@@ -90,8 +97,11 @@ pub enum Compression {
 /// Where the payload lies in the file, after the structural checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PayloadSpan {
+    /// Offset of the payload's first byte in the file (normally 1024).
     pub start: usize,
+    /// Payload length in bytes (`data_size`, checked to fit in the file).
     pub len: usize,
+    /// How the payload is stored, sniffed from its first bytes.
     pub compression: Compression,
 }
 

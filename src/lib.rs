@@ -47,6 +47,8 @@
 //! # Ok::<(), neff::Error>(())
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod accessors;
 pub mod error;
 #[doc(hidden)]

@@ -21,7 +21,9 @@ use crate::tar::{Entry, FileSource, Index, Kind};
 /// Options for opening a NEFF.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
+    /// The resource caps hostile input is held to (defaults: [`Limits::default`]).
     pub limits: Limits,
+    /// How the file is brought into memory: mapped, read, or chosen by size.
     pub read_mode: ReadMode,
     /// Where JSON members are parsed from (see [`crate::json`]).
     pub json_source: Source,

@@ -20,7 +20,9 @@ use crate::tar::{Block, BLOCK};
 /// What one packed entry is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PackKind {
+    /// A regular file (typeflag `0`) with these contents.
     File(Vec<u8>),
+    /// A directory (typeflag `5`); its name is written with a trailing `/`.
     Dir,
     /// A symbolic link with this target ([`pack_dir`] never packs links).
     Symlink(Vec<u8>),
@@ -33,9 +35,13 @@ pub enum PackKind {
 /// One entry to pack: a relative `/`-separated name, its kind, mode and mtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackEntry {
+    /// Path inside the archive, relative and `/`-separated; written as given.
     pub name: Vec<u8>,
+    /// What the entry is, with its data or link target.
     pub kind: PackKind,
+    /// Permission bits (e.g. `0o644`), written to the ustar `mode` field.
     pub mode: u32,
+    /// Modification time, seconds since the Unix epoch.
     pub mtime: u64,
 }
 

@@ -25,7 +25,9 @@ use crate::neff::{Neff, Options, Scratch};
 /// Count and total bytes of a set of tensors.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
 pub struct Tensors {
+    /// How many tensors.
     pub count: u64,
+    /// The sum of their `size` fields in bytes (a tensor without one counts 0).
     pub bytes: u64,
 }
 
@@ -39,28 +41,47 @@ pub struct Tensors {
 /// and puts the reason in [`errors`](Record::errors), keyed by field.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Record {
+    /// The file's path, as found by the walk (or as named).
     pub path: String,
+    /// Whether the file is a readable NEFF: opened, header valid, payload and
+    /// tar read, and the file unchanged while it was read.
     pub ok: bool,
+    /// Why the file is not a readable NEFF; `None` when `ok`.
     pub error: Option<String>,
     /// File size.
     pub bytes: Option<u64>,
+    /// Header `pkg_version` (1 or 2); `None` when not `ok`.
     pub pkg_version: Option<u64>,
+    /// Whether the payload is gzip; `None` when not `ok`.
     pub compressed: Option<bool>,
+    /// Count of regular members of the archive; `None` when not `ok`.
     pub members: Option<usize>,
+    /// The kelf's target arch ([`accessors::arch`]); `None` when refused or not `ok`.
     pub arch: Option<String>,
+    /// NeuronCores the NEFF needs ([`accessors::num_cores`]); `None` when refused or not `ok`.
     pub num_cores: Option<u64>,
     /// Null when the NEFF has no collective metadata (or it was refused).
     pub cc_world_size: Option<u128>,
     /// Null unless the scan verifies hashes.
     pub hash_ok: Option<bool>,
+    /// The header's model UUID, 32 lower-case hex digits; `None` when not `ok`.
     pub uuid: Option<String>,
+    /// The header's model name; `None` when not `ok`.
     pub name: Option<String>,
+    /// Header `data_size`: payload bytes as stored; `None` when not `ok`.
     pub data_size: Option<u64>,
+    /// Count and bytes of def.json's `input` variables; `None` when refused or not `ok`.
     pub inputs: Option<Tensors>,
+    /// Count and bytes of def.json's `output` variables; `None` when refused or not `ok`.
     pub outputs: Option<Tensors>,
+    /// Number of `alias_map` entries in the tensor map ([`accessors::alias`]);
+    /// `None` when refused (e.g. no tensor map) or not `ok`.
     pub aliases: Option<usize>,
+    /// [`accessors::must_alias`]; `None` when refused or not `ok`.
     pub must_alias: Option<bool>,
+    /// def.json's `neff_features`; `None` when refused or not `ok`.
     pub neff_features: Option<Vec<String>>,
+    /// Header `feature_bits`, the capability mask; `None` when not `ok`.
     pub feature_bits: Option<u64>,
     /// For compile-cache entries (`<cache>/MODULE_<key>/graph_<key>.neff`).
     pub cache_key: Option<String>,
@@ -81,6 +102,7 @@ impl Record {
 /// How to scan.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
+    /// How each NEFF is opened (read mode, limits).
     pub open: Options,
     /// Worker threads (0 = one per core).
     pub jobs: usize,

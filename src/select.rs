@@ -18,9 +18,13 @@ use crate::tar::{Index, Kind};
 /// (dots escaped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Known {
+    /// `info.json`: build metadata.
     Info,
+    /// `neff.json`: the TVM-style graph.
     Neff,
+    /// `sg\d+/def.json`: a subgraph's definition (flat `sgNN/` or under `sgLnk/`).
     Def,
+    /// `sg\d+/tensor_map.json`: a subgraph's I/O binding and alias map.
     TensorMap,
     /// `kelf-0.json`, the name the reference reader opens.
     Kelf0,

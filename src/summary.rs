@@ -10,23 +10,38 @@ use crate::neff::Neff;
 /// The decoded header and archive summary of one NEFF.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// Header `pkg_version`: 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
     pub pkg_version: u64,
+    /// Header `header_size`: where the header says the payload starts (1024 in every file seen).
     pub header_size: u64,
+    /// Header `data_size`: payload bytes as stored (the gzip length for package version 2).
     pub data_size: u64,
+    /// Header `neff_version_major`: the container major version (the runtime accepts 0..=2).
     pub version_major: u64,
+    /// Header `neff_version_minor`: the container minor version (never checked).
     pub version_minor: u64,
+    /// The producing compiler's `<version>%<branch>@<sha>`, up to its first NUL.
     pub build_version: String,
     /// Lower-case hex of the meaningful hash bytes (16 for MD5, 32 for SHA-256).
     pub hash: String,
     /// Lower-case hex, 32 digits.
     pub uuid: String,
+    /// The model name from the header, up to its first NUL.
     pub name: String,
+    /// Header `num_tpb` (offset 0xA8; the loader reads 1 there as "payload is gzip").
     pub num_tpb: u32,
+    /// Header `requested_tpb_count`: NeuronCores requested (1 = one core).
     pub requested_tpb_count: u32,
+    /// Header `tpb_per_node`, one byte per node, with its trailing zero bytes cut
+    /// (empty when all 64 are zero).
     pub tpb_per_node: Vec<u8>,
+    /// Header `feature_bits`: the capability mask (NEFF-FORMAT.md §5).
     pub feature_bits: u64,
+    /// The names of the set feature bits; a set bit without a name as `0x…` hex.
     pub features: Vec<String>,
+    /// Header `vnc_size` (`lnc_size`): logical-core size, 1 or 2 (two fused physical cores).
     pub vnc_size: u32,
+    /// Whether the payload is a gzip stream (sniffed from its bytes, not from `pkg_version`).
     pub compressed: bool,
     /// Bytes of the tar archive (after inflation).
     pub tar_size: u64,
@@ -43,7 +58,9 @@ pub struct Summary {
 pub struct Subgraph {
     /// The subgraph directory (`sg00`, or `sgLnk/sg00`).
     pub name: String,
+    /// Its `input` variables, sorted by name.
     pub inputs: Vec<Tensor>,
+    /// Its `output` variables, sorted by name.
     pub outputs: Vec<Tensor>,
     /// def.json's `neff_features`.
     pub features: Vec<String>,
@@ -55,9 +72,16 @@ pub struct Subgraph {
 /// One input or output variable.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tensor {
+    /// The variable's name (its key in def.json's `var` object, or its
+    /// `name` in the list form).
     pub name: String,
+    /// Its `size` in bytes; `None` when absent or not an unsigned integer.
     pub size: Option<u64>,
+    /// Its dimensions: the first of `shape`, `framework_shape`,
+    /// `internal_shape` present; `None` when none is, or it is not a list of
+    /// unsigned integers.
     pub shape: Option<Vec<u64>>,
+    /// Its element type (`float32`, …); `None` when absent or not a string.
     pub dtype: Option<String>,
 }
 

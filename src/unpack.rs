@@ -24,7 +24,10 @@ use crate::tar::{Entry, Kind};
 /// What to do with one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
+    /// Create a directory (its mode and mtime are set last, once everything
+    /// inside it is written).
     Dir,
+    /// Write a regular file with `create_new`, then set its mode and mtime.
     File,
     /// A hard link to an earlier regular member (normalized name).
     Hardlink(Vec<u8>),
@@ -41,6 +44,7 @@ pub struct Step {
     pub entry: usize,
     /// Normalized relative path (components joined by `/`).
     pub path: Vec<u8>,
+    /// What extracting the entry does.
     pub action: Action,
 }
 
@@ -216,9 +220,13 @@ fn check_symlink_target(
 /// What an extraction did.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Regular files written.
     pub files: usize,
+    /// Directory entries created (parents made implicitly are not counted).
     pub dirs: usize,
+    /// Hard links and symlinks made.
     pub links: usize,
+    /// Bytes of regular file data written.
     pub bytes: u64,
     /// One line per skipped entry.
     pub warnings: Vec<String>,

@@ -48,7 +48,10 @@ pub enum Source {
 
 /// The mutable bytes a tape borrows from.
 pub enum Bytes {
+    /// A copy of the member in a buffer the parse owns.
     Owned(Vec<u8>),
+    /// The member's pages mapped copy-on-write: the parser's in-place writes
+    /// never reach the file.
     Mapped(crate::map::PrivatePages),
 }
 

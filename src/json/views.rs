@@ -8,20 +8,30 @@ use super::{Json, Obj};
 /// `def.json`: one subgraph's definition.
 #[derive(Clone, Copy, Debug)]
 pub struct Def<'a> {
+    /// The whole def.json object, for keys this view does not read.
     pub raw: Obj<'a>,
 }
 
 /// The storage class of a variable (`var[*].type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VarType<'a> {
+    /// `input`: a tensor the caller passes in (runtime memory-ref type MR_INPUT).
     Input,
+    /// `output`: a tensor handed back to the caller (MR_OUTPUT).
     Output,
+    /// `tmp-buf`: scratch memory private to the subgraph (MR_TMP_BUF).
     TmpBuf,
+    /// `virtual`: a slice of a shared scratch area; see [`Var::placement`].
     Virtual,
+    /// `state-buffer`: the on-chip state buffer, SBUF (MR_SB).
     StateBuffer,
+    /// `file`: constant data (weights) loaded from a member of the archive (MR_BUFFER).
     File,
+    /// `pointer`: an 8-byte pointer to the var named by `referenced_var_id` (MR_PTR).
     Pointer,
+    /// `list`: a list of other vars, by id (MR_LIST).
     List,
+    /// `remote`: memory of another core or device (MR_REMOTE).
     Remote,
     /// `shared`, `sharded`, `local`, `main`, `dge-table` or anything newer.
     Other(&'a str),
@@ -59,7 +69,10 @@ pub enum Area<'a> {
 /// One entry of the variable table.
 #[derive(Clone, Copy, Debug)]
 pub struct Var<'a> {
+    /// The variable's name: its key in the `var` object, or its `name` key in
+    /// the list form (`""` when that is missing).
     pub name: &'a str,
+    /// The entry object, for keys this view does not read (`var_id`, `alignment`, …).
     pub raw: Obj<'a>,
 }
 
@@ -74,6 +87,7 @@ impl<'a> Var<'a> {
     pub fn size(&self) -> Option<u64> {
         self.raw.get("size").and_then(Json::u64)
     }
+    /// The element type string (`float32`, `bfloat16`, …); `None` when absent or not a string.
     pub fn dtype(&self) -> Option<&'a str> {
         self.str("dtype")
     }
@@ -109,7 +123,10 @@ impl<'a> Var<'a> {
 /// One entry of the DMA queue table.
 #[derive(Clone, Copy, Debug)]
 pub struct DmaQueue<'a> {
+    /// The queue's name (e.g. `q_gradient_in`): its key in `dma_queue`, or its
+    /// `name` key in the list form (`""` when that is missing).
     pub name: &'a str,
+    /// The entry object, for keys this view does not read (`num_queues`, `pinned`, …).
     pub raw: Obj<'a>,
 }
 
@@ -122,6 +139,7 @@ impl<'a> DmaQueue<'a> {
     pub fn kind(&self) -> Option<&'a str> {
         self.raw.get("type").and_then(Json::str)
     }
+    /// The completion semaphore number; `None` when absent or not an unsigned integer.
     pub fn semaphore(&self) -> Option<u64> {
         self.raw.get("semaphore").and_then(Json::u64)
     }
@@ -130,8 +148,11 @@ impl<'a> DmaQueue<'a> {
 /// The collective metadata keys (top level, else a `CCInfo` object).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cc<'a> {
+    /// `replica_groups`: the 3-D `[topology][group][rank]` array; `None` when absent.
     pub replica_groups: Option<Json<'a>>,
+    /// `src_target_pairs`: the collective-permute `[source, target]` pairs; `None` when absent.
     pub src_target_pairs: Option<Json<'a>>,
+    /// `#rank_world_size`: the world size given outright; `None` when absent.
     pub rank_world_size: Option<Json<'a>>,
 }
 
@@ -247,18 +268,24 @@ impl<'a> Def<'a> {
 /// `tensor_map.json`.
 #[derive(Clone, Copy, Debug)]
 pub struct TensorMap<'a> {
+    /// The whole tensor_map.json object, for keys this view does not read.
     pub raw: Obj<'a>,
 }
 
 /// One `alias_map` entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Alias<'a> {
+    /// The donated input tensor.
     pub input_name: &'a str,
+    /// The output tensor that reuses the input's buffer.
     pub output_name: &'a str,
+    /// `true`: the output must go into the input's buffer; `false`: it may.
+    /// A missing `must_alias` reads as `false` (Python truthiness otherwise).
     pub must_alias: bool,
 }
 
 impl<'a> TensorMap<'a> {
+    /// A view of `json`, if it is an object.
     pub fn new(json: Json<'a>) -> Option<TensorMap<'a>> {
         json.object().map(|raw| TensorMap { raw })
     }
@@ -271,9 +298,11 @@ impl<'a> TensorMap<'a> {
             .filter_map(Json::object)
             .collect()
     }
+    /// The `inputs` tensor entries that are objects, in order (empty when absent).
     pub fn inputs(&self) -> Vec<Obj<'a>> {
         self.list("inputs")
     }
+    /// The `outputs` tensor entries that are objects, in order (empty when absent).
     pub fn outputs(&self) -> Vec<Obj<'a>> {
         self.list("outputs")
     }
@@ -295,20 +324,27 @@ impl<'a> TensorMap<'a> {
 /// `kelf-N.json`: the kelf descriptor.
 #[derive(Clone, Copy, Debug)]
 pub struct Kelf<'a> {
+    /// The whole descriptor object, for keys this view does not read (`target`, …).
     pub raw: Obj<'a>,
 }
 
 /// One `graphs[]` entry of a kelf descriptor.
 #[derive(Clone, Copy, Debug)]
 pub struct KelfGraph<'a> {
+    /// The subgraph directory name (e.g. `sg00`); `None` when absent or not a string.
     pub name: Option<&'a str>,
+    /// The path of the subgraph's def.json (e.g. `sg00/def.json`); `None` when
+    /// absent or not a string.
     pub definition: Option<&'a str>,
 }
 
 impl<'a> Kelf<'a> {
+    /// A view of `json`, if it is an object.
     pub fn new(json: Json<'a>) -> Option<Kelf<'a>> {
         json.object().map(|raw| Kelf { raw })
     }
+    /// The `graphs[]` entries that are objects, one per subgraph (physical core),
+    /// in order (empty when absent).
     pub fn graphs(&self) -> Vec<KelfGraph<'a>> {
         self.raw
             .get("graphs")
@@ -322,6 +358,7 @@ impl<'a> Kelf<'a> {
             })
             .collect()
     }
+    /// The descriptor's `version` string (`"0.5"` in every sample); informative, not a gate.
     pub fn version(&self) -> Option<&'a str> {
         self.raw.get("version").and_then(Json::str)
     }
@@ -331,10 +368,12 @@ impl<'a> Kelf<'a> {
 /// beyond what the accessors read; their views expose the raw object.
 #[derive(Clone, Copy, Debug)]
 pub struct Info<'a> {
+    /// The whole info.json (or neff.json) object.
     pub raw: Obj<'a>,
 }
 
 impl<'a> Info<'a> {
+    /// A view of `json`, if it is an object.
     pub fn new(json: Json<'a>) -> Option<Info<'a>> {
         json.object().map(|raw| Info { raw })
     }
@@ -343,10 +382,12 @@ impl<'a> Info<'a> {
 /// `neff.json`, the TVM-style graph.
 #[derive(Clone, Copy, Debug)]
 pub struct NeffGraph<'a> {
+    /// The whole neff.json object (`nodes`, `arg_nodes`, `heads`, `attrs`, …).
     pub raw: Obj<'a>,
 }
 
 impl<'a> NeffGraph<'a> {
+    /// A view of `json`, if it is an object.
     pub fn new(json: Json<'a>) -> Option<NeffGraph<'a>> {
         json.object().map(|raw| NeffGraph { raw })
     }

@@ -27,6 +27,8 @@ pub struct Bits<'a> {
 }
 
 impl<'a> Bits<'a> {
+    /// A reader over `data`, starting `pos` bits in (bit 0 is the least
+    /// significant bit of byte 0).
     pub fn new(data: &'a [u8], pos: usize) -> Bits<'a> {
         Bits { data, pos }
     }
@@ -218,6 +220,8 @@ fn header(b: &mut Bits<'_>) -> Option<Block> {
 /// Decoder state: output symbols (the first [`WINDOW`] are the markers of
 /// the unknown window) and where the last marker was written.
 pub struct Decoder {
+    /// Every symbol decoded so far, after the [`WINDOW`] markers it starts with:
+    /// a value below 256 is a byte, `MARKER + i` is byte `i` of the unknown window.
     pub out: Vec<u16>,
     last_marker: Option<usize>,
 }
@@ -235,6 +239,8 @@ impl Default for Decoder {
 }
 
 impl Decoder {
+    /// A decoder whose output starts as the [`WINDOW`] markers of the unknown
+    /// history (`MARKER`, `MARKER + 1`, …).
     pub fn new() -> Decoder {
         Decoder {
             out: (0..WINDOW as u16).map(|i| MARKER + i).collect(),
@@ -379,11 +385,14 @@ pub fn plausible_start(data: &[u8], pos: usize, aligned: bool) -> bool {
 /// A bit writer for the synthetic stream prefixes handed to libdeflate.
 #[derive(Default)]
 pub struct BitWriter {
+    /// The bytes written so far; the last one may be partly filled (unused bits zero).
     pub bytes: Vec<u8>,
     bits: usize,
 }
 
 impl BitWriter {
+    /// Appends the low `n` bits of `v`, least significant bit first (DEFLATE's
+    /// order for everything but Huffman codes).
     pub fn put(&mut self, v: u32, n: u32) {
         for i in 0..n {
             if self.bits % 8 == 0 {
@@ -403,6 +412,7 @@ impl BitWriter {
         }
     }
 
+    /// How many bits have been written.
     pub fn bit_len(&self) -> usize {
         self.bits
     }

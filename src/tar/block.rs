@@ -12,22 +12,44 @@ pub const BLOCK: usize = 512;
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned)]
 #[repr(C)]
 pub struct Block {
+    /// Member name, NUL-terminated unless it fills all 100 bytes (offset 0).
     pub name: [u8; 100],
+    /// Permission bits, octal ASCII (offset 100).
     pub mode: [u8; 8],
+    /// Owner user id, octal ASCII or GNU base-256 (offset 108).
     pub uid: [u8; 8],
+    /// Owner group id, octal ASCII or GNU base-256 (offset 116).
     pub gid: [u8; 8],
+    /// Data length in bytes, octal ASCII or GNU base-256 (offset 124); a PAX
+    /// `size` record overrides it.
     pub size: [u8; 12],
+    /// Modification time in seconds since the Unix epoch, octal ASCII or GNU
+    /// base-256 (offset 136).
     pub mtime: [u8; 12],
+    /// Header checksum, octal ASCII: the byte sum of the block with this field
+    /// counted as eight spaces (offset 148); see [`Block::checksum_ok`].
     pub chksum: [u8; 8],
+    /// Entry type (offset 156): `0`/NUL file, `1` hard link, `2` symlink, `5`
+    /// directory, `x`/`g` PAX extended headers, `L`/`K` GNU long name/link, ….
     pub typeflag: u8,
+    /// Link target of a hard or symbolic link, NUL-terminated unless full (offset 157).
     pub linkname: [u8; 100],
+    /// `ustar\0` for POSIX ustar/PAX, `ustar ` for GNU tar, zeros for v7 (offset 257).
     pub magic: [u8; 6],
+    /// `00` for POSIX, ` \0` for GNU (offset 263).
     pub version: [u8; 2],
+    /// Owner user name, NUL-terminated (offset 265).
     pub uname: [u8; 32],
+    /// Owner group name, NUL-terminated (offset 297).
     pub gname: [u8; 32],
+    /// Device major number of a character or block device, octal (offset 329).
     pub devmajor: [u8; 8],
+    /// Device minor number of a character or block device, octal (offset 337).
     pub devminor: [u8; 8],
+    /// ustar only: the leading directories of a long name, joined to `name`
+    /// with a `/` (offset 345).
     pub prefix: [u8; 155],
+    /// Unused padding up to 512 bytes (offset 500).
     pub pad: [u8; 12],
 }
 

@@ -15,9 +15,13 @@ use crate::limits::Limits;
 /// What kind of entry a tar header describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A regular file: typeflag `0`, NUL (v7) or `7` (contiguous file).
     File,
+    /// A directory: typeflag `5`, or a v7 NUL-typeflag entry whose name ends in `/`.
     Dir,
+    /// A symbolic link (typeflag `2`); its target is [`Entry::link`].
     Symlink,
+    /// A hard link to an earlier member (typeflag `1`); its target is [`Entry::link`].
     Hardlink,
     /// FIFOs, devices, GNU sparse files and anything else.
     Other,
@@ -41,15 +45,22 @@ impl Kind {
 /// ustar `prefix` and `name` must be joined) an owned copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Name {
+    /// A byte range of the tar stream: a header's `name` or `linkname` field,
+    /// or a GNU `L`/`K` or PAX `path`/`linkpath` payload.
     Span(Range<usize>),
+    /// A byte range of [`Index::names`], for names read through a [`FileSource`].
     Arena(Range<usize>),
+    /// An owned copy: a ustar `prefix` and `name` joined with `/`.
     Joined(Box<[u8]>),
 }
 
 /// One entry of the archive.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The member name, with GNU long names, PAX `path` and the ustar prefix
+    /// applied; resolve it with [`Index::resolve`].
     pub name: Name,
+    /// What the entry is, from its typeflag.
     pub kind: Kind,
     /// Offset of the entry's data in the tar stream.
     pub offset: u64,
@@ -78,6 +89,7 @@ impl Entry {
 /// Every entry of one archive, in archive order.
 #[derive(Debug, Clone, Default)]
 pub struct Index {
+    /// The entries, in the order their headers appear in the tar stream.
     pub entries: Vec<Entry>,
     /// Names read through a [`FileSource`], back to back.
     pub names: Vec<u8>,
@@ -158,6 +170,7 @@ pub struct FileSource<'a> {
 const WINDOW: usize = 2 << 10;
 
 impl<'a> FileSource<'a> {
+    /// A source over the `len` tar bytes that start `base` bytes into `file`.
     pub fn new(file: &'a File, base: u64, len: usize) -> FileSource<'a> {
         FileSource {
             file,
