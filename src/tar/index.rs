@@ -417,6 +417,29 @@ fn make_entry<S: Source>(
     if kind == Kind::File && block.typeflag == 0 && src.name(&name).ends_with(b"/") {
         kind = Kind::Dir;
     }
+    // An entry that carries no data (a link, device, directory or FIFO)
+    // but declares a size: GNU tar and libarchive disagree on whether the
+    // bytes after it are its data or more entries (GNU tar skips them for
+    // symlinks, devices and FIFOs, libarchive reads them as entries; for
+    // directories and hard links each follows the ustar or the PAX size
+    // differently), so a member could hide from one of them. Refused.
+    if size > 0 && (matches!(block.typeflag, b'1'..=b'6') || kind == Kind::Dir) {
+        let what = match block.typeflag {
+            b'1' => "hard link",
+            b'2' => "symlink",
+            b'3' => "character device",
+            b'4' => "block device",
+            b'6' => "FIFO",
+            _ => "directory",
+        };
+        return Err(Error::tar(
+            pos,
+            format!(
+                "a {what} entry declares {size} bytes of data: tar readers (GNU tar, \
+                 libarchive, Python) disagree on whether they are data or more entries"
+            ),
+        ));
+    }
     let name = normalize(name, kind, src);
     let name_len = src.name(&name).len();
     if name_len > limits.max_name_len {

@@ -13,6 +13,20 @@
 //! entry and never to an intervening `L`/`K` header; every length is checked
 //! against the bytes that remain before it is used; extended headers and
 //! names are capped (see [`Limits`](crate::Limits)).
+//!
+//! # One rule for ambiguity
+//!
+//! Where libarchive (the runtime's reader) and GNU tar (the reference
+//! reader's tool) would read an archive differently, the walk refuses it
+//! with a reason; where they agree, it reads exactly what they read. Cases
+//! handled so far (each pinned by `tests/ambiguity.rs`, which lists the
+//! crafted archives with both tools):
+//!
+//! - an entry that carries no data (hard link, symlink, device, directory,
+//!   FIFO) but declares a size, in its ustar field or a PAX `size` record:
+//!   GNU tar skips those bytes for some types, libarchive reads them as
+//!   more entries for others, so a member could hide from one of them;
+//!   refused.
 
 mod block;
 mod index;

@@ -1,0 +1,169 @@
+//! One rule for ambiguous archives: where GNU tar (the reference reader's
+//! tool) and libarchive (the runtime's reader, as `bsdtar`) would list an
+//! archive differently, `neff` refuses it; where they agree, `neff` lists
+//! exactly what they list. Each case is crafted here byte by byte, listed by
+//! both tools, and checked against that rule.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// One 512-byte ustar header.
+fn header(name: &str, typeflag: u8, size: u64, link: &str) -> Vec<u8> {
+    let mut h = vec![0u8; 512];
+    h[..name.len()].copy_from_slice(name.as_bytes());
+    h[100..108].copy_from_slice(b"0000644\0");
+    h[108..116].copy_from_slice(b"0000000\0");
+    h[116..124].copy_from_slice(b"0000000\0");
+    h[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+    h[136..148].copy_from_slice(b"00000000000\0");
+    h[156] = typeflag;
+    h[157..157 + link.len()].copy_from_slice(link.as_bytes());
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].fill(b' ');
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    h
+}
+
+fn padded(data: &[u8]) -> Vec<u8> {
+    let mut v = data.to_vec();
+    v.resize(data.len().div_ceil(512) * 512, 0);
+    v
+}
+
+/// A regular member: header and padded data.
+fn member(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut v = header(name, b'0', data.len() as u64, "");
+    v.extend(padded(data));
+    v
+}
+
+/// A PAX extended header (`x`) holding `records`.
+fn pax(records: &[(&str, &str)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (k, v) in records {
+        let rest = format!(" {k}={v}\n");
+        let mut n = rest.len() + 1;
+        while format!("{n}{rest}").len() != n {
+            n += 1;
+        }
+        body.extend(format!("{n}{rest}").as_bytes());
+    }
+    let mut v = header("PaxHeaders/x", b'x', body.len() as u64, "");
+    v.extend(padded(&body));
+    v
+}
+
+fn archive(parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut t: Vec<u8> = parts.concat();
+    t.extend([0u8; 1024]);
+    t
+}
+
+/// What a tool lists, or `None` when it fails on the archive.
+fn listed(tool: &str, tar: &Path) -> Option<Vec<String>> {
+    let o = Command::new(tool).arg("tf").arg(tar).output().unwrap();
+    o.status.success().then(|| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| l.trim_end_matches('/').to_string())
+            .collect()
+    })
+}
+
+#[test]
+fn entries_that_carry_no_data_but_declare_a_size_are_refused_or_read_as_both_tools_read_them() {
+    assert!(have("bsdtar"), "bsdtar is missing: run scripts/test");
+    let tmp = tempfile::tempdir().unwrap();
+    let inner = member("hidden.json", br#"{"secret":1}"#);
+    let n = inner.len() as u64;
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    for (typeflag, name, link) in [
+        (b'1', "h", "a.json"),
+        (b'2', "s", "a.json"),
+        (b'3', "c", ""),
+        (b'4', "b", ""),
+        (b'5', "d/", ""),
+        (b'6', "f", ""),
+    ] {
+        let t = typeflag as char;
+        // The size in the ustar field, then in a PAX record.
+        cases.push((
+            format!("ustar-{t}"),
+            archive(&[
+                member("a.json", b"{}"),
+                header(name, typeflag, n, link),
+                inner.clone(),
+                member("after.json", b"{}"),
+            ]),
+        ));
+        cases.push((
+            format!("pax-{t}"),
+            archive(&[
+                member("a.json", b"{}"),
+                pax(&[("size", &n.to_string())]),
+                header(name, typeflag, 0, link),
+                inner.clone(),
+                member("after.json", b"{}"),
+            ]),
+        ));
+        // With no declared size, every reader agrees: nothing to refuse.
+        cases.push((
+            format!("plain-{t}"),
+            archive(&[
+                member("a.json", b"{}"),
+                header(name, typeflag, 0, link),
+                member("after.json", b"{}"),
+            ]),
+        ));
+    }
+    let (mut refused, mut agreed) = (0, 0);
+    for (label, tar) in &cases {
+        let tar_path = tmp.path().join(format!("{label}.tar"));
+        std::fs::write(&tar_path, tar).unwrap();
+        let gnu = listed("tar", &tar_path);
+        let bsd = listed("bsdtar", &tar_path);
+        let neff_path = tmp.path().join(format!("{label}.neff"));
+        std::fs::write(&neff_path, neff::harness::wrap(tar)).unwrap();
+        let o = neff(&["ls", "--all", neff_path.to_str().unwrap()]);
+        if o.status.success() {
+            let ours: Vec<String> = String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    l.split(" -> ")
+                        .next()
+                        .unwrap()
+                        .trim_end_matches('/')
+                        .to_string()
+                })
+                .collect();
+            assert!(
+                gnu.is_some() && gnu == bsd,
+                "{label}: neff read it, but GNU tar ({gnu:?}) and bsdtar ({bsd:?}) disagree"
+            );
+            assert_eq!(
+                Some(ours),
+                gnu,
+                "{label}: neff lists other members than both tools"
+            );
+            agreed += 1;
+        } else {
+            assert_eq!(o.status.code(), Some(1), "{label}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("declares"), "{label}: {err}");
+            assert!(
+                !label.starts_with("plain"),
+                "{label}: refused an ordinary archive: {err}"
+            );
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 12, "every entry with a size is refused");
+    assert_eq!(agreed, 6);
+}
