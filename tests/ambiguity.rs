@@ -59,6 +59,16 @@ fn pax(records: &[(&str, &str)]) -> Vec<u8> {
     v
 }
 
+/// A PAX global header (`g`) holding `records`.
+fn global(records: &[(&str, &str)]) -> Vec<u8> {
+    let mut g = pax(records);
+    g[156] = b'g';
+    g[148..156].fill(b' ');
+    let sum: u32 = g[..512].iter().map(|&b| u32::from(b)).sum();
+    g[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    g
+}
+
 fn archive(parts: &[Vec<u8>]) -> Vec<u8> {
     let mut t: Vec<u8> = parts.concat();
     t.extend([0u8; 1024]);
@@ -166,4 +176,61 @@ fn entries_that_carry_no_data_but_declare_a_size_are_refused_or_read_as_both_too
     }
     assert_eq!(refused, 12, "every entry with a size is refused");
     assert_eq!(agreed, 6);
+}
+
+#[test]
+fn a_pax_name_ends_at_its_first_nul_and_global_names_or_sizes_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "nul-path",
+            archive(&[
+                member("a.json", b"{}"),
+                pax(&[("path", "safe.json\0../../evil.json")]),
+                member("orig.json", b"{}"),
+            ]),
+        ),
+        (
+            "global-path",
+            archive(&[
+                member("a.json", b"{}"),
+                global(&[("path", "renamed.json")]),
+                member("b.json", b"{}"),
+                member("c.json", b"{}"),
+            ]),
+        ),
+        (
+            "global-size",
+            archive(&[
+                member("a.json", b"{}"),
+                global(&[("size", "0")]),
+                member("b.json", b"{\"x\":1}"),
+                member("c.json", b"{}"),
+            ]),
+        ),
+    ];
+    for (label, tar) in &cases {
+        let tar_path = tmp.path().join(format!("{label}.tar"));
+        std::fs::write(&tar_path, tar).unwrap();
+        let gnu = listed("tar", &tar_path);
+        let bsd = listed("bsdtar", &tar_path);
+        let neff_path = tmp.path().join(format!("{label}.neff"));
+        std::fs::write(&neff_path, neff::harness::wrap(tar)).unwrap();
+        let o = neff(&["ls", "--all", neff_path.to_str().unwrap()]);
+        if *label == "nul-path" {
+            // Both tools end the name at the NUL: so does neff.
+            assert_eq!(gnu, bsd, "{label}");
+            let ours: Vec<String> = String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect();
+            assert_eq!(Some(ours), gnu, "{label}");
+        } else {
+            assert_ne!(gnu, bsd, "{label}: the tools disagree");
+            assert_eq!(o.status.code(), Some(1), "{label}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("global PAX record sets"), "{label}: {err}");
+        }
+    }
 }

@@ -321,6 +321,23 @@ impl Index {
                             .map_err(|e| Error::tar(pos, e))?
                             .map(&mut keep);
                         if typeflag == b'g' {
+                            // GNU tar applies a global path, linkpath or
+                            // size to every later entry; libarchive ignores
+                            // them: the two would list different members.
+                            let sets = [
+                                ("path", o.path.is_some()),
+                                ("linkpath", o.linkpath.is_some()),
+                                ("size", o.size.is_some()),
+                            ];
+                            if let Some((key, _)) = sets.iter().find(|(_, set)| *set) {
+                                return Err(Error::tar(
+                                    pos,
+                                    format!(
+                                        "a global PAX record sets {key} for every later entry: \
+                                         GNU tar applies it, libarchive ignores it"
+                                    ),
+                                ));
+                            }
                             global.merge(o);
                         } else {
                             pending.local.merge(o);

@@ -26,7 +26,11 @@
 //!   FIFO) but declares a size, in its ustar field or a PAX `size` record:
 //!   GNU tar skips those bytes for some types, libarchive reads them as
 //!   more entries for others, so a member could hide from one of them;
-//!   refused.
+//!   refused;
+//! - a PAX `path` or `linkpath` with a NUL inside: both end the name at the
+//!   NUL, and so does the walk (the rest, `../` included, is dropped);
+//! - a global PAX record (`g`) that sets `path`, `linkpath` or `size`: GNU
+//!   tar applies it to every later entry, libarchive ignores it; refused.
 
 mod block;
 mod index;

@@ -101,9 +101,15 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
         let key = &kv[..eq];
         let val = kv_start + eq + 1..kv_end;
         let text = &tar[val.clone()];
+        // A name ends at its first NUL, as GNU tar and libarchive read it
+        // (the rest, `../` included, is never part of the name).
+        let name = match memchr::memchr(0, text) {
+            Some(nul) => val.start..val.start + nul,
+            None => val.clone(),
+        };
         match key {
-            b"path" => out.path = Some((!val.is_empty()).then_some(val)),
-            b"linkpath" => out.linkpath = Some((!val.is_empty()).then_some(val)),
+            b"path" => out.path = Some((!name.is_empty()).then_some(name)),
+            b"linkpath" => out.linkpath = Some((!name.is_empty()).then_some(name)),
             b"size" => {
                 out.size = Some(if text.is_empty() {
                     None
