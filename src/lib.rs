@@ -21,6 +21,9 @@
 //! | zoo | [`scan`] | parallel records over directories of NEFFs |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
+//! | device memory | [`mem`] | the §7 estimate per subgraph, NEFF and set |
+//! | fast loading | [`optimize`] | raw payload, debug-only members dropped |
+//! | comparing | [`diff`] | header, member and JSON-structure differences |
 //! | helpers | [`threads`] | short-lived helper threads placed on another CPU |
 //!
 //! Users of the Python NeffInfo reader: the table mapping each of its
@@ -36,6 +39,7 @@
 //! ```
 
 pub mod accessors;
+pub mod diff;
 pub mod error;
 #[doc(hidden)]
 pub mod harness;
@@ -43,7 +47,9 @@ pub mod header;
 pub mod json;
 pub mod limits;
 pub mod map;
+pub mod mem;
 pub mod neff;
+pub mod optimize;
 pub mod pack;
 pub mod payload;
 pub mod scan;
