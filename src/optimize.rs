@@ -14,7 +14,7 @@
 //! (`SOURCE_DATE_EPOCH` has nothing to change).
 //!
 //! **The debug-only rule** (from §2.4's member taxonomy), applied to each
-//! member's whole name: a member is dropped when its name ends in
+//! entry's whole name: a member (or directory) is dropped when its name ends in
 //! `wavegraph-bin.json` (the debug IR the runtime itself skips), ends in
 //! `.dbg` or `_dbg` (protobuf debug info), ends in `.asm` (disassembly text,
 //! read by nobody), or has a path component `debug_info`. A dropped member
@@ -63,7 +63,7 @@ pub fn dropped(neff: &Neff, opts: &OptimizeOptions) -> Vec<usize> {
     let entries = neff.entries();
     let mut drop: Vec<bool> = entries
         .iter()
-        .map(|e| e.kind != Kind::Dir && is_debug_only(neff.name(e)))
+        .map(|e| is_debug_only(neff.name(e)))
         .collect();
     // Keep the target of any kept hard link.
     let targets: Vec<&[u8]> = entries
