@@ -3,8 +3,9 @@
 //! structural diff at the level people reason at: def.json variables
 //! added, removed and resized (by name), inputs and outputs whose shape or
 //! dtype changed (def.json variables and tensor_map.json entries), the
-//! collective metadata keys, and the accessors' answers (world size,
-//! aliasing, kelf target, core count).
+//! collective metadata keys, tensor_map.json alias entries, the kelf
+//! descriptors' target and graph (core) count, and the accessors' answers
+//! (world size, aliasing, arch, core count).
 //!
 //! Members are the regular files, one per name (the last of a name in
 //! archive order, as the runtime's map keeps); directories, links, modes
@@ -105,6 +106,9 @@ pub struct Diff {
     pub io: Vec<Keyed>,
     /// Collective metadata keys of def.json that changed.
     pub cc: Vec<Keyed>,
+    /// Kelf descriptors (`kelf-*.json`) whose `target` or number of
+    /// graphs (cores) changed.
+    pub kelf: Vec<Keyed>,
     /// tensor_map.json alias entries (by input name) added, removed or
     /// changed: `{"output": name, "must_alias": bool}` or null.
     pub alias: Vec<Keyed>,
@@ -170,7 +174,8 @@ pub fn diff(a: &Neff, b: &Neff) -> Diff {
     }
     for (name, ea, eb) in json_pairs {
         let base = name.rsplit('/').next().unwrap_or(&name);
-        if base != "def.json" && base != "tensor_map.json" {
+        let is_kelf = base == name && base.starts_with("kelf-") && base.ends_with(".json");
+        if base != "def.json" && base != "tensor_map.json" && !is_kelf {
             continue;
         }
         // A side that does not parse is already reported as a changed member.
@@ -180,7 +185,9 @@ pub fn diff(a: &Neff, b: &Neff) -> Diff {
         let (Some(oa), Some(ob)) = (pa.root().object(), pb.root().object()) else {
             continue;
         };
-        if base == "def.json" {
+        if is_kelf {
+            kelf(&name, oa, ob, &mut d);
+        } else if base == "def.json" {
             def_json(&name, oa, ob, &mut d);
         } else {
             tensor_map(&name, oa, ob, &mut d);
@@ -313,6 +320,34 @@ fn def_json(member: &str, a: Obj<'_>, b: Obj<'_>, d: &mut Diff) {
                 member: member.into(),
                 name: key.into(),
                 field: key.into(),
+                a: x,
+                b: y,
+            });
+        }
+    }
+}
+
+fn kelf(member: &str, a: Obj<'_>, b: Obj<'_>, d: &mut Diff) {
+    let graphs = |o: Obj<'_>| match o.get("graphs") {
+        Some(g) => g.array_len().map_or(Value::Null, Value::from),
+        None => Value::Null,
+    };
+    let target = |o: Obj<'_>| {
+        let meta = o
+            .get("metadata")
+            .and_then(Json::object)
+            .and_then(|m| m.get("target_arch"));
+        value(o.get("target").or(meta))
+    };
+    for (field, x, y) in [
+        ("target", target(a), target(b)),
+        ("graphs", graphs(a), graphs(b)),
+    ] {
+        if x != y {
+            d.kelf.push(Keyed {
+                member: member.into(),
+                name: member.into(),
+                field: field.into(),
                 a: x,
                 b: y,
             });

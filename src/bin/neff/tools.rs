@@ -310,6 +310,16 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
             v(&x.b)
         )?;
     }
+    for x in &d.kelf {
+        writeln!(
+            out,
+            "kelf {}: {} {} -> {}",
+            escape(&x.member),
+            x.field,
+            v(&x.a),
+            v(&x.b)
+        )?;
+    }
     for x in &d.alias {
         writeln!(
             out,
