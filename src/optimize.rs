@@ -97,18 +97,19 @@ pub fn optimize_to<W: Write + Seek>(
     let entries = neff.entries();
     let gone = dropped(neff, opts);
     // Byte ranges of the tar to leave out: each dropped entry's blocks,
-    // from its first (extended) header to the end of its padded data.
+    // from its first (extended) header up to the next entry's first header
+    // (for the last entry, to the end of its padded data).
     let mut holes: Vec<(usize, usize)> = gone
         .iter()
         .map(|&i| {
             let e = &entries[i];
-            let data = if matches!(e.kind, Kind::File | Kind::Other) {
-                e.size.div_ceil(BLOCK as u64) * BLOCK as u64
-            } else {
-                0
+            let end = match entries.get(i + 1) {
+                Some(next) => next.header_offset,
+                None => e.offset + e.size.div_ceil(BLOCK as u64) * BLOCK as u64,
             };
-            let end = (e.offset + data).min(tar.len() as u64);
-            (e.header_offset as usize, end as usize)
+            let end = end.min(tar.len() as u64) as usize;
+            let start = (e.header_offset as usize).min(end);
+            (start, end)
         })
         .collect();
     holes.sort_unstable();

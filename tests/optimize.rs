@@ -242,3 +242,16 @@ fn cli_refuses_a_corrupt_neff_and_writes_nothing() {
     ]);
     assert_eq!(o.status.code(), Some(3));
 }
+
+#[test]
+fn hostile_files_are_optimized_or_refused_without_a_panic() {
+    for f in common::neffs("tests/hostile") {
+        let Ok(n) = Neff::open(&f) else { continue };
+        if let Ok((bytes, _)) = optimize(&n, &OptimizeOptions::default()) {
+            neff::verify::verify_file(&bytes).unwrap();
+            let o = Neff::from_bytes(bytes, &Options::default())
+                .unwrap_or_else(|e| panic!("{}: output does not open: {e}", f.display()));
+            assert!(!o.is_compressed());
+        }
+    }
+}
