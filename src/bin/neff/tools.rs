@@ -61,9 +61,12 @@ pub fn mem(
     let page = mem::page_bytes(page_mib, |k| std::env::var(k).ok()).at(Path::new("neff mem"))?;
     let estimates: Vec<Result<Estimate, Failure>> = files
         .par_iter()
-        .map(|f| {
-            let n = Neff::open_with(f, opts).at(f)?;
-            mem::estimate(&n).at(f)
+        .map_init(neff::neff::Scratch::default, |scratch, f| {
+            // Reused buffers per worker, as `scan` does for a zoo.
+            let n = Neff::open_scratch(f, opts, scratch).at(f)?;
+            let e = mem::estimate(&n).at(f);
+            n.recycle(scratch);
+            e
         })
         .collect();
     let estimates: Vec<Estimate> = estimates.into_iter().collect::<Result<_, _>>()?;
