@@ -48,7 +48,7 @@ hyperfine -N -w 1 -r "$SLOW" --export-json "$WORK/mem.json" \
   "$WORK/mem_zoo.sh" "$N scan --json --no-progress $CORPUS/small"
 cat "$B1" "$WORK/big_pkg1_mod.neff" > /dev/null
 hyperfine -N -i -w 1 -r "$SLOW" --export-json "$WORK/diff_big.json" \
-  "$N diff --json $B1 $WORK/big_pkg1_mod.neff" "cmp -s $B1 $WORK/big_pkg1_mod.neff"
+  "$N diff --json $B1 $WORK/big_pkg1_mod.neff" "cmp -s -i 1024 $B1 $WORK/big_pkg1_mod.neff" "$N diff --json $B1 $B1"
 hyperfine -N -i -w 3 -r "$RUNS" --export-json "$WORK/diff_zoo.json" \
   "$N diff --json $Z1 $Z2" "$N diff --json $Z1 $Z1"
 hyperfine -w 1 -r "$SLOW" --export-json "$WORK/optimize.json" \
