@@ -138,7 +138,6 @@ pub fn optimize_to<W: Write + Seek>(
         // empty payload, which no reader accepts.
         written += put(&[0u8; 2 * BLOCK], w)?;
     }
-    drop(put);
     let digest = sha.finalize();
 
     let mut header = Header::read_from_bytes(neff.header().as_bytes()).expect("1024 bytes");
