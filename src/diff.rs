@@ -27,70 +27,96 @@ use crate::tar::Entry;
 /// One value that differs: `a` in the first NEFF, `b` in the second.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
+    /// The header field or accessor name.
     pub field: String,
+    /// Its value in the first NEFF.
     pub a: Value,
+    /// Its value in the second NEFF.
     pub b: Value,
 }
 
 /// A member present on one side only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Member {
+    /// The member's name.
     pub name: String,
+    /// Its size in bytes.
     pub size: u64,
 }
 
 /// A member on both sides whose bytes differ.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Changed {
+    /// The member's name.
     pub name: String,
+    /// Its size in the first NEFF.
     pub size_a: u64,
+    /// Its size in the second NEFF.
     pub size_b: u64,
+    /// Lower-case hex SHA-256 of its bytes in the first NEFF.
     pub sha256_a: String,
+    /// The same in the second NEFF.
     pub sha256_b: String,
 }
 
 /// Member-level differences.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Members {
+    /// In the second NEFF only.
     pub added: Vec<Member>,
+    /// In the first NEFF only.
     pub removed: Vec<Member>,
+    /// In both, with other bytes.
     pub changed: Vec<Changed>,
 }
 
 /// A def.json variable present on one side only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Var {
+    /// The def.json member.
     pub member: String,
+    /// The variable's name.
     pub name: String,
+    /// Its `size`, if an integer.
     pub size: Option<u64>,
 }
 
 /// A def.json variable whose size changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resized {
+    /// The def.json member.
     pub member: String,
+    /// The variable's name.
     pub name: String,
+    /// Its `size` in the first NEFF.
     pub a: Option<u64>,
+    /// Its `size` in the second NEFF.
     pub b: Option<u64>,
 }
 
 /// Variable-level differences of the def.json members.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Vars {
+    /// In the second NEFF's def.json only.
     pub added: Vec<Var>,
+    /// In the first NEFF's def.json only.
     pub removed: Vec<Var>,
+    /// In both, with another `size`.
     pub resized: Vec<Resized>,
 }
 
 /// A named value in a JSON member that differs (an input's shape, a CC key).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Keyed {
+    /// The JSON member.
     pub member: String,
     /// The variable or tensor name (inputs/outputs), or the key (CC).
     pub name: String,
     /// `shape`, `dtype` (inputs/outputs); the key again (CC).
     pub field: String,
+    /// The value in the first NEFF (null when absent).
     pub a: Value,
+    /// The value in the second NEFF (null when absent).
     pub b: Value,
 }
 
@@ -99,8 +125,11 @@ pub struct Keyed {
 pub struct Diff {
     /// Headers and members identical.
     pub same: bool,
+    /// Header fields that differ.
     pub header: Vec<Change>,
+    /// Regular members added, removed, changed.
     pub members: Members,
+    /// def.json variables added, removed, resized.
     pub vars: Vars,
     /// Inputs and outputs whose shape or dtype changed.
     pub io: Vec<Keyed>,

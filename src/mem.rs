@@ -71,13 +71,16 @@ impl Subgraph {
 /// One input variable of the first subgraph.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Input {
+    /// The variable's name in def.json.
     pub name: String,
+    /// Its `size` in bytes.
     pub size: u64,
 }
 
 /// The estimate for one NEFF, independent of the page size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Estimate {
+    /// One entry per subgraph (physical core), in kelf order.
     pub subgraphs: Vec<Subgraph>,
     /// `type == "input"` variables of the first subgraph (to match a graph
     /// to a KV-cache size).
@@ -109,7 +112,9 @@ impl Estimate {
 /// The runtime's total for a set of NEFFs loaded together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Total {
+    /// The scratchpad page every core's scratchpad is rounded up to.
     pub page_bytes: u64,
+    /// Number of NEFFs (graphs) in the set.
     pub graphs: u64,
     /// Each graph's page-rounded scratchpad, in the order given.
     pub graph_scratchpads: Vec<u64>,
