@@ -523,7 +523,7 @@ pub fn engine_descriptors(engine: Json<'_>, member: &str) -> Result<u64> {
 
 /// Descriptors of one `desc[]` element: when `from` is null (or absent),
 /// the sum over its `from_arr` parts, else the element itself. Each counts
-/// ∏(from_sizes[1:]) + 16 + ∏(to_sizes[1:]) + 16; a part's `to_sizes`
+/// `∏(from_sizes[1:]) + 16 + ∏(to_sizes[1:]) + 16`; a part's `to_sizes`
 /// falls back to the element's, then `[1]`; `from_sizes` defaults to `[1]`.
 /// The error is the reason a value has the wrong shape.
 pub fn descriptors(desc: Json<'_>) -> Result<u64, String> {
