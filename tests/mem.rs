@@ -307,3 +307,67 @@ fn every_fixture_is_estimated_or_refused_without_a_panic() {
         }
     }
 }
+
+fn estimate_raw(files: &[(&str, &str)]) -> neff::Result<Estimate> {
+    let entries: Vec<PackEntry> = files
+        .iter()
+        .map(|(n, d)| PackEntry::file(n, d.as_bytes(), 0))
+        .collect();
+    let opts = PackOptions {
+        no_gzip: true,
+        uuid: Some([3; 16]),
+        ..PackOptions::default()
+    };
+    mem::estimate(&Neff::from_bytes(pack(&entries, &opts).unwrap(), &Options::default()).unwrap())
+}
+
+const SG_DEF: &str = r#"{"var":{"v":{"type":"virtual","size":100}}}"#;
+
+fn subgraph_names(e: &Estimate) -> Vec<&str> {
+    e.subgraphs.iter().map(|s| s.definition.as_str()).collect()
+}
+
+#[test]
+fn subgraphs_come_from_every_kelf_descriptor_neff_json_names() {
+    // The zoo's layout: one kelf descriptor per core, named by `kelf` on
+    // neff.json's nodes (no `attrs`).
+    let e = estimate_raw(&[
+        (
+            "neff.json",
+            r#"{"graphs":{"a":{"op":"__kelf","kelf":"kelf-0.json"},"b":{"op":"__kelf","kelf":"kelf-1.json"}}}"#,
+        ),
+        ("kelf-0.json", r#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"}]}"#),
+        ("kelf-1.json", r#"{"graphs":[{"definition":"sg01/def.json","name":"sg01"}]}"#),
+        ("sg00/def.json", SG_DEF),
+        ("sg01/def.json", SG_DEF),
+    ])
+    .unwrap();
+    assert_eq!(subgraph_names(&e), ["sg00/def.json", "sg01/def.json"]);
+}
+
+#[test]
+fn without_neff_json_the_accessors_kelf_descriptor_lists_the_subgraphs() {
+    let e = estimate_raw(&[
+        (
+            "kelf-0.json",
+            r#"{"graphs":[{"definition":"./sg01/def.json"}]}"#,
+        ),
+        ("sg00/def.json", SG_DEF),
+        ("sg01/def.json", SG_DEF),
+    ])
+    .unwrap();
+    assert_eq!(subgraph_names(&e), ["sg01/def.json"]);
+    assert_eq!(e.subgraphs[0].name, "sg01");
+}
+
+#[test]
+fn without_any_kelf_descriptor_every_sg_def_json_is_a_subgraph() {
+    let e = estimate_raw(&[
+        ("sg01/def.json", SG_DEF),
+        ("sg00/def.json", SG_DEF),
+        ("sgLnk/sg00/def.json", SG_DEF),
+    ])
+    .unwrap();
+    assert_eq!(subgraph_names(&e), ["sg00/def.json", "sg01/def.json"]);
+    assert!(estimate_raw(&[("info.json", "{}")]).is_err());
+}
