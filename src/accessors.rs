@@ -196,8 +196,15 @@ fn cc(neff: &Neff) -> Result<(Member<'_>, Obj<'_>)> {
     if CC_KEYS.iter().any(|k| obj.has(k)) {
         return Ok((d, obj));
     }
-    let inner = obj.get("CCInfo").and_then(Json::object);
-    Ok((d, inner.unwrap_or(obj)))
+    match obj.get("CCInfo") {
+        None => Ok((d, obj)),
+        Some(inner) => Ok((
+            d,
+            inner
+                .object()
+                .ok_or_else(|| d.shape("CCInfo is not an object"))?,
+        )),
+    }
 }
 
 /// Whether def.json carries collective metadata.
@@ -234,10 +241,17 @@ pub fn cc_world_size(neff: &Neff) -> Result<u128> {
             }
             let mut size = 0;
             for (j, g) in groups.enumerate() {
-                let n = g
-                    .array_len()
+                let ranks = g
+                    .array()
                     .ok_or_else(|| d.shape(format!("replica_groups[{idx}][{j}] is not a list")))?;
-                size = size.max(n);
+                size = size.max(ranks.len());
+                for (k, r) in ranks.enumerate() {
+                    if !r.is_int() {
+                        return Err(
+                            d.shape(format!("replica_groups[{idx}][{j}][{k}] is not an integer"))
+                        );
+                    }
+                }
             }
             if rg != 0 && size != rg {
                 return Err(Error::Guard(format!(
@@ -311,23 +325,37 @@ pub fn num_cores(neff: &Neff) -> Result<u64> {
     if let Some(nj) = nj {
         let obj = nj.object("neff.json")?;
         let mut count = 0u64;
-        if let Some(nodes) = obj.get("nodes").and_then(Json::array) {
-            count += nodes.filter(|&n| is_kelf_node(n)).count() as u64;
+        let (nodes, graphs) = (obj.get("nodes"), obj.get("graphs"));
+        if nodes.is_none() && graphs.is_none() {
+            return Err(nj.shape("neff.json has neither a graphs object nor a nodes list"));
         }
-        match obj.get("graphs") {
-            Some(g) if g.object().is_some() => {
-                let g = g.object().expect("checked");
+        if let Some(nodes) = nodes {
+            let list = nodes
+                .array()
+                .ok_or_else(|| nj.shape("nodes is not a list"))?;
+            for (i, n) in list.enumerate() {
+                if n.object().is_none() {
+                    return Err(nj.shape(format!("nodes[{i}] is not an object")));
+                }
+                count += u64::from(is_kelf_node(n));
+            }
+        }
+        if let Some(g) = graphs {
+            if let Some(g) = g.object() {
                 count += g
                     .iter()
                     .filter(|&(k, v)| k.starts_with("sg_core") || is_kelf_node(v))
                     .count() as u64;
-            }
-            Some(g) if g.array_len().is_some() => {
-                for x in g.array().expect("checked") {
+            } else if let Some(list) = g.array() {
+                for (i, x) in list.enumerate() {
+                    let Some(o) = x.object() else {
+                        return Err(nj.shape(format!(
+                            "graphs is neither an object nor a list of objects (graphs[{i}])"
+                        )));
+                    };
                     count += u64::from(is_kelf_node(x));
-                    let inner = x
-                        .object()
-                        .and_then(|o| o.get("definition"))
+                    let inner = o
+                        .get("definition")
                         .and_then(Json::object)
                         .and_then(|d| d.get("nodes"))
                         .and_then(Json::array);
@@ -335,8 +363,9 @@ pub fn num_cores(neff: &Neff) -> Result<u64> {
                         count += inner.filter(|&n| is_kelf_node(n)).count() as u64;
                     }
                 }
+            } else {
+                return Err(nj.shape("graphs is neither an object nor a list of objects"));
             }
-            _ => {}
         }
         if count > 0 {
             return Ok(count);
@@ -356,6 +385,37 @@ pub fn num_cores(neff: &Neff) -> Result<u64> {
             .map(|n| n as u64)
             .ok_or_else(|| k.shape("kelf graphs is not a list")),
     }
+}
+
+/// Refuses to print strings of member `k` that may stand for a lone
+/// surrogate: Python would keep the code point and then fail to print it as
+/// UTF-8; the tape holds the escape's text instead
+/// ([`crate::json::python::for_tape`]), which must not be printed as if it
+/// were the string.
+fn printable<'a>(neff: &Neff, k: Known, strings: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    let Some(e) = neff.known(k) else {
+        return Ok(());
+    };
+    if crate::json::lone_surrogate(neff.data(e)).is_none() {
+        return Ok(());
+    }
+    let escape = |s: &str| {
+        s.as_bytes().windows(4).any(|w| {
+            w[0] == b'\\'
+                && w[1] == b'u'
+                && matches!(w[2], b'd' | b'D')
+                && w[3].is_ascii_hexdigit()
+                && matches!(w[3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f')
+        })
+    };
+    if strings.into_iter().any(escape) {
+        return Err(Error::Json {
+            member: neff.name_str(e).into_owned(),
+            reason: "a string to print holds a lone surrogate escape, which has no UTF-8 form"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// One accessor of the roster, by its `neff get` name.
@@ -429,24 +489,48 @@ impl Accessor {
     /// Runs the accessor and writes its result as compact JSON (no newline).
     pub fn write_json(self, neff: &Neff, out: &mut Vec<u8>) -> Result<()> {
         use std::io::Write;
-        let member = |m: Member<'_>, out: &mut Vec<u8>| m.json.write(out).map_err(Error::Io);
+        // A whole member prints as Python re-prints it, straight from its
+        // bytes (no tape: key order, duplicates and numbers stay Python's).
+        let member = |k: Known, out: &mut Vec<u8>| {
+            let e = neff
+                .known(k)
+                .ok_or_else(|| Error::NoMatch(k.pattern().to_string()))?;
+            neff.dumps_json(e, out)
+        };
         match self {
-            Accessor::Info => member(info(neff)?, out)?,
-            Accessor::Neff => member(neff_json(neff)?, out)?,
-            Accessor::Def => member(def(neff)?, out)?,
-            Accessor::Kelf => member(kelf(neff)?, out)?,
-            Accessor::TensorMap => member(tensor_map(neff)?, out)?,
+            Accessor::Info => member(Known::Info, out)?,
+            Accessor::Neff => member(Known::Neff, out)?,
+            Accessor::Def => member(Known::Def, out)?,
+            Accessor::Kelf => match neff.known(Known::Kelf0) {
+                Some(_) => member(Known::Kelf0, out)?,
+                None => member(Known::KelfAny, out)?,
+            },
+            Accessor::TensorMap => member(Known::TensorMap, out)?,
             Accessor::Alias => {
                 let pairs = alias(neff)?;
-                let mut map = serde_json::Map::with_capacity(pairs.len());
-                for (i, o) in pairs {
-                    map.insert(i.to_string(), serde_json::Value::from(o));
+                let strings = pairs.iter().flat_map(|(i, o)| [*i, *o]);
+                printable(neff, Known::TensorMap, strings)?;
+                // alias_map's order; a repeated input was refused above.
+                out.push(b'{');
+                for (n, (i, o)) in pairs.into_iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, i).map_err(|e| Error::Io(e.into()))?;
+                    out.push(b':');
+                    serde_json::to_writer(&mut *out, o).map_err(|e| Error::Io(e.into()))?;
                 }
-                serde_json::to_writer(&mut *out, &map).map_err(|e| Error::Io(e.into()))?;
+                out.push(b'}');
             }
             Accessor::MustAlias => write!(out, "{}", must_alias(neff)?)?,
             Accessor::Arch => {
-                serde_json::to_writer(&mut *out, arch(neff)?).map_err(|e| Error::Io(e.into()))?
+                let a = arch(neff)?;
+                let kelf = match neff.known(Known::Kelf0) {
+                    Some(_) => Known::Kelf0,
+                    None => Known::KelfAny,
+                };
+                printable(neff, kelf, [a])?;
+                serde_json::to_writer(&mut *out, a).map_err(|e| Error::Io(e.into()))?
             }
             Accessor::HasCc => write!(out, "{}", has_cc(neff)?)?,
             Accessor::CcWorldSize => write!(out, "{}", cc_world_size(neff)?)?,

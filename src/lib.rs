@@ -7,7 +7,7 @@
 //!
 //! | step | module | what it owns |
 //! |---|---|---|
-//! | file bytes | [`map`] | the memory map (the crate's only `unsafe`) |
+//! | file bytes | [`map`] | the memory maps and their SIGBUS guard (every `unsafe` block of the crate is there) |
 //! | header | [`header`] | the zerocopy header struct and structural checks |
 //! | payload | [`payload`] | one libdeflate inflation of a gzip payload (split across cores when large) |
 //! | tar index | [`tar`] | the walk over tar headers into spans |
@@ -24,17 +24,29 @@
 //! | device memory | [`mem`] | the §7 estimate per subgraph, NEFF and set |
 //! | fast loading | [`optimize`] | raw payload, debug-only members dropped |
 //! | comparing | [`diff`] | header, member and JSON-structure differences |
+//! | text | [`quote`] | names and paths escaped for plain-text output, as `tar tf` escapes them |
 //! | helpers | [`threads`] | short-lived helper threads placed on another CPU |
 //!
 //! Users of the Python NeffInfo reader: the table mapping each of its
 //! getters (`getDefJson`, `getCCRankWorldSize`, …) to a function here is in
 //! [`accessors`].
 //!
-//! ```no_run
-//! let neff = neff::Neff::open("model.neff")?;
+//! ```
+//! use neff::{Accessor, Neff};
+//!
+//! // A small NEFF bundled with the crate's tests.
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/acc/cc-replica-groups-gz.neff");
+//! let neff = Neff::open(path)?;
 //! for e in neff.files() {
 //!     println!("{} {}", neff.name_str(e), e.size);
 //! }
+//! // The reference reader's questions, answered from the one open file.
+//! assert_eq!(neff::accessors::cc_world_size(&neff)?, 2);
+//! assert_eq!(neff::accessors::arch(&neff)?, "cayman");
+//! // What `neff get FILE alias` prints: json.dumps of the answer.
+//! let mut out = Vec::new();
+//! Accessor::Alias.write_json(&neff, &mut out)?;
+//! assert!(out.starts_with(b"{"));
 //! # Ok::<(), neff::Error>(())
 //! ```
 
@@ -52,6 +64,7 @@ pub mod neff;
 pub mod optimize;
 pub mod pack;
 pub mod payload;
+pub mod quote;
 pub mod scan;
 pub mod select;
 pub mod summary;

@@ -1,7 +1,28 @@
 //! The bytes of a NEFF file: memory-mapped, or read into memory.
 //!
-//! This module holds the crate's only `unsafe` block. Everything above it
-//! sees a plain `&[u8]`.
+//! This module holds every `unsafe` block of the crate, and no other module
+//! has any: the read-only shared map of a whole file ([`FileBytes::open`]),
+//! the private copy-on-write map of one member's pages
+//! ([`FileBytes::private_pages`]), and the SIGBUS guard that keeps a file
+//! truncated under a mapping from killing the process ([`guard`]).
+//! Everything above it sees a plain `&[u8]`.
+//!
+//! # Files that change under the reader
+//!
+//! A compile cache is written while it is read. A read of a shared mapping
+//! past the end of a file that another process truncated raises SIGBUS,
+//! which by default kills the process. Every mapping made here is
+//! registered with [`guard`]: its SIGBUS handler maps a page of zeros over
+//! the faulting page of a registered mapping and records the fault, so the
+//! read goes on (seeing zeros) and the mapping's owner learns of it through
+//! [`FileBytes::changed`]. Callers check that before they trust what they
+//! read (`Neff` does after opening and on every error), and report the file
+//! as changed while read. A fault outside our mappings goes to whatever
+//! handler was there before (or the default action).
+//!
+//! Files are opened non-blocking and checked to be regular files on the
+//! open descriptor ([`open_regular`]): a FIFO, a device or a socket named
+//! like a NEFF is refused without a read that could block or never end.
 
 use std::fs::File;
 use std::ops::Deref;
@@ -9,14 +30,14 @@ use std::path::Path;
 
 use memmap2::{Mmap, MmapMut, MmapOptions};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The whole file's bytes, however they were obtained.
 #[derive(Debug)]
 pub enum FileBytes {
     /// A read-only shared mapping of the file (the file is kept open for
     /// copy-on-write mappings of its members).
-    Mapped(Mmap, File),
+    Mapped(Guarded<Mmap>, File),
     /// The file read into (or built in) memory.
     Owned(Vec<u8>),
 }
@@ -25,10 +46,43 @@ impl Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            FileBytes::Mapped(m, _) => m,
+            FileBytes::Mapped(m, _) => &m.map,
             FileBytes::Owned(v) => v,
         }
     }
+}
+
+/// Opens `path` for reading without blocking, and refuses anything that is
+/// not a regular file, judged on the open descriptor (so a file swapped for
+/// a FIFO between a directory walk and the open cannot hang the caller).
+/// A directory is the I/O error the OS gives for reading one.
+pub fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let t = file.metadata()?.file_type();
+    if t.is_file() {
+        return Ok(file);
+    }
+    if t.is_dir() {
+        return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    let what = if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(Error::Refused(format!(
+        "{what}, not a regular file: refused without reading it"
+    )))
 }
 
 /// How to bring a file into memory.
@@ -56,7 +110,7 @@ impl FileBytes {
     /// [`open`](Self::open), reading into `buf` (cleared first) when the
     /// file is read rather than mapped, so a scan can reuse one buffer.
     pub fn open_reusing(path: &Path, mode: ReadMode, mut buf: Vec<u8>) -> Result<FileBytes> {
-        let file = File::open(path)?;
+        let file = open_regular(path)?;
         let len = file.metadata()?.len();
         let map = match mode {
             ReadMode::Map => len > 0,
@@ -67,19 +121,30 @@ impl FileBytes {
             buf.clear();
             buf.reserve(len as usize);
             use std::io::Read;
-            (&file).read_to_end(&mut buf)?;
+            // At most the size the file had when opened: a file that grows
+            // while it is read cannot make the read go on forever.
+            (&file).take(len).read_to_end(&mut buf)?;
             return Ok(FileBytes::Owned(buf));
         }
-        // SAFETY: the mapping is read-only and private to this process. The
-        // one hazard is another process truncating or rewriting the file while
-        // it is mapped: a truncation turns reads past the new end into SIGBUS,
-        // a rewrite changes bytes under us. Every length we use is checked
-        // against the mapping's length, so a concurrent rewrite can only make
-        // us read different (still bounded) bytes; truncation of a NEFF being
-        // read is outside what this tool defends against, as for ripgrep and
-        // every other mmap-based reader.
+        // SAFETY: the mapping is read-only. Another process may rewrite the
+        // file while it is mapped: that changes the bytes under us, but
+        // every length we use is checked against the mapping's length, so
+        // we only read different (still bounded) bytes. It may also
+        // truncate the file: reads past the new end raise SIGBUS, which the
+        // guard turns into a page of zeros and a recorded fault (see the
+        // module docs and `guard`): the process is not killed, and the
+        // owner reports the file as changed.
         let map = unsafe { Mmap::map(&file)? };
-        Ok(FileBytes::Mapped(map, file))
+        Ok(FileBytes::Mapped(Guarded::new(map), file))
+    }
+
+    /// Whether a registered mapping of this file faulted because the file
+    /// shrank while it was read: what was read from it cannot be trusted.
+    pub fn changed(&self) -> bool {
+        match self {
+            FileBytes::Mapped(m, _) => m.faulted(),
+            FileBytes::Owned(_) => false,
+        }
     }
 
     /// A private, copy-on-write mapping of `len` bytes at `offset` of the
@@ -91,16 +156,22 @@ impl FileBytes {
         if len == 0 {
             return None;
         }
-        // SAFETY: as for the shared mapping above. The mapping is private:
-        // writes through it go to this process's copies of the pages and
-        // never reach the file or the shared mapping.
+        // SAFETY: as for the shared mapping above (its faults are guarded
+        // the same way). The mapping is private: writes through it go to
+        // this process's copies of the pages and never reach the file or
+        // the shared mapping.
         let map = unsafe {
             MmapOptions::new()
                 .offset(offset as u64)
                 .len(len)
                 .map_copy(file)
         };
-        Some(map.map(|map| PrivatePages { map }).map_err(Into::into))
+        Some(
+            map.map(|map| PrivatePages {
+                map: Guarded::new(map),
+            })
+            .map_err(Into::into),
+        )
     }
 }
 
@@ -118,9 +189,15 @@ impl FileBytes {
     /// for bytes read into memory.
     pub fn populate(&self, offset: usize, len: usize) {
         if let FileBytes::Mapped(m, _) = self {
-            if len > 0 && offset.checked_add(len).is_some_and(|end| end <= m.len()) {
+            if len > 0
+                && offset
+                    .checked_add(len)
+                    .is_some_and(|end| end <= m.map.len())
+            {
                 // A hint: without it the pages fault in as they are read.
-                let _ = m.advise_range(memmap2::Advice::PopulateRead, offset, len);
+                let _ = m
+                    .map
+                    .advise_range(memmap2::Advice::PopulateRead, offset, len);
             }
         }
     }
@@ -140,7 +217,7 @@ impl FileBytes {
     pub fn advise(&self, advice: memmap2::Advice) {
         if let FileBytes::Mapped(m, _) = self {
             // Advice is a hint; failure changes nothing but speed.
-            let _ = m.advise(advice);
+            let _ = m.map.advise(advice);
         }
     }
 }
@@ -148,12 +225,207 @@ impl FileBytes {
 /// A private copy-on-write window of a mapped file.
 #[derive(Debug)]
 pub struct PrivatePages {
-    map: MmapMut,
+    map: Guarded<MmapMut>,
 }
 
 impl PrivatePages {
+    /// The window's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map.map
+    }
+
     /// The window's bytes, writable (writes copy the touched pages).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.map
+        &mut self.map.map
+    }
+
+    /// Whether the file shrank under this window while it was read.
+    pub fn changed(&self) -> bool {
+        self.map.faulted()
+    }
+}
+
+/// A mapping registered with the SIGBUS [`guard`] for as long as it lives.
+#[derive(Debug)]
+pub struct Guarded<M: Deref<Target = [u8]>> {
+    map: M,
+    slot: Option<usize>,
+}
+
+impl<M: Deref<Target = [u8]>> Guarded<M> {
+    fn new(map: M) -> Guarded<M> {
+        let slot = guard::register(map.as_ptr() as usize, map.len());
+        Guarded { map, slot }
+    }
+
+    /// Whether a read of this mapping hit the end of a truncated file.
+    /// Without a free guard slot the mapping is unguarded (see
+    /// [`guard::SLOTS`]) and this is always false.
+    fn faulted(&self) -> bool {
+        self.slot.is_some_and(guard::faulted)
+    }
+}
+
+impl<M: Deref<Target = [u8]>> Drop for Guarded<M> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            guard::unregister(slot);
+        }
+    }
+}
+
+pub mod guard {
+    //! The SIGBUS guard: a process-wide handler and a fixed table of the
+    //! address ranges it may repair.
+    //!
+    //! The table is a fixed array of atomics, so the handler reads it
+    //! without locks or allocation (both unsafe in a signal handler). When a
+    //! registered range faults, the handler maps one anonymous zero page
+    //! over the faulting page (`mmap` with `MAP_FIXED` is async-signal-safe),
+    //! marks the slot, and returns: the faulting load runs again and reads
+    //! zeros. A fault outside every registered range is handed to the
+    //! previous handler, or the default action is restored so the fault
+    //! kills the process as it would have without us.
+
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+
+    /// How many mappings can be guarded at once. A scan holds at most two
+    /// per worker (the file and one member window); past this, a mapping is
+    /// made unguarded rather than refused.
+    pub const SLOTS: usize = 256;
+
+    struct Slot {
+        start: AtomicUsize,
+        len: AtomicUsize,
+        faulted: AtomicBool,
+    }
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const EMPTY: Slot = Slot {
+        start: AtomicUsize::new(0),
+        len: AtomicUsize::new(0),
+        faulted: AtomicBool::new(false),
+    };
+    static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
+    /// The handler that was installed before ours.
+    static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
+    /// The page size, read once outside the handler.
+    static PAGE: AtomicUsize = AtomicUsize::new(4096);
+
+    fn install() -> bool {
+        static INSTALLED: OnceLock<bool> = OnceLock::new();
+        *INSTALLED.get_or_init(|| {
+            // SAFETY: a zeroed sigaction is a valid "no handler, empty mask"
+            // value; we fill in a handler with the SA_SIGINFO signature and
+            // read back the previous action from the kernel.
+            unsafe {
+                let page = libc::sysconf(libc::_SC_PAGESIZE);
+                if page > 0 {
+                    PAGE.store(page as usize, Ordering::Relaxed);
+                }
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = on_sigbus as *const () as usize;
+                new.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+                libc::sigemptyset(&mut new.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(libc::SIGBUS, &new, &mut old) != 0 {
+                    return false;
+                }
+                let _ = PREVIOUS.set(old);
+            }
+            true
+        })
+    }
+
+    /// Registers `[start, start + len)`; `None` when the handler cannot be
+    /// installed or every slot is taken.
+    pub(super) fn register(start: usize, len: usize) -> Option<usize> {
+        if len == 0 || !install() {
+            return None;
+        }
+        for (i, slot) in TABLE.iter().enumerate() {
+            if slot
+                .len
+                .compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                slot.faulted.store(false, Ordering::Relaxed);
+                slot.start.store(start, Ordering::Relaxed);
+                slot.len.store(len, Ordering::Release);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    pub(super) fn unregister(i: usize) {
+        TABLE[i].len.store(0, Ordering::Release);
+    }
+
+    pub(super) fn faulted(i: usize) -> bool {
+        TABLE[i].faulted.load(Ordering::Acquire)
+    }
+
+    extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO
+        // handler; `si_addr` is the faulting address for SIGBUS.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        for slot in &TABLE {
+            let len = slot.len.load(Ordering::Acquire);
+            if len == 0 || len == usize::MAX {
+                continue;
+            }
+            let start = slot.start.load(Ordering::Relaxed);
+            if addr >= start && addr - start < len {
+                // SAFETY: `page` lies inside a live mapping this process
+                // made (registered until it is unmapped); replacing one of
+                // its pages by an anonymous read-only zero page changes
+                // what later loads see but keeps the range mapped, so the
+                // slices borrowed from it stay valid.
+                let page_size = PAGE.load(Ordering::Relaxed);
+                let page = addr & !(page_size - 1);
+                let r = unsafe {
+                    libc::mmap(
+                        page as *mut libc::c_void,
+                        page_size,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    )
+                };
+                if r != libc::MAP_FAILED {
+                    slot.faulted.store(true, Ordering::Release);
+                    return;
+                }
+            }
+        }
+        // Not ours (or not repairable): what would have happened without us.
+        // SAFETY: re-installing the previous action (or the default) for
+        // SIGBUS and returning makes the faulting instruction run again and
+        // fault into that action; calling a previous SA_SIGINFO handler
+        // directly passes it the same arguments the kernel gave us.
+        unsafe {
+            match PREVIOUS.get() {
+                Some(prev)
+                    if prev.sa_sigaction != libc::SIG_DFL && prev.sa_sigaction != libc::SIG_IGN =>
+                {
+                    if prev.sa_flags & libc::SA_SIGINFO != 0 {
+                        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                            std::mem::transmute(prev.sa_sigaction);
+                        f(sig, info, ctx);
+                    } else {
+                        let f: extern "C" fn(libc::c_int) = std::mem::transmute(prev.sa_sigaction);
+                        f(sig);
+                    }
+                }
+                _ => {
+                    let mut dfl: libc::sigaction = std::mem::zeroed();
+                    dfl.sa_sigaction = libc::SIG_DFL;
+                    libc::sigaction(libc::SIGBUS, &dfl, std::ptr::null_mut());
+                }
+            }
+        }
     }
 }

@@ -52,6 +52,13 @@ const CC_KEYS: [&str; 4] = [
     "CCInfo",
 ];
 
+/// The error for a file that shrank while it was read.
+fn changed() -> Error {
+    Error::Io(std::io::Error::other(
+        "the file was truncated while being read",
+    ))
+}
+
 /// Buffers a caller reuses across many [`Neff::open_scratch`] calls.
 #[derive(Default)]
 pub struct Scratch {
@@ -139,8 +146,45 @@ impl Neff {
 
     fn from_file_bytes(file: FileBytes, opts: &Options, reuse: Option<Vec<u8>>) -> Result<Neff> {
         let limits = &opts.limits;
-        let header = Header::from_file_bytes(&file)?;
-        let span = header.locate_payload(&file)?;
+        let built = Neff::index_file(&file, opts, reuse);
+        // What was read from a file that shrank meanwhile (zeros where its
+        // pages were) explains any error it caused, and is no answer.
+        if file.changed() {
+            return Err(changed());
+        }
+        let (span, inflated, index, early) = built?;
+        let neff = Neff {
+            file,
+            span,
+            inflated,
+            index,
+            limits: *limits,
+            sorted: OnceLock::new(),
+            known: OnceLock::new(),
+            json_source: opts.json_source,
+            json: json::Cache::default(),
+            def_skim: OnceLock::new(),
+        };
+        if let Some(early) = early {
+            let _ = neff.sorted.set(early.sorted);
+            let _ = neff.known.set(early.known);
+            if let Some(skim) = early.def_skim {
+                let _ = neff.def_skim.set(skim);
+            }
+        }
+        Ok(neff)
+    }
+
+    /// Header, payload and tar index of `file`.
+    #[allow(clippy::type_complexity)]
+    fn index_file(
+        file: &FileBytes,
+        opts: &Options,
+        reuse: Option<Vec<u8>>,
+    ) -> Result<(PayloadSpan, Option<Inflated>, Index, Option<Early>)> {
+        let limits = &opts.limits;
+        let header = Header::from_file_bytes(file)?;
+        let span = header.locate_payload(file)?;
         file.advise(match span.compression {
             Compression::Gzip => memmap2::Advice::Sequential,
             Compression::None => memmap2::Advice::Random,
@@ -168,26 +212,25 @@ impl Neff {
             ),
             (None, None) => (Index::build(stored, limits)?, None),
         };
-        let neff = Neff {
-            file,
-            span,
-            inflated,
-            index,
-            limits: *limits,
-            sorted: OnceLock::new(),
-            known: OnceLock::new(),
-            json_source: opts.json_source,
-            json: json::Cache::default(),
-            def_skim: OnceLock::new(),
-        };
-        if let Some(early) = early {
-            let _ = neff.sorted.set(early.sorted);
-            let _ = neff.known.set(early.known);
-            if let Some(skim) = early.def_skim {
-                let _ = neff.def_skim.set(skim);
-            }
+        Ok((span, inflated, index, early))
+    }
+
+    /// Whether the file shrank while it was read (a compile cache rewrites
+    /// NEFFs in place): bytes read from it since may be zeros, not the
+    /// file's. Commands check this before they print an answer; see
+    /// [`check_unchanged`](Self::check_unchanged).
+    pub fn changed(&self) -> bool {
+        self.file.changed()
+    }
+
+    /// An error when [`changed`](Self::changed): what was read cannot be
+    /// trusted.
+    pub fn check_unchanged(&self) -> Result<()> {
+        if self.changed() {
+            Err(changed())
+        } else {
+            Ok(())
         }
-        Ok(neff)
     }
 
     /// The 1024-byte header, cast in place.
@@ -327,7 +370,42 @@ impl Neff {
                 json::Bytes::Owned(self.data(e).to_vec())
             }
         };
-        self.parse_bytes(&self.name_str(e), bytes)
+        let name = self.name_str(e);
+        match self.parse_bytes(&name, bytes) {
+            // simd-json refuses some JSON Python reads (NaN, Infinity,
+            // integers past 64 bits, lone surrogates): re-encode it in a
+            // form a tape holds, or refuse it with Python's reason.
+            Err(Error::Json { .. }) => {
+                let mut text = Vec::new();
+                json::python::for_tape(self.data(e), self.limits.max_json_depth, &mut text)
+                    .map_err(|err| Error::Json {
+                        member: name.to_string(),
+                        reason: err.to_string(),
+                    })?;
+                self.parse_bytes(&name, json::Bytes::Owned(text))
+            }
+            other => other,
+        }
+    }
+
+    /// Writes a member as the reference reader's users see it: the text of
+    /// Python's `json.dumps(json.loads(member), separators=(",", ":"),
+    /// ensure_ascii=False)` ([`json::python`]), under the size and depth caps.
+    pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
+        if e.size > self.limits.max_json_size {
+            return Err(Error::Limit {
+                what: "JSON member size",
+                found: e.size,
+                cap: self.limits.max_json_size,
+            });
+        }
+        self.populate(e);
+        json::python::dumps(self.data(e), self.limits.max_json_depth, out).map_err(|err| {
+            Error::Json {
+                member: self.name_str(e).into_owned(),
+                reason: err.to_string(),
+            }
+        })
     }
 
     /// Parses `bytes` (JSON of member `name`) with this NEFF's reused

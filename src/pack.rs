@@ -63,6 +63,9 @@ pub struct PackOptions {
     pub uuid: Option<[u8; 16]>,
     /// Every entry's mtime, overriding the files'.
     pub mtime: Option<u64>,
+    /// A file never to pack, matched by device and inode: the output
+    /// itself, when it is written inside the directory being packed.
+    pub exclude: Option<std::path::PathBuf>,
 }
 
 /// The build string written into packed headers.
@@ -90,6 +93,11 @@ pub fn pack_dir_to(dir: &Path, opts: &PackOptions, w: &mut impl std::io::Write) 
         mode: u32,
         mtime: u64,
     }
+    use std::os::unix::fs::MetadataExt;
+    let exclude = match &opts.exclude {
+        Some(p) => std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())),
+        None => None,
+    };
     let mut items = Vec::new();
     for ent in walkdir::WalkDir::new(dir).min_depth(1).follow_links(false) {
         let ent = ent.map_err(|e| Error::Io(e.into()))?;
@@ -98,6 +106,9 @@ pub fn pack_dir_to(dir: &Path, opts: &PackOptions, w: &mut impl std::io::Write) 
             continue;
         }
         let meta = ent.metadata().map_err(|e| Error::Io(e.into()))?;
+        if exclude == Some((meta.dev(), meta.ino())) {
+            continue; // the NEFF being written: never pack it into itself
+        }
         let rel = ent.path().strip_prefix(dir).expect("under dir");
         items.push(Item {
             name: rel.as_os_str().as_bytes().to_vec(),
@@ -117,7 +128,9 @@ pub fn pack_dir_to(dir: &Path, opts: &PackOptions, w: &mut impl std::io::Write) 
         push_entry(&mut tar, &it.name, typeflag, b"", it.len, it.mode, it.mtime);
         if !it.dir {
             let start = tar.len();
-            let n = std::fs::File::open(&it.path)?
+            // Non-blocking, and refused unless still a regular file: a file
+            // swapped for a FIFO since the walk cannot hang the pack.
+            let n = crate::map::open_regular(&it.path)?
                 .take(it.len)
                 .read_to_end(&mut tar)?;
             if n as u64 != it.len {

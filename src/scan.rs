@@ -10,6 +10,7 @@
 //! the number of files beyond the list of paths. At most `jobs` files are
 //! open at once.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -29,6 +30,13 @@ pub struct Tensors {
 }
 
 /// One NEFF's line of a scan.
+///
+/// `ok` says whether the file is a readable NEFF: it is false (with
+/// `error`) only when the file cannot be opened, its header is invalid, or
+/// its payload or tar cannot be read. A question the reference reader would
+/// refuse on a readable NEFF (an MPMD world size, no tensor map, an aliasing
+/// guard, mixed arches, JSON of the wrong shape) leaves its field `None`
+/// and puts the reason in [`errors`](Record::errors), keyed by field.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Record {
     pub path: String,
@@ -58,6 +66,16 @@ pub struct Record {
     pub cache_key: Option<String>,
     /// Whether `.compilation_complete` sits beside a compile-cache entry.
     pub complete: Option<bool>,
+    /// For each field whose question was refused on a readable NEFF, the
+    /// reason (empty when none was).
+    pub errors: BTreeMap<String, String>,
+}
+
+impl Record {
+    /// Whether some question was refused on this (readable) NEFF.
+    pub fn has_refusals(&self) -> bool {
+        !self.errors.is_empty()
+    }
 }
 
 /// How to scan.
@@ -182,6 +200,10 @@ pub fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record 
         Err(e) => return failed(path, &e, bytes),
     };
     let mut r = fill(&neff, path, bytes, opts);
+    if let Err(e) = neff.check_unchanged() {
+        // Zeros were read where the file's pages had been: no answer.
+        return failed(path, &e, bytes);
+    }
     cache_entry(path, &mut r);
     neff.recycle(scratch);
     r
@@ -189,8 +211,12 @@ pub fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record 
 
 fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Record {
     let h = neff.header();
-    let mut errors: Vec<String> = Vec::new();
-    let mut note = |what: &str, e: Error| errors.push(format!("{what}: {e}"));
+    let mut errors = BTreeMap::new();
+    let mut note = |fields: &[&str], e: Error| {
+        for f in fields {
+            errors.insert((*f).to_string(), e.to_string());
+        }
+    };
     let mut r = Record {
         path: path.display().to_string(),
         ok: true,
@@ -209,11 +235,11 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
     }
     match accessors::arch(neff) {
         Ok(a) => r.arch = Some(a.to_string()),
-        Err(e) => note("arch", e),
+        Err(e) => note(&["arch"], e),
     }
     match accessors::num_cores(neff) {
         Ok(n) => r.num_cores = Some(n),
-        Err(e) => note("num-cores", e),
+        Err(e) => note(&["num_cores"], e),
     }
     match accessors::def(neff) {
         Ok(m) => {
@@ -236,30 +262,30 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
                         .map(str::to_string)
                         .collect(),
                 );
+            } else {
+                let e = Error::shape(m.name, "def.json is not an object");
+                note(&["inputs", "outputs", "neff_features"], e);
             }
         }
-        Err(e) => note("def", e),
+        Err(e) => note(&["inputs", "outputs", "neff_features"], e),
     }
     match accessors::has_cc(neff) {
         Ok(true) => match accessors::cc_world_size(neff) {
             Ok(n) => r.cc_world_size = Some(n),
-            Err(e) => note("cc-world-size", e),
+            Err(e) => note(&["cc_world_size"], e),
         },
         Ok(false) => {}
-        Err(e) => note("has-cc", e),
+        Err(e) => note(&["cc_world_size"], e),
     }
     match accessors::alias(neff) {
         Ok(a) => r.aliases = Some(a.len()),
-        Err(e) => note("alias", e),
+        Err(e) => note(&["aliases"], e),
     }
     match accessors::must_alias(neff) {
         Ok(m) => r.must_alias = Some(m),
-        Err(e) => note("must-alias", e),
+        Err(e) => note(&["must_alias"], e),
     }
-    if !errors.is_empty() {
-        r.ok = false;
-        r.error = Some(errors.join("; "));
-    }
+    r.errors = errors;
     r
 }
 

@@ -161,3 +161,141 @@ fn guard_strings_reach_stderr_verbatim() {
         assert!(reason.contains(want), "{file}: {reason:?}");
     }
 }
+
+#[test]
+fn pack_never_packs_its_own_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tree");
+    std::fs::create_dir_all(dir.join("sg00")).unwrap();
+    std::fs::write(dir.join("sg00/def.json"), b"{}").unwrap();
+    std::fs::write(dir.join("kelf-0.json"), b"{\"target\":\"trn1\"}").unwrap();
+    let out = dir.join("x.neff");
+    for _ in 0..2 {
+        // The second run finds the first run's output in DIR: still skipped.
+        neff_ok(&["pack", dir.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let names = String::from_utf8(neff_ok(&["ls", out.to_str().unwrap()])).unwrap();
+        assert_eq!(names, "kelf-0.json\nsg00/def.json\n");
+    }
+}
+
+#[test]
+fn verify_honours_read_mode() {
+    let f = fixture("fixtures/acc/kelf-0-gz.neff");
+    for mode in ["map", "read", "auto"] {
+        let out = neff_ok(&["verify", "--read-mode", mode, &f]);
+        assert!(String::from_utf8(out).unwrap().starts_with("OK "));
+    }
+    // A directory cannot be read in either mode: the mode reaches the open.
+    let o = neff(&["verify", "--read-mode", "read", "/"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("FAIL /: "));
+}
+
+/// A raw NEFF whose member `name` has its mode field set to `mode` (8 bytes,
+/// written as is), with the header checksum recomputed.
+fn with_mode_field(name: &str, mode: [u8; 8]) -> Vec<u8> {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let opts = PackOptions {
+        no_gzip: true,
+        mtime: Some(0),
+        ..Default::default()
+    };
+    let mut bytes = pack(&[PackEntry::file(name, &b"{}"[..], 0)], &opts).unwrap();
+    let at = (1024..bytes.len())
+        .step_by(512)
+        .find(|&o| bytes[o..].starts_with(name.as_bytes()))
+        .expect("the member's header");
+    let h = &mut bytes[at..at + 512];
+    h[100..108].copy_from_slice(&mode);
+    h[148..156].fill(b' ');
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    bytes
+}
+
+#[test]
+fn a_base256_mode_over_32_bits_is_refused_not_truncated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("m.neff");
+    // 2^32 in base-256: truncated to 32 bits it would read as mode 0.
+    std::fs::write(
+        &p,
+        with_mode_field("info.json", [0x80, 0, 0, 1, 0, 0, 0, 0]),
+    )
+    .unwrap();
+    let o = neff(&["ls", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("mode field: 4294967296 does not fit in 32 bits"),
+        "{err}"
+    );
+    // 0o644 in base-256 is read.
+    std::fs::write(
+        &p,
+        with_mode_field("info.json", [0x80, 0, 0, 0, 0, 0, 0x01, 0xA4]),
+    )
+    .unwrap();
+    let json = neff_ok(&["ls", "--json", p.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v[0]["name"], "info.json");
+}
+
+/// A gzip NEFF holding members with these names (each a small JSON file).
+fn neff_named(names: &[&str]) -> Vec<u8> {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let entries: Vec<PackEntry> = names
+        .iter()
+        .map(|n| PackEntry::file(n, &b"{}"[..], 0))
+        .collect();
+    let opts = PackOptions {
+        mtime: Some(0),
+        ..Default::default()
+    };
+    pack(&entries, &opts).unwrap()
+}
+
+#[test]
+fn a_name_cannot_forge_a_line_or_reach_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("n.neff");
+    std::fs::write(
+        &p,
+        neff_named(&[
+            "ok.json\nfake.json",
+            "red\x1b[31m.json",
+            "back\\slash.json",
+            "café.json",
+        ]),
+    )
+    .unwrap();
+    let out = String::from_utf8(neff_ok(&["ls", p.to_str().unwrap()])).unwrap();
+    // Escaped as `tar tf` escapes them: one line per member.
+    assert_eq!(
+        out,
+        "ok.json\\nfake.json\nred\\033[31m.json\nback\\\\slash.json\ncafé.json\n"
+    );
+    // JSON output is unchanged: it escapes by construction.
+    let json: serde_json::Value =
+        serde_json::from_slice(&neff_ok(&["ls", "--json", p.to_str().unwrap()])).unwrap();
+    assert_eq!(json[0]["name"], "ok.json\nfake.json");
+}
+
+#[test]
+fn a_refusal_stays_one_line_whatever_the_path_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("bad\nneff: forged: line\x1b[2J.neff");
+    std::fs::write(&p, b"short").unwrap();
+    let o = neff(&["ls", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad\\nneff: forged: line\\033[2J.neff: "),
+        "{err}"
+    );
+    let o = neff(&["verify", p.to_str().unwrap()]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("FAIL "), "{out}");
+}

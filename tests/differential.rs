@@ -1,5 +1,6 @@
 //! Every accessor, on every fixture, equals what `tests/oracle.py` (a
-//! standard-library Python reading of NEFF-FORMAT.md) computes.
+//! standard-library Python reading of NEFF-FORMAT.md) computes, as a value
+//! and as the text Python's `json.dumps` prints.
 
 mod common;
 
@@ -31,10 +32,21 @@ fn accessors_match_the_python_oracle_on_every_fixture() {
             for a in Accessor::ALL {
                 let w = &want["accessors"][a.name()];
                 let mut out = Vec::new();
-                match (a.write_json(&n, &mut out), w.get("value"), w.get("error")) {
-                    (Ok(()), Some(v), _) => {
-                        let got: serde_json::Value = serde_json::from_slice(&out).unwrap();
-                        assert_eq!(&got, v, "{path} {}", a.name());
+                match (a.write_json(&n, &mut out), w.get("text"), w.get("error")) {
+                    (Ok(()), Some(text), _) => {
+                        if let Some(v) = w.get("value") {
+                            let got: serde_json::Value = serde_json::from_slice(&out).unwrap();
+                            assert_eq!(&got, v, "{path} {}", a.name());
+                        }
+                        // Byte for byte what Python's json.dumps prints: key
+                        // order, number forms and escapes included.
+                        let text = text.as_str().expect("the oracle prints the text");
+                        assert_eq!(
+                            String::from_utf8_lossy(&out),
+                            text,
+                            "{path} {}: text differs from json.dumps",
+                            a.name()
+                        );
                     }
                     (Err(e), _, Some(msg)) => {
                         let msg = msg.as_str().unwrap();

@@ -44,6 +44,10 @@ fn nesting_100k_deep_is_refused_without_overflowing_the_stack() {
     deep.extend(vec![b']'; 100_000]);
     let t = std::time::Instant::now();
     let e = def_error(&deep);
+    assert!(e.contains("JSON nesting depth over the cap of 512"), "{e}");
+    // The tape parse (the accessors' path) refuses it the same way.
+    let n = neff_with(&deep, Limits::default()).unwrap();
+    let e = accessors::has_cc(&n).unwrap_err().to_string();
     assert!(
         e.contains("JSON nesting depth is 100000, over the cap of 512"),
         "{e}"
@@ -51,13 +55,67 @@ fn nesting_100k_deep_is_refused_without_overflowing_the_stack() {
     assert!(t.elapsed().as_secs() < 2);
 }
 
+fn def_text(def: &[u8]) -> String {
+    let n = neff_with(def, Limits::default()).unwrap();
+    let mut out = Vec::new();
+    Accessor::Def.write_json(&n, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
 #[test]
-fn invalid_json_and_out_of_range_numbers_are_refused() {
-    assert!(def_error(b"{\"a\": NaN}").starts_with("invalid JSON in sg00/def.json"));
+fn invalid_json_is_refused() {
     assert!(def_error(b"{\"a\": 1").starts_with("invalid JSON in sg00/def.json"));
     assert!(def_error(b"\xff\xfe{}").starts_with("invalid JSON"));
-    let big = def_error(b"{\"n\": 123456789012345678901234567890}");
-    assert!(big.starts_with("invalid JSON"), "{big}");
+    assert!(def_error(b"{\"a\": nan}").starts_with("invalid JSON"));
+    assert!(def_error(&format!("[{}]", "7".repeat(4301)).into_bytes()).contains("4300"));
+}
+
+#[test]
+fn get_prints_numbers_python_reads_that_a_tape_cannot_hold() {
+    // json.loads reads NaN, Infinity and integers of any size: `get` prints
+    // them back as json.dumps does.
+    assert_eq!(
+        def_text(b"{\"n\": 123456789012345678901234567890, \"m\": -99999999999999999999999, \"f\": NaN, \"i\": -Infinity}"),
+        r#"{"n":123456789012345678901234567890,"m":-99999999999999999999999,"f":NaN,"i":-Infinity}"#
+    );
+    // The accessors read such members too, as Python does: simd-json's
+    // refusal sends them through a re-encoding a tape holds.
+    let n = neff_with(
+        b"{\"n\": [-99999999999999999999, -9223372036854775809, 1e400], \"a\": NaN, \"#rank_world_size\": 4}",
+        Limits::default(),
+    )
+    .unwrap();
+    assert!(accessors::has_cc(&n).unwrap());
+    assert_eq!(accessors::cc_world_size(&n).unwrap(), 4);
+    // NaN where an integer is needed is a wrong shape, as int(nan) fails.
+    let n = neff_with(b"{\"#rank_world_size\": NaN}", Limits::default()).unwrap();
+    let e = accessors::cc_world_size(&n).unwrap_err().to_string();
+    assert!(e.contains("wrong shape: #rank_world_size"), "{e}");
+    // What Python refuses stays refused, with Python's kind of reason.
+    let n = neff_with(b"{\"a\": [1,]}", Limits::default()).unwrap();
+    let e = accessors::has_cc(&n).unwrap_err().to_string();
+    assert!(
+        e.starts_with("invalid JSON in sg00/def.json: expecting value"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_lone_surrogate_is_kept_as_its_escape_by_get_and_read_past_by_accessors() {
+    assert_eq!(
+        def_text(br#"{"s":"\ud800 and \udc00"}"#),
+        r#"{"s":"\ud800 and \udc00"}"#
+    );
+    // The accessors read past it, as Python does.
+    let n = neff_with(
+        br##"{"x":"\ud800","#rank_world_size":3}"##,
+        Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(accessors::cc_world_size(&n).unwrap(), 3);
+    // A pair, and an escaped backslash before a `u`, are not lone.
+    let n = neff_with(br#"{"a":"\ud83d\ude00 \\ud800"}"#, Limits::default()).unwrap();
+    assert!(!accessors::has_cc(&n).unwrap());
 }
 
 #[test]

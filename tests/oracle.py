@@ -62,7 +62,6 @@ Order of checks (only the message differs, but it is part of the contract)
 
 import io
 import json
-import math
 import os
 import re
 import struct
@@ -177,46 +176,44 @@ class Archive:
 
 
 # ------------------------------------------------------------------------------------ JSON
-def _parse_float(s):
-    v = float(s)
-    if math.isinf(v):
-        raise ValueError("number out of range: %s" % s[:40])
-    return v
-
-
-def _parse_int(s):
-    # serde_json: "-0" is the float -0.0; integers outside [-2^63, 2^64) become floats.
-    if s == "-0":
-        return -0.0
-    if len(s.lstrip("-")) > 20:              # far out of range (and avoids int() digit limits)
-        return _parse_float(s)
-    v = int(s)
-    if I64_MIN <= v <= U64_MAX:
-        return v
-    return _parse_float(s)
-
-
-def _reject_constant(s):
-    raise ValueError("%s is not valid JSON" % s)
-
-
 def parse_json(raw, name):
-    """Strict JSON parse of a member's bytes; any failure -> 'invalid JSON in <name>: ...'."""
+    """Python's json.loads of a member's bytes (UTF-8, a BOM skipped); any failure ->
+    'invalid JSON in <name>: ...'."""
     try:
-        text = raw.decode("utf-8")           # strict; a BOM survives and is refused below
-        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                           parse_constant=_reject_constant)
-        if "\\u" in text:
-            # lone surrogate escapes (e.g. "\ud800") decode to unencodable code points
-            try:
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("lone surrogate in a \\u escape") from None
+        text = raw.decode("utf-8")           # strict UTF-8
+        if text.startswith("\ufeff"):        # json.loads of bytes skips a BOM
+            text = text[1:]
+        value = json.loads(text)             # NaN, Infinity, big integers: as Python
     except RecursionError:
         raise Refusal("invalid JSON in %s: nesting too deep" % name) from None
     except (UnicodeError, ValueError) as e:  # JSONDecodeError is a ValueError
         raise Refusal("invalid JSON in %s: %s" % (name, e)) from None
     return value
+
+
+def python_text(raw, name):
+    """What the reference's users see for a whole member: the text of
+    json.dumps(json.loads(member), separators=(",", ":"), ensure_ascii=False).
+    json.loads of bytes skips a UTF-8 BOM. A lone surrogate, which Python keeps
+    but cannot print as UTF-8, stays as its escape."""
+    try:
+        text = raw.decode("utf-8")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        value = json.loads(text)
+        out = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise Refusal("invalid JSON in %s: nesting too deep" % name) from None
+    except (UnicodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        raise Refusal("invalid JSON in %s: %s" % (name, e)) from None
+    return out.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def printable(*strings):
+    """A string holding a lone surrogate has no UTF-8 form: it cannot be printed."""
+    for x in strings:
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in x):
+            raise Refusal("invalid JSON: a string to print holds a lone surrogate escape")
 
 
 def truthy(v):
@@ -265,6 +262,15 @@ class Neff:
             name, value = self._json(PAT_KELF_ANY)
         return name, value
 
+    # ---- whole members as `neff get` prints them
+    def member_text(self, patterns):
+        """python_text of the first of `patterns` that selects a member."""
+        for pattern in patterns:
+            name = self.ar.select(pattern)
+            if name is not None:
+                return python_text(self.ar.read(name), name)
+        raise Refusal("no member matches %s" % patterns[-1])
+
     # ---- plain member accessors: the parsed JSON, whatever its type
     def info(self):
         return self._require(PAT_INFO)
@@ -310,6 +316,7 @@ class Neff:
             if entry["input_name"] in out:
                 raise Refusal("1 input aliasing to multiple outputs is not supported")
             out[entry["input_name"]] = entry["output_name"]
+        printable(*out.keys(), *out.values())
         return out
 
     def must_alias(self):
@@ -327,6 +334,7 @@ class Neff:
         if "target" in k:
             t = k["target"]                  # present (even null): must be a string or list
             if isinstance(t, str):
+                printable(t)
                 return t
             if isinstance(t, list):
                 if not t:
@@ -335,10 +343,12 @@ class Neff:
                     raise wrong_shape("kelf target list holds a non-string")
                 if len(set(t)) != 1:
                     raise Refusal("mixed accelerator usage is not supported")
+                printable(t[0])
                 return t[0]
             raise wrong_shape("kelf target is neither a string nor a list")
         md = k.get("metadata")
         if isinstance(md, dict) and isinstance(md.get("target_arch"), str):
+            printable(md["target_arch"])
             return md["target_arch"]
         raise Refusal("kelf has no target")
 
@@ -349,8 +359,11 @@ class Neff:
             raise wrong_shape("def.json is not an object")
         if any(k in d for k in CC_KEYS):     # top level first
             return d
-        cci = d.get("CCInfo")
-        return cci if isinstance(cci, dict) else d
+        if "CCInfo" not in d:
+            return d
+        if not isinstance(d["CCInfo"], dict):
+            raise wrong_shape("CCInfo is not an object")
+        return d["CCInfo"]
 
     def has_cc(self):
         cc = self._cc()
@@ -378,7 +391,11 @@ class Neff:
                 for j, g in enumerate(topo):
                     if not isinstance(g, list):
                         raise wrong_shape("replica_groups[%d][%d] is not a list" % (idx, j))
-                size = max(len(g) for g in topo)   # ranks are not inspected
+                    for k, r in enumerate(g):
+                        if not is_json_int(r):
+                            raise wrong_shape("replica_groups[%d][%d][%d] is not an integer"
+                                              % (idx, j, k))
+                size = max(len(g) for g in topo)
                 if rg != 0 and size != rg:
                     raise Refusal("Inconsistent worker count across topologies: %d vs %d."
                                   " Possible MPMD neff file" % (rg, size))
@@ -436,24 +453,37 @@ class Neff:
             if not isinstance(nj, dict):
                 raise wrong_shape("neff.json is not an object")
             count = 0
-            # (a) runtime form: top-level nodes[] (non-list `nodes` is ignored)
-            nodes = nj.get("nodes")
-            if isinstance(nodes, list):
-                count += sum(1 for n in nodes if self._is_kelf_node(n))
-            graphs = nj.get("graphs")
-            if isinstance(graphs, dict):
-                # (b) {key: node}: keys sg_core... count whatever their value
-                count += sum(1 for k, v in graphs.items()
-                             if k.startswith("sg_core") or self._is_kelf_node(v))
-            elif isinstance(graphs, list):
-                # (c) envelope form: graphs[] elements, and graphs[].definition.nodes[]
-                for g in graphs:
-                    if self._is_kelf_node(g):
-                        count += 1
-                    if isinstance(g, dict) and isinstance(g.get("definition"), dict):
-                        inner = g["definition"].get("nodes")
-                        if isinstance(inner, list):
-                            count += sum(1 for n in inner if self._is_kelf_node(n))
+            if "nodes" not in nj and "graphs" not in nj:
+                raise wrong_shape("neff.json has neither a graphs object nor a nodes list")
+            # (a) runtime form: top-level nodes[], a list of objects
+            if "nodes" in nj:
+                nodes = nj["nodes"]
+                if not isinstance(nodes, list):
+                    raise wrong_shape("nodes is not a list")
+                for i, n in enumerate(nodes):
+                    if not isinstance(n, dict):
+                        raise wrong_shape("nodes[%d] is not an object" % i)
+                    count += self._is_kelf_node(n)
+            if "graphs" in nj:
+                graphs = nj["graphs"]
+                if isinstance(graphs, dict):
+                    # (b) {key: node}: keys sg_core... count whatever their value
+                    count += sum(1 for k, v in graphs.items()
+                                 if k.startswith("sg_core") or self._is_kelf_node(v))
+                elif isinstance(graphs, list):
+                    # (c) envelope form: graphs[] objects, and graphs[].definition.nodes[]
+                    for i, g in enumerate(graphs):
+                        if not isinstance(g, dict):
+                            raise wrong_shape("graphs is neither an object nor a list of"
+                                              " objects (graphs[%d])" % i)
+                        if self._is_kelf_node(g):
+                            count += 1
+                        if isinstance(g.get("definition"), dict):
+                            inner = g["definition"].get("nodes")
+                            if isinstance(inner, list):
+                                count += sum(1 for n in inner if self._is_kelf_node(n))
+                else:
+                    raise wrong_shape("graphs is neither an object nor a list of objects")
             if count > 0:
                 return count
         # Fallback: the kelf descriptor's graphs[] (one per physical core).
@@ -486,6 +516,15 @@ ACCESSORS = [
 ]
 
 
+WHOLE_MEMBERS = {
+    "info": [PAT_INFO],
+    "neff": [PAT_NEFF],
+    "def": [PAT_DEF],
+    "kelf": [PAT_KELF_0, PAT_KELF_ANY],
+    "tensor-map": [PAT_TENSOR_MAP],
+}
+
+
 # ------------------------------------------------------------------------------------ main
 def oracle_file(path):
     try:
@@ -501,7 +540,15 @@ def oracle_file(path):
     acc = {}
     for name, fn in ACCESSORS:
         try:
-            acc[name] = {"value": fn(n)}
+            if name in WHOLE_MEMBERS:
+                # Printed straight from the member, as Python re-prints it
+                # (NaN, big integers and lone surrogates included).
+                acc[name] = {"text": n.member_text(WHOLE_MEMBERS[name])}
+                continue
+            value = fn(n)
+            # The text `neff get` must print: the reference's compact dumps.
+            acc[name] = {"value": value,
+                         "text": json.dumps(value, separators=(",", ":"), ensure_ascii=False)}
         except Refusal as e:
             acc[name] = {"error": str(e)}
     return {"members": ar.order, "accessors": acc}

@@ -193,16 +193,45 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
             assert!(r.get(k).is_some(), "{path}: no {k}");
         }
     }
+    // What the hostile manifest says each file is refused by decides what
+    // its record must say: a file `ls` refuses is not a readable NEFF
+    // (`ok: false`); a file only `get` refuses is readable, and the question
+    // refused shows in `errors` with `ok: true`.
+    let manifest = std::fs::read_to_string(root().join("tests/hostile/MANIFEST.tsv")).unwrap();
+    let command_of: BTreeMap<&str, &str> = manifest
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            Some((f.next()?, f.next()?))
+        })
+        .collect();
+    let mut refused_questions = 0;
     for b in &bad_names {
         let r = by_path
             .get(b)
             .unwrap_or_else(|| panic!("no record for {b}"));
-        if b.contains("mismatch") || b.contains("bomb") {
-            continue; // valid archives under the default caps
+        let file = Path::new(b).file_name().unwrap().to_str().unwrap();
+        let command = command_of.get(file).copied().unwrap_or("");
+        if command.contains("--max-") || command == "verify" || command == "unpack" {
+            // Readable under the default caps (bombs, hash mismatches,
+            // unpack escapes): a scan reads them as NEFFs.
+            assert_eq!(r["ok"], true, "{b}: {r}");
+        } else if command.starts_with("get") {
+            assert_eq!(
+                r["ok"], true,
+                "{b}: a refused question is not a broken file: {r}"
+            );
+            assert!(r["error"].is_null(), "{b}: {r}");
+            let errors = r["errors"].as_object().expect("errors is an object");
+            assert!(!errors.is_empty(), "{b}: the refusal is in errors: {r}");
+            refused_questions += 1;
+        } else {
+            assert_eq!(r["ok"], false, "{b}: {r}");
+            assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{b}");
         }
-        assert_eq!(r["ok"], false, "{b}: {r}");
-        assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{b}");
     }
+    assert!(refused_questions >= 5, "the manifest's get cases were seen");
     let vanished = zoo.join("bad/vanished.neff");
     let r = by_path
         .get(vanished.to_str().unwrap())
@@ -297,4 +326,61 @@ fn strict_sorted_verify_and_the_table() {
                 Path::new(dir).join("z-empty.neff").display()
             ))
     );
+}
+
+#[test]
+fn refused_question_is_not_a_failed_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    for f in [
+        "cc-mpmd-inconsistent-gz.neff",
+        "kelf-target-list-mixed-gz.neff",
+    ] {
+        std::fs::copy(root().join("fixtures/acc").join(f), tmp.path().join(f)).unwrap();
+    }
+    std::fs::write(tmp.path().join("good.neff"), make_neff(1).0).unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let (recs, err, code) = scan_json(&["--strict", "--sorted", dir]);
+    assert_eq!(
+        code,
+        Some(0),
+        "--strict fails only on unreadable files: {err}"
+    );
+    assert!(
+        err.contains("3 ok, 0 failed, 2 with refused questions"),
+        "summary counts refusals apart: {err}"
+    );
+    let mpmd = &recs[0];
+    assert!(mpmd["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("cc-mpmd-inconsistent-gz.neff"));
+    assert_eq!(mpmd["ok"], true, "{mpmd}");
+    assert!(mpmd["error"].is_null());
+    assert!(mpmd["cc_world_size"].is_null());
+    assert!(
+        mpmd["errors"]["cc_world_size"]
+            .as_str()
+            .is_some_and(|e| e.contains("Inconsistent worker count across topologies")),
+        "{mpmd}"
+    );
+    let mixed = &recs[2];
+    assert!(mixed["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("kelf-target-list-mixed-gz.neff"));
+    assert!(mixed["arch"].is_null());
+    assert!(
+        mixed["errors"]["arch"]
+            .as_str()
+            .is_some_and(|e| e.contains("mixed accelerator usage is not supported")),
+        "{mixed}"
+    );
+    let good = &recs[1];
+    assert_eq!(
+        good["errors"],
+        serde_json::json!({}),
+        "{{}} when nothing was refused"
+    );
+    let table = String::from_utf8(neff_ok(&["scan", "--no-progress", "--sorted", dir])).unwrap();
+    assert!(table.contains("(refused: cc_world_size)"), "{table}");
 }

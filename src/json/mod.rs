@@ -20,6 +20,7 @@
 //! accessors read, [`skim`] validates the member without building a tape
 //! and parses only those keys' values.
 
+pub mod python;
 pub mod skim;
 mod value;
 pub mod views;
@@ -52,6 +53,13 @@ pub enum Bytes {
 }
 
 impl Bytes {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(m) => m.bytes(),
+        }
+    }
+
     fn bytes_mut(&mut self) -> &mut [u8] {
         match self {
             Bytes::Owned(v) => v,
@@ -85,6 +93,14 @@ impl Parsed {
         limits: &Limits,
         buffers: &mut Buffers,
     ) -> Result<Parsed> {
+        if let Some(at) = lone_surrogate(bytes.bytes()) {
+            // simd-json would read it as U+0000; the caller re-encodes the
+            // member (crate::json::python::for_tape) and parses that.
+            return Err(Error::Json {
+                member: member.to_string(),
+                reason: format!("lone surrogate escape at byte {at}"),
+            });
+        }
         let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
             simd_json::to_tape_with_buffers(b.borrow_mut().bytes_mut(), buffers)
         })
@@ -107,6 +123,42 @@ impl Parsed {
     pub fn root(&self) -> Json<'_> {
         Json::new(&self.borrow_dependent().0)
     }
+}
+
+/// Where a `\uXXXX` escape of a surrogate stands without its partner, if
+/// anywhere. simd-json would put U+0000 in the string; Python keeps the
+/// lone code point, which no `&str` can hold.
+pub(crate) fn lone_surrogate(s: &[u8]) -> Option<usize> {
+    let unit = |at: usize| -> Option<u32> {
+        let h = s.get(at + 2..at + 6)?;
+        (s.get(at..at + 2)? == b"\\u")
+            .then(|| u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok())
+            .flatten()
+    };
+    let mut after_high = None;
+    for at in memchr::memmem::find_iter(s, b"\\u") {
+        // A real escape has an even run of backslashes before its own.
+        let run = s[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        if run % 2 == 1 {
+            continue;
+        }
+        let Some(u) = unit(at) else { continue };
+        let expected_low = after_high == Some(at);
+        after_high = None;
+        match u {
+            0xD800..=0xDBFF => {
+                let next = at + 6;
+                if unit(next).is_some_and(|l| (0xDC00..=0xDFFF).contains(&l)) {
+                    after_high = Some(next);
+                } else {
+                    return Some(at);
+                }
+            }
+            0xDC00..=0xDFFF if !expected_low => return Some(at),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Deepest nesting of arrays and objects on a tape, computed iteratively.

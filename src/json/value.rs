@@ -88,6 +88,14 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// Whether the value is a JSON integer (of any sign; not a float, not a bool).
+    pub fn is_int(self) -> bool {
+        matches!(
+            self.node(),
+            Some(Node::Static(StaticNode::U64(_) | StaticNode::I64(_)))
+        )
+    }
+
     /// Any JSON number, as f64.
     pub fn f64(self) -> Option<f64> {
         match self.node() {

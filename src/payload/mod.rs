@@ -27,6 +27,10 @@ pub mod parallel;
 
 /// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
 const MAX_RATIO: u64 = 1032;
+/// Above this inflated:compressed ratio a trailer's size is not committed
+/// up front (zoo NEFFs inflate 2–10:1; a claim of 1000:1 is either zeros,
+/// which fault in cheaply as they are written, or a lie).
+const CREDIBLE_RATIO: u64 = 64;
 /// Bytes of the gzip trailer (CRC-32, ISIZE).
 const TRAILER: usize = 8;
 
@@ -140,17 +144,22 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
     }
     let isize = u32::from_le_bytes(gz[gz.len() - 4..].try_into().expect("4 bytes")) as u64;
     let bound = bound(gz.len(), cap);
+    // The trailer is the file's word, not a fact: memory is committed up
+    // front only for a size the input makes likely. Past that, the buffer is
+    // address space that fills as bytes are produced, so a trailer that
+    // lies costs what the data really inflates to.
+    let credible = isize <= (gz.len() as u64).saturating_mul(CREDIBLE_RATIO);
     let mut d = Decompressor::new();
     // Large single members: split across cores (checked by length and CRC).
     if reuse.is_none() && isize > 0 && isize <= bound && gz.len() >= parallel::MIN_PARALLEL {
-        if let Some(done) = inflate_parallel(gz, isize as usize)? {
+        if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
             return Ok(done);
         }
     }
     // Fast path: one member, no padding, ISIZE is the exact output size.
     if isize > 0 && isize <= bound {
         let mut out = match reuse {
-            Some(mut v) => {
+            Some(mut v) if credible || v.len() as u64 >= isize => {
                 // Grow, never clear: libdeflate overwrites what it reports
                 // writing, and only that prefix is ever exposed, so a warm
                 // buffer is reused without zeroing it again.
@@ -159,7 +168,7 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
                 }
                 Buf::Vec(v)
             }
-            None => Buf::Map(HugeBuf::new(isize as usize, true)?),
+            _ => Buf::Map(HugeBuf::new(isize as usize, credible)?),
         };
         // Inflate the raw DEFLATE data between the gzip header and the final
         // trailer, then check that trailer once. (libdeflate's own gzip entry
@@ -182,12 +191,12 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
 }
 
 /// The parallel path, or `None` when it does not apply or does not check out.
-fn inflate_parallel(gz: &[u8], isize: usize) -> Result<Option<Inflated>> {
+fn inflate_parallel(gz: &[u8], isize: usize, credible: bool) -> Result<Option<Inflated>> {
     let threads = rayon::current_num_threads();
     let Some(data) = raw_deflate(gz).filter(|_| threads >= 2) else {
         return Ok(None);
     };
-    let mut out = HugeBuf::new(isize, true)?;
+    let mut out = HugeBuf::new(isize, credible)?;
     match parallel::inflate(data, &mut out, threads) {
         Some(n) if trailer_matches(gz, &out[..n], isize as u64) => Ok(Some(Inflated {
             buf: Buf::Map(out),

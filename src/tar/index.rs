@@ -429,8 +429,12 @@ fn make_entry<S: Source>(
             .map_err(|e| Error::tar(pos, format!("mtime field: {e}")))?
             .min(i64::MAX as u64) as i64,
     };
-    let mode =
-        parse_numeric(&block.mode).map_err(|e| Error::tar(pos, format!("mode field: {e}")))? as u32;
+    let mode = parse_numeric(&block.mode)
+        .map_err(|e| Error::tar(pos, format!("mode field: {e}")))
+        .and_then(|m| {
+            u32::try_from(m)
+                .map_err(|_| Error::tar(pos, format!("mode field: {m} does not fit in 32 bits")))
+        })?;
     Ok(Entry {
         name,
         kind,

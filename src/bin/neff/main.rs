@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod scan;
 mod tools;
+use neff::quote::{quote, quote_str};
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
 #[derive(Parser)]
@@ -266,14 +267,22 @@ fn main() -> ExitCode {
             if matches!(&f.err, Error::Io(e) if e.kind() == io::ErrorKind::BrokenPipe) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("neff: {}: {}", f.path.display(), one_line(&f.err));
+            eprintln!("neff: {}: {}", shown(&f.path), one_line(&f.err));
             ExitCode::from(f.err.exit_code() as u8)
         }
     }
 }
 
+/// An error as one line of text: control characters escaped as
+/// `tar tf` escapes them, so no path or name can add a line.
 fn one_line(e: &Error) -> String {
-    e.to_string().replace('\n', " ")
+    quote_str(&e.to_string()).into_owned()
+}
+
+/// A path as one line of text (see [`one_line`]).
+fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
+    use std::os::unix::ffi::OsStrExt;
+    quote(p.as_os_str().as_bytes())
 }
 
 fn stdout_err(e: io::Error) -> Failure {
@@ -296,6 +305,10 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let e = neff.find(&re).ok_or(Error::NoMatch(pattern)).at(&file)?;
             out.write_all(neff.data(e)).map_err(stdout_err)?;
+            // Bytes already written are then zeros from a truncated file:
+            // the exit code says so.
+            out.flush().map_err(stdout_err)?;
+            neff.check_unchanged().at(&file)?;
         }
         Cmd::Get { file, accessor } => {
             // The collective accessors read only def.json's CC keys: skim
@@ -306,13 +319,16 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             };
             let neff = Neff::open_with(&file, &opts).at(&file)?;
             let mut buf = Vec::new();
-            accessor.write_json(&neff, &mut buf).at(&file)?;
+            let answer = accessor.write_json(&neff, &mut buf);
+            neff.check_unchanged().at(&file)?;
+            answer.at(&file)?;
             buf.push(b'\n');
             out.write_all(&buf).map_err(stdout_err)?;
         }
         Cmd::Info { file, json } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let s = neff::summary::Summary::of(&neff);
+            neff.check_unchanged().at(&file)?;
             if json {
                 serde_json::to_writer(&mut out, &s).map_err(|e| stdout_err(e.into()))?;
                 writeln!(out).map_err(stdout_err)?;
@@ -323,8 +339,9 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Unpack { file, output } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let report = neff::unpack::unpack(&neff, &output).at(&file)?;
+            neff.check_unchanged().at(&file)?;
             for w in &report.warnings {
-                eprintln!("neff: {}: warning: {w}", file.display());
+                eprintln!("neff: {}: warning: {}", shown(&file), quote_str(w));
             }
         }
         Cmd::Pack {
@@ -358,6 +375,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 name,
                 uuid,
                 mtime,
+                exclude: Some(output.clone()),
             };
             let file = std::fs::File::create(&output)
                 .map_err(Error::Io)
@@ -413,13 +431,20 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Verify { files } => {
             let mut failed = false;
             for f in &files {
-                let res = neff::map::FileBytes::open(f, ReadMode::Map)
-                    .and_then(|b| neff::verify::verify_file(&b));
+                let res = neff::map::FileBytes::open(f, opts.read_mode).and_then(|b| {
+                    let verdict = neff::verify::verify_file(&b);
+                    if b.changed() {
+                        return Err(Error::Io(io::Error::other(
+                            "the file was truncated while being read",
+                        )));
+                    }
+                    verdict
+                });
                 match res {
-                    Ok(()) => writeln!(out, "OK {}", f.display()),
+                    Ok(()) => writeln!(out, "OK {}", shown(f)),
                     Err(e) => {
                         failed = true;
-                        writeln!(out, "FAIL {}: {}", f.display(), one_line(&e))
+                        writeln!(out, "FAIL {}: {}", shown(f), one_line(&e))
                     }
                 }
                 .map_err(stdout_err)?;
@@ -464,13 +489,13 @@ fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()
         return writeln!(out);
     }
     for e in shown {
-        out.write_all(neff.name(e))?;
+        out.write_all(quote(neff.name(e)).as_bytes())?;
         match e.kind {
             Kind::Dir => out.write_all(b"/")?,
             Kind::Symlink | Kind::Hardlink => {
                 if let Some(l) = neff.link(e) {
                     out.write_all(b" -> ")?;
-                    out.write_all(l)?;
+                    out.write_all(quote(l).as_bytes())?;
                 }
             }
             _ => {}
@@ -513,7 +538,7 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
     ];
     writeln!(out, "NEFF Header:")?;
     for (k, v) in rows {
-        writeln!(out, "  {:<24}{}", format!("{k}:"), v)?;
+        writeln!(out, "  {:<24}{}", format!("{k}:"), quote_str(&v))?;
     }
     if s.subgraphs.is_empty() {
         return Ok(());
@@ -532,9 +557,9 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
         "NODE", "Executor", "Name", "Variable", "Size", "Type", "Shape"
     )?;
     for (i, sg) in s.subgraphs.iter().enumerate() {
-        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", sg.name)?;
+        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", quote_str(&sg.name))?;
         if let Some(e) = &sg.error {
-            writeln!(out, "  {:<34}(unreadable: {e})", "")?;
+            writeln!(out, "  {:<34}(unreadable: {})", "", quote_str(e))?;
         }
         for (kind, list) in [("IN", &sg.inputs), ("OUT", &sg.outputs)] {
             for t in list {
@@ -543,16 +568,17 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
                     out,
                     "  {:<34}{:<28}{:>14}  {:<5}{:<16}{}",
                     "",
-                    t.name,
+                    quote_str(&t.name),
                     size,
                     kind,
                     dims(t),
-                    t.dtype.as_deref().unwrap_or("-")
+                    quote_str(t.dtype.as_deref().unwrap_or("-"))
                 )?;
             }
         }
         if !sg.features.is_empty() {
-            writeln!(out, "  {:<34}features: {}", "", sg.features.join(", "))?;
+            let features = sg.features.join(", ");
+            writeln!(out, "  {:<34}features: {}", "", quote_str(&features))?;
         }
     }
     Ok(())

@@ -16,15 +16,26 @@ fn table_row(r: &Record) -> String {
     format!(
         "{:<4} {:<8} {:>5} {:>6} {:>7}  {}{}",
         if r.ok { "ok" } else { "FAIL" },
-        opt(r.arch.clone()),
+        opt(r
+            .arch
+            .as_deref()
+            .map(|a| neff::quote::quote_str(a).into_owned())),
         opt(r.num_cores.map(|n| n.to_string())),
         opt(r.cc_world_size.map(|n| n.to_string())),
         opt(r.members.map(|n| n.to_string())),
-        r.path,
-        r.error
-            .as_ref()
-            .map(|e| format!("  ({e})"))
-            .unwrap_or_default()
+        neff::quote::quote_str(&r.path),
+        match &r.error {
+            Some(e) => format!("  ({})", neff::quote::quote_str(e)),
+            None if r.has_refusals() => format!(
+                "  (refused: {})",
+                r.errors
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => String::new(),
+        }
     )
 }
 
@@ -51,6 +62,7 @@ pub fn run(
     let out = Mutex::new(io::BufWriter::new(io::stdout()));
     let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
     let (ok, failed, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
+    let refused = AtomicUsize::new(0);
     let write_err: Mutex<Option<io::Error>> = Mutex::new(None);
     if !json {
         let header = format!(
@@ -72,6 +84,9 @@ pub fn run(
     };
     let emit = |r: Record| {
         if r.ok { &ok } else { &failed }.fetch_add(1, Ordering::Relaxed);
+        if r.has_refusals() {
+            refused.fetch_add(1, Ordering::Relaxed);
+        }
         bytes.fetch_add(r.bytes.unwrap_or(0), Ordering::Relaxed);
         if let Some(b) = &bar {
             b.inc(1);
@@ -107,8 +122,9 @@ pub fn run(
     let secs = t0.elapsed().as_secs_f64();
     let (ok, failed) = (ok.into_inner(), failed.into_inner());
     eprintln!(
-        "neff scan: {} files, {ok} ok, {failed} failed, {} bytes, {secs:.2} s, {:.0} NEFFs/s",
+        "neff scan: {} files, {ok} ok, {failed} failed, {} with refused questions, {} bytes, {secs:.2} s, {:.0} NEFFs/s",
         ok + failed,
+        refused.into_inner(),
         bytes.into_inner(),
         (ok + failed) as f64 / secs.max(1e-9)
     );

@@ -1,38 +1,17 @@
 //! Output of `neff mem`, `neff optimize` and `neff diff`: the library
 //! computes, this module prints (a table or one JSON object) and picks the
-//! exit code.
+//! exit code. Names and paths in text output are escaped ([`quote_str`]).
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use neff::mem::{self, human, Estimate, Total};
+use neff::quote::quote_str;
 use neff::{Error, Neff, Options};
 use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{stdout_err, AtPath, Failure};
-
-/// Text with control characters and backslashes escaped as GNU tar's
-/// default quoting does (`\n`, `\t`, `\\`, else `\ooo`), so that a name
-/// cannot forge a line.
-pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\t' => o.push_str("\\t"),
-            c if c.is_control() => {
-                let mut b = [0u8; 4];
-                for x in c.encode_utf8(&mut b).bytes() {
-                    o.push_str(&format!("\\{x:03o}"));
-                }
-            }
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 #[derive(Serialize)]
 struct MemNeff<'a> {
@@ -108,7 +87,7 @@ fn mem_table(r: &MemReport<'_>, out: &mut impl Write) -> io::Result<()> {
         )
     };
     for n in &r.neffs {
-        writeln!(out, "{}", escape(&n.path))?;
+        writeln!(out, "{}", quote_str(&n.path))?;
         row(
             out,
             "subgraph",
@@ -121,7 +100,7 @@ fn mem_table(r: &MemReport<'_>, out: &mut impl Write) -> io::Result<()> {
                 .saturating_add(sg.dma_rings);
             row(
                 out,
-                &escape(&sg.name),
+                &quote_str(&sg.name),
                 [
                     human(sg.scratchpad),
                     human(sg.code),
@@ -133,13 +112,13 @@ fn mem_table(r: &MemReport<'_>, out: &mut impl Write) -> io::Result<()> {
             let areas: Vec<String> = sg
                 .scratchpad_areas
                 .iter()
-                .map(|(a, b)| format!("{} {}", escape(a), human(*b)))
+                .map(|(a, b)| format!("{} {}", quote_str(a), human(*b)))
                 .collect();
             if !areas.is_empty() {
                 writeln!(out, "  {:<22}areas: {}", "", areas.join(", "))?;
             }
             for m in &sg.missing_engines {
-                writeln!(out, "  {:<22}missing engine file {}", "", escape(m))?;
+                writeln!(out, "  {:<22}missing engine file {}", "", quote_str(m))?;
             }
         }
         writeln!(
@@ -235,7 +214,7 @@ pub fn diff(a: &Path, b: &Path, json: bool, opts: &Options) -> Result<u8, Failur
 }
 
 fn v(x: &serde_json::Value) -> String {
-    escape(&x.to_string())
+    quote_str(&x.to_string()).into_owned()
 }
 
 fn opt(x: Option<u64>) -> String {
@@ -248,16 +227,16 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
     }
     let m = &d.members;
     for x in &m.removed {
-        writeln!(out, "removed {} ({} bytes)", escape(&x.name), x.size)?;
+        writeln!(out, "removed {} ({} bytes)", quote_str(&x.name), x.size)?;
     }
     for x in &m.added {
-        writeln!(out, "added {} ({} bytes)", escape(&x.name), x.size)?;
+        writeln!(out, "added {} ({} bytes)", quote_str(&x.name), x.size)?;
     }
     for x in &m.changed {
         writeln!(
             out,
             "changed {} ({} -> {} bytes, sha256 {:.12} -> {:.12})",
-            escape(&x.name),
+            quote_str(&x.name),
             x.size_a,
             x.size_b,
             x.sha256_a,
@@ -268,8 +247,8 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "var removed {}: {} ({} bytes)",
-            escape(&x.member),
-            escape(&x.name),
+            quote_str(&x.member),
+            quote_str(&x.name),
             opt(x.size)
         )?;
     }
@@ -277,8 +256,8 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "var added {}: {} ({} bytes)",
-            escape(&x.member),
-            escape(&x.name),
+            quote_str(&x.member),
+            quote_str(&x.name),
             opt(x.size)
         )?;
     }
@@ -286,8 +265,8 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "var resized {}: {} {} -> {} bytes",
-            escape(&x.member),
-            escape(&x.name),
+            quote_str(&x.member),
+            quote_str(&x.name),
             opt(x.a),
             opt(x.b)
         )?;
@@ -296,8 +275,8 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "io {}: {} {} {} -> {}",
-            escape(&x.member),
-            escape(&x.name),
+            quote_str(&x.member),
+            quote_str(&x.name),
             x.field,
             v(&x.a),
             v(&x.b)
@@ -307,8 +286,8 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "cc {}: {} {} -> {}",
-            escape(&x.member),
-            escape(&x.field),
+            quote_str(&x.member),
+            quote_str(&x.field),
             v(&x.a),
             v(&x.b)
         )?;
@@ -317,7 +296,7 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "kelf {}: {} {} -> {}",
-            escape(&x.member),
+            quote_str(&x.member),
             x.field,
             v(&x.a),
             v(&x.b)
@@ -327,8 +306,8 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "alias {}: {} {} -> {}",
-            escape(&x.member),
-            escape(&x.name),
+            quote_str(&x.member),
+            quote_str(&x.name),
             v(&x.a),
             v(&x.b)
         )?;
@@ -337,15 +316,4 @@ fn diff_text(d: &neff::diff::Diff, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "get {}: {} -> {}", c.field, v(&c.a), v(&c.b))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn escape_keeps_a_name_on_one_line() {
-        assert_eq!(escape("a\nb\\c\x1b"), "a\\nb\\\\c\\033");
-        assert_eq!(escape("données"), "données");
-    }
 }
