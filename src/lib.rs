@@ -21,6 +21,9 @@
 //! | zoo | [`scan`] | parallel records over directories of NEFFs |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
+//! | device memory | [`mem`] | the §7 estimate per subgraph, NEFF and set |
+//! | fast loading | [`optimize`] | raw payload, debug-only members dropped |
+//! | comparing | [`diff`] | header, member and JSON-structure differences |
 //! | text | [`quote`] | names and paths escaped for plain-text output, as `tar tf` escapes them |
 //! | helpers | [`threads`] | short-lived helper threads placed on another CPU |
 //!
@@ -50,6 +53,7 @@
 #![deny(missing_docs)]
 
 pub mod accessors;
+pub mod diff;
 pub mod error;
 #[doc(hidden)]
 pub mod harness;
@@ -57,7 +61,9 @@ pub mod header;
 pub mod json;
 pub mod limits;
 pub mod map;
+pub mod mem;
 pub mod neff;
+pub mod optimize;
 pub mod pack;
 pub mod payload;
 pub mod quote;

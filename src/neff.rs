@@ -318,6 +318,17 @@ impl Neff {
             .get_or_init(|| select::sorted_files(&self.index, self.tar()))
     }
 
+    /// The regular member named exactly `name` (the last of that name in
+    /// archive order, as [`sorted_files`](Self::sorted_files) keeps).
+    pub fn member(&self, name: &[u8]) -> Option<&Entry> {
+        let sorted = self.sorted_files();
+        let entries = &self.index.entries;
+        sorted
+            .binary_search_by(|&i| self.name(&entries[i as usize]).cmp(name))
+            .ok()
+            .map(|k| &entries[sorted[k] as usize])
+    }
+
     /// The first regular member, in sorted name order, that `re` matches.
     pub fn find(&self, re: &Regex) -> Option<&Entry> {
         select::first_match(re, self.sorted_files(), &self.index, self.tar())

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod scan;
+mod tools;
 use neff::quote::{quote, quote_str};
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
@@ -199,6 +200,35 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Device-memory estimate per NEFF and subgraph, and the total for the set
+    Mem {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON object
+        #[arg(long)]
+        json: bool,
+        /// Scratchpad page in MiB [default: $NEURON_SCRATCHPAD_PAGE_SIZE,
+        /// else $NEURON_RT_ONE_TMPBUF_PAGE_SIZE_MB, else 64]
+        #[arg(long)]
+        page_mib: Option<u64>,
+    },
+    /// Rewrite with a raw payload, without debug-only members
+    Optimize {
+        file: PathBuf,
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Keep the debug-only members
+        #[arg(long)]
+        keep_debug: bool,
+    },
+    /// What differs between two NEFFs (exit 0 same, 1 differ)
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        /// One JSON object
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A failure tied to the file it concerns.
@@ -377,6 +407,26 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 verify,
             };
             return scan::run(&paths, &sopts, json, sorted, strict, no_progress);
+        }
+        Cmd::Mem {
+            files,
+            json,
+            page_mib,
+        } => {
+            drop(out);
+            return tools::mem(&files, json, page_mib, opts);
+        }
+        Cmd::Optimize {
+            file,
+            output,
+            keep_debug,
+        } => {
+            drop(out);
+            return tools::optimize(&file, &output, keep_debug, opts);
+        }
+        Cmd::Diff { a, b, json } => {
+            drop(out);
+            return tools::diff(&a, &b, json, opts);
         }
         Cmd::Verify { files } => {
             let mut failed = false;
