@@ -1,21 +1,33 @@
 //! Extracting a NEFF into a directory without ever writing outside it.
 //!
-//! The whole index is validated before the first byte is written ([`plan`]):
-//! every name is made relative and normalized, and refused when it is
-//! absolute, climbs out with `..`, repeats another member's name, or passes
-//! through a symlink member; every link's target must stay inside the
-//! directory. Only then are directories created, files written (with
-//! `create_new`, so nothing pre-existing is followed), hard links made and,
-//! last, symlinks, so that nothing is ever written through one. FIFOs and
-//! devices are skipped with a warning. The target directory must be empty.
+//! Containment holds by construction, in two layers:
+//!
+//! 1. **The plan** ([`plan`]) validates the whole index before the first
+//!    byte is written: every name is made relative and normalized, and
+//!    refused when it is absolute, climbs out with `..`, holds a NUL, is too
+//!    long to create, repeats another member's name, or passes through a
+//!    symlink member (any symlink of the archive, wherever it stands in it).
+//!    Every symlink's target is resolved against the archive's *final* tree,
+//!    following the other symlink members as the kernel would, so a chain
+//!    (`s -> .`, then `r -> s/s/../..`) or an order trick (`t -> s/..` before
+//!    `s -> .`) that would resolve outside the directory at the end of the
+//!    extraction is refused. Hard links must name a regular member.
+//! 2. **The writes** go through a descriptor of the target directory, with
+//!    `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has
+//!    it, else a component-by-component `O_NOFOLLOW` walk: no write can
+//!    follow a symlink, whoever made it. Files are created `O_EXCL`;
+//!    directories come first, then files, hard links and, last, symlinks.
+//!    FIFOs and devices are skipped with a warning. The target directory
+//!    must be empty.
 
-use std::collections::HashSet;
-use std::ffi::OsStr;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 use crate::error::{Error, Result};
 use crate::neff::Neff;
@@ -79,7 +91,7 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
     let entries = neff.entries();
     let mut steps = Vec::with_capacity(entries.len());
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    let mut symlinks: HashSet<Vec<u8>> = HashSet::new();
+    let mut symlinks: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
     let mut files: HashSet<Vec<u8>> = HashSet::new();
     for (i, e) in entries.iter().enumerate() {
         let name = neff.name(e);
@@ -90,6 +102,15 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             return Err(unsafe_name(name, "contains a NUL byte"));
         }
         let path = parts.join(&b'/');
+        if path.len() > MAX_PATH || parts.iter().any(|c| c.len() > MAX_COMPONENT) {
+            return Err(unsafe_name(
+                name,
+                format!(
+                    "too long to extract (a path over {MAX_PATH} bytes or a name over \
+                     {MAX_COMPONENT})"
+                ),
+            ));
+        }
         if path.is_empty() {
             if e.kind == Kind::Dir {
                 steps.push(Step {
@@ -101,25 +122,23 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             }
             return Err(unsafe_name(name, "names the target directory itself"));
         }
-        // No member may be written through a symlink member.
-        for k in 1..parts.len() {
-            let prefix = parts[..k].join(&b'/');
-            if symlinks.contains(&prefix) {
-                return Err(unsafe_name(
-                    name,
-                    "would be written through the symlink member before it",
-                ));
-            }
-        }
         let action = match e.kind {
             Kind::Dir => Action::Dir,
             Kind::File => Action::File,
             Kind::Symlink => {
                 let target = neff.link(e).unwrap_or_default();
-                let parent: Vec<&[u8]> =
-                    parts[..parts.len() - 1].iter().map(Vec::as_slice).collect();
-                check_symlink_target(&parent, target, &symlinks)
-                    .map_err(|why| unsafe_name(name, why))?;
+                if target.is_empty() {
+                    return Err(unsafe_name(name, "symlink with an empty target"));
+                }
+                if target.starts_with(b"/") {
+                    return Err(unsafe_name(name, "symlink target is absolute"));
+                }
+                if target.contains(&0) || target.len() > MAX_PATH {
+                    return Err(unsafe_name(
+                        name,
+                        "symlink target holds a NUL or is too long",
+                    ));
+                }
                 Action::Symlink(target.to_vec())
             }
             Kind::Hardlink => {
@@ -147,8 +166,8 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             }
         }
         match &action {
-            Action::Symlink(_) => {
-                symlinks.insert(path.clone());
+            Action::Symlink(t) => {
+                symlinks.insert(path.clone(), t.clone());
             }
             Action::File | Action::Hardlink(_) => {
                 files.insert(path.clone());
@@ -160,6 +179,34 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             path,
             action,
         });
+    }
+    // Every symlink resolves inside the directory once all of them exist,
+    // whatever their order in the archive.
+    let mut budget = CHECK_BUDGET;
+    for s in &steps {
+        if let Action::Symlink(target) = &s.action {
+            let link = &s.path;
+            let parent = &link[..link.iter().rposition(|&b| b == b'/').unwrap_or(0)];
+            resolve_in_final_tree(parent, target, &symlinks, &mut budget)
+                .map_err(|why| unsafe_name(link, why))?;
+        }
+    }
+    // No member is written through any symlink member of the archive,
+    // before or after it.
+    for s in &steps {
+        let mut p: &[u8] = &s.path;
+        while let Some(i) = p.iter().rposition(|&b| b == b'/') {
+            p = &p[..i];
+            if symlinks.contains_key(p) {
+                return Err(unsafe_name(
+                    &s.path,
+                    format!(
+                        "would be written through the symlink member {}",
+                        String::from_utf8_lossy(p)
+                    ),
+                ));
+            }
+        }
     }
     // A name used both as a directory (its own entry, or the parent of
     // another member) and as a file or link would make one write through
@@ -186,36 +233,88 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
     Ok(steps)
 }
 
-/// A symlink at `parent/…` with `target` must resolve inside the directory,
-/// and may not climb (`..`) out of a path that is itself a symlink member.
-fn check_symlink_target(
-    parent: &[&[u8]],
+/// Longest path the extraction creates (PATH_MAX less its NUL).
+const MAX_PATH: usize = 4095;
+/// Longest single name (NAME_MAX).
+const MAX_COMPONENT: usize = 255;
+/// Symlinks followed in one resolution before it counts as a loop (as the
+/// kernel's ELOOP limit).
+const MAX_HOPS: usize = 40;
+
+/// Resolves `target`, read in directory `parent`, against the extracted
+/// tree as it will stand at the end: each component that names a symlink
+/// member is replaced by that member's target, as the kernel would. Fails
+/// if the walk ever climbs above the root, meets an absolute target,
+/// follows more than [`MAX_HOPS`] symlinks, or the archive's symlinks take
+/// more than `budget` component steps in all (hostile chains cannot make
+/// the check itself expensive).
+fn resolve_in_final_tree(
+    parent: &[u8],
     target: &[u8],
-    symlinks: &HashSet<Vec<u8>>,
+    symlinks: &HashMap<Vec<u8>, Vec<u8>>,
+    budget: &mut usize,
 ) -> std::result::Result<(), String> {
-    if target.is_empty() {
-        return Err("symlink with an empty target".into());
+    // The path walked so far as one key (`a/b/c`), and where each of its
+    // components starts, so `..` and a followed link pop in O(1).
+    let mut key: Vec<u8> = parent.to_vec();
+    let mut starts: Vec<usize> = Vec::new();
+    if !key.is_empty() {
+        starts.push(0);
+        for (i, &b) in parent.iter().enumerate() {
+            if b == b'/' {
+                starts.push(i + 1);
+            }
+        }
     }
-    if target.starts_with(b"/") {
-        return Err("symlink target is absolute".into());
-    }
-    let mut parts: Vec<&[u8]> = parent.to_vec();
-    for c in target.split(|&b| b == b'/') {
+    let pop = |key: &mut Vec<u8>, starts: &mut Vec<usize>| -> bool {
+        match starts.pop() {
+            Some(s) => {
+                key.truncate(s.saturating_sub(1));
+                true
+            }
+            None => false,
+        }
+    };
+    let mut pending: VecDeque<&[u8]> = target.split(|&b| b == b'/').collect();
+    let mut hops = 0;
+    while let Some(c) = pending.pop_front() {
+        *budget = budget
+            .checked_sub(1)
+            .ok_or("the archive's symlinks are too many or too deep to check")?;
         match c {
             b"" | b"." => {}
             b".." => {
-                if symlinks.contains(&parts.join(&b'/')) {
-                    return Err("symlink target climbs out of another symlink".into());
-                }
-                if parts.pop().is_none() {
+                if !pop(&mut key, &mut starts) {
                     return Err("symlink target resolves outside the directory".into());
                 }
             }
-            c => parts.push(c),
+            _ => {
+                starts.push(if key.is_empty() { 0 } else { key.len() + 1 });
+                if !key.is_empty() {
+                    key.push(b'/');
+                }
+                key.extend_from_slice(c);
+                if let Some(t) = symlinks.get(&key) {
+                    hops += 1;
+                    if hops > MAX_HOPS {
+                        return Err("symlink targets loop".into());
+                    }
+                    if t.starts_with(b"/") {
+                        return Err("symlink target leads through an absolute symlink".into());
+                    }
+                    pop(&mut key, &mut starts);
+                    for part in t.split(|&b| b == b'/').rev() {
+                        pending.push_front(part);
+                    }
+                }
+            }
         }
     }
     Ok(())
 }
+
+/// Component steps all symlink checks of one archive may take.
+const CHECK_BUDGET: usize = 1 << 24;
 
 /// What an extraction did.
 #[derive(Debug, Default)]
@@ -248,31 +347,39 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(dir)?,
         Err(e) => return Err(e.into()),
     }
+    let root = Beneath::root(dir)?;
     let entries = neff.entries();
-    let at = |p: &[u8]| dir.join(OsStr::from_bytes(p));
     let mut report = Report::default();
-    let mut dir_times: Vec<(PathBuf, u32, i64)> = Vec::new();
-    // Parents of every path first: they are plain directories we create.
+    let mut dir_times: Vec<(&[u8], u32, i64)> = Vec::new();
+    // Parents of every path first: plain directories we create.
+    let mut made: HashSet<&[u8]> = HashSet::new();
     for s in &steps {
-        if let Some(parent) = Path::new(OsStr::from_bytes(&s.path)).parent() {
-            fs::create_dir_all(dir.join(parent))?;
+        let mut ends: Vec<usize> = s
+            .path
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'/')
+            .map(|(i, _)| i)
+            .collect();
+        if s.action == Action::Dir {
+            ends.push(s.path.len());
+        }
+        for end in ends {
+            let p = &s.path[..end];
+            if made.insert(p) {
+                root.mkdir(p)?;
+            }
         }
     }
     for s in &steps {
         let e: &Entry = &entries[s.entry];
         match &s.action {
             Action::Dir => {
-                let p = at(&s.path);
-                fs::create_dir_all(&p)?;
-                dir_times.push((p, e.mode, e.mtime));
+                dir_times.push((&s.path, e.mode, e.mtime));
                 report.dirs += 1;
             }
             Action::File => {
-                let p = at(&s.path);
-                let mut f = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&p)?;
+                let mut f = root.create(&s.path)?;
                 std::io::Write::write_all(&mut f, neff.data(e))?;
                 f.set_permissions(fs::Permissions::from_mode(e.mode & 0o777))?;
                 f.set_modified(mtime(e.mtime))?;
@@ -293,24 +400,122 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
     }
     for s in &steps {
         if let Action::Hardlink(t) = &s.action {
-            fs::hard_link(at(t), at(&s.path))?;
+            root.hard_link(t, &s.path)?;
             report.links += 1;
         }
     }
     for s in &steps {
         if let Action::Symlink(t) = &s.action {
-            std::os::unix::fs::symlink(OsStr::from_bytes(t), at(&s.path))?;
+            root.symlink(t, &s.path)?;
             report.links += 1;
         }
     }
     // Directory times and modes last (writing inside a directory moves its
     // mtime), deepest first so a read-only parent cannot block a child.
-    dir_times.sort_by(|a, b| b.0.cmp(&a.0));
+    dir_times.sort_by(|a, b| b.0.cmp(a.0));
     for (p, mode, t) in dir_times {
-        fs::File::open(&p)?.set_modified(mtime(t))?;
-        fs::set_permissions(&p, fs::Permissions::from_mode(mode & 0o777))?;
+        let d = fs::File::from(root.open(p, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?);
+        d.set_modified(mtime(t))?;
+        d.set_permissions(fs::Permissions::from_mode(mode & 0o777))?;
     }
     Ok(report)
+}
+
+/// The target directory as a descriptor; every path below is opened
+/// beneath it without following any symlink.
+struct Beneath {
+    fd: OwnedFd,
+}
+
+impl Beneath {
+    fn root(dir: &Path) -> std::io::Result<Beneath> {
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Beneath { fd })
+    }
+
+    /// Opens `rel` (normalized, relative; empty for the root itself) with
+    /// no symlink followed anywhere on the way: `openat2` with
+    /// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, or, on a kernel without it,
+    /// one `O_NOFOLLOW` open per component.
+    fn open(&self, rel: &[u8], flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+        let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        match rustix::fs::openat2(&self.fd, rel, flags, mode, resolve) {
+            Err(rustix::io::Errno::NOSYS) => self.walk(rel, flags, mode),
+            r => Ok(r?),
+        }
+    }
+
+    fn walk(&self, rel: &[u8], flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+        let parts: Vec<&[u8]> = rel
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".")
+            .collect();
+        let dir_flags = OFlags::DIRECTORY | OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut cur = rustix::fs::openat(&self.fd, ".", dir_flags, Mode::empty())?;
+        let Some((last, parents)) = parts.split_last() else {
+            return Ok(rustix::fs::openat(&self.fd, ".", flags, mode)?);
+        };
+        for c in parents {
+            cur = rustix::fs::openat(&cur, *c, dir_flags, Mode::empty())?;
+        }
+        Ok(rustix::fs::openat(&cur, *last, flags, mode)?)
+    }
+
+    /// The parent directory of `rel` (opened beneath) and its last name.
+    fn parent<'a>(&self, rel: &'a [u8]) -> std::io::Result<(OwnedFd, &'a [u8])> {
+        let (dir, name) = match rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&b""[..], rel),
+        };
+        let fd = self.open(dir, OFlags::DIRECTORY | OFlags::PATH, Mode::empty())?;
+        Ok((fd, name))
+    }
+
+    fn mkdir(&self, rel: &[u8]) -> std::io::Result<()> {
+        let (parent, name) = self.parent(rel)?;
+        match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o755)) {
+            Err(rustix::io::Errno::EXIST) => {
+                // Only a directory may already stand there (a repeated
+                // directory entry); anything else is an error below.
+                self.open(rel, OFlags::DIRECTORY | OFlags::PATH, Mode::empty())
+                    .map(drop)
+            }
+            r => Ok(r?),
+        }
+    }
+
+    fn create(&self, rel: &[u8]) -> std::io::Result<fs::File> {
+        let fd = self.open(
+            rel,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            Mode::from_raw_mode(0o600),
+        )?;
+        Ok(fs::File::from(fd))
+    }
+
+    fn hard_link(&self, target: &[u8], rel: &[u8]) -> std::io::Result<()> {
+        let (tdir, tname) = self.parent(target)?;
+        let (ldir, lname) = self.parent(rel)?;
+        // No AT_SYMLINK_FOLLOW: a symlink target would be linked, not followed.
+        Ok(rustix::fs::linkat(
+            &tdir,
+            tname,
+            &ldir,
+            lname,
+            rustix::fs::AtFlags::empty(),
+        )?)
+    }
+
+    fn symlink(&self, target: &[u8], rel: &[u8]) -> std::io::Result<()> {
+        let (ldir, lname) = self.parent(rel)?;
+        Ok(rustix::fs::symlinkat(target, &ldir, lname)?)
+    }
 }
 
 fn mtime(t: i64) -> std::time::SystemTime {
@@ -318,5 +523,72 @@ fn mtime(t: i64) -> std::time::SystemTime {
         UNIX_EPOCH + Duration::from_secs(t as u64)
     } else {
         UNIX_EPOCH - Duration::from_secs(t.unsigned_abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_beneath_the_target_never_follow_a_planted_symlink() {
+        // A process racing an extraction could plant a symlink in the
+        // target after the plan was checked: every write goes beneath the
+        // directory's descriptor with no symlink followed, so it fails.
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&out).unwrap();
+        fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("sg00")).unwrap();
+        std::os::unix::fs::symlink(outside.join("f"), out.join("f")).unwrap();
+        let root = Beneath::root(&out).unwrap();
+        assert!(
+            root.create(b"sg00/def.json").is_err(),
+            "through a planted dir link"
+        );
+        assert!(root.create(b"f").is_err(), "onto a planted file link");
+        assert!(root.mkdir(b"sg00").is_err(), "a link is not the directory");
+        assert!(root.mkdir(b"sg00/x").is_err());
+        assert!(root.symlink(b"y", b"sg00/y").is_err());
+        assert!(root.hard_link(b"sg00/z", b"h").is_err());
+        assert!(
+            fs::read_dir(&outside).unwrap().next().is_none(),
+            "nothing outside"
+        );
+        // And the walk used on kernels without openat2 refuses the same.
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
+        assert!(root
+            .walk(b"sg00/def.json", flags, Mode::from_raw_mode(0o600))
+            .is_err());
+        assert!(root.walk(b"f", flags, Mode::from_raw_mode(0o600)).is_err());
+        assert!(fs::read_dir(&outside).unwrap().next().is_none());
+        // Ordinary paths work.
+        root.mkdir(b"d").unwrap();
+        root.create(b"d/file").unwrap();
+        root.walk(b"d/other", flags, Mode::from_raw_mode(0o600))
+            .unwrap();
+        assert!(out.join("d/file").is_file() && out.join("d/other").is_file());
+    }
+
+    #[test]
+    fn final_tree_resolution_follows_later_symlinks_and_bounds_its_work() {
+        let links = |pairs: &[(&str, &str)]| -> HashMap<Vec<u8>, Vec<u8>> {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.as_bytes().to_vec(), b.as_bytes().to_vec()))
+                .collect()
+        };
+        let mut budget = CHECK_BUDGET;
+        let l = links(&[("s", "."), ("d/up", "../x/.."), ("x", "d/up")]);
+        assert!(resolve_in_final_tree(b"", b"s/s/..", &l, &mut budget).is_err());
+        assert!(resolve_in_final_tree(b"", b"s/s/d", &l, &mut budget).is_ok());
+        assert!(resolve_in_final_tree(b"d", b"up", &l, &mut budget).is_err());
+        let l = links(&[("a", "b"), ("b", "a")]);
+        let e = resolve_in_final_tree(b"", b"a", &l, &mut budget).unwrap_err();
+        assert!(e.contains("loop"), "{e}");
+        let mut small = 10;
+        let e = resolve_in_final_tree(b"", &b"x/".repeat(20), &l, &mut small).unwrap_err();
+        assert!(e.contains("too many or too deep"), "{e}");
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
@@ -92,7 +92,7 @@ fn unpack_of_pack_gives_back_the_tree_byte_for_byte() {
         assert_eq!(info["requested_tpb_count"], 2, "from the kelf's two graphs");
         assert_eq!(info["name"], "src");
         let dst = tmp.path().join(format!("u{gz}"));
-        neff_ok(&["unpack", out.to_str().unwrap(), "-o", dst.to_str().unwrap()]);
+        unpack_ok(&out, &dst);
         assert_eq!(snapshot(&dst), snapshot(&src), "gzip={gz}");
     }
 }
@@ -103,7 +103,7 @@ fn pack_of_unpack_keeps_every_member() {
     for (i, f) in neffs("fixtures/interop").iter().enumerate() {
         let dst = tmp.path().join(format!("u{i}"));
         let fs = f.to_str().unwrap();
-        neff_ok(&["unpack", fs, "-o", dst.to_str().unwrap()]);
+        unpack_ok(Path::new(fs), &dst);
         let out = tmp.path().join(format!("p{i}.neff"));
         neff_ok(&["pack", dst.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         let (a, b) = (Neff::open(f).unwrap(), Neff::open(&out).unwrap());
@@ -196,7 +196,7 @@ fn neff_packed_and_python_packed_payloads_answer_alike() {
     let tmp = tempfile::tempdir().unwrap();
     for (i, f) in neffs("fixtures/acc").iter().enumerate() {
         let d = tmp.path().join(format!("u{i}"));
-        neff_ok(&["unpack", f.to_str().unwrap(), "-o", d.to_str().unwrap()]);
+        unpack_ok(f, &d);
         let out = tmp.path().join(format!("p{i}.neff"));
         neff_ok(&["pack", d.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         let (a, b) = (Neff::open(f).unwrap(), Neff::open(&out).unwrap());
@@ -206,6 +206,54 @@ fn neff_packed_and_python_packed_payloads_answer_alike() {
             let ry = acc.write_json(&b, &mut y).map_err(|e| e.to_string());
             assert_eq!((rx, x), (ry, y), "{} {}", f.display(), acc.name());
         }
+    }
+}
+
+/// `neff unpack FILE -o DIR`, which must succeed and leave every path
+/// under DIR inside it.
+fn unpack_ok(file: &Path, dir: &Path) {
+    neff_ok(&[
+        "unpack",
+        file.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_contained(dir);
+}
+
+/// Every path under `dir`, resolved (symlinks followed, as far as they
+/// lead), stays inside `dir`.
+fn assert_contained(dir: &Path) {
+    let root = std::fs::canonicalize(dir).unwrap();
+    for ent in walkdir::WalkDir::new(dir).follow_links(false) {
+        let ent = ent.unwrap();
+        let p = ent.path();
+        // A dangling symlink: resolve its parent and read its target lexically.
+        let real = match std::fs::canonicalize(p) {
+            Ok(r) => r,
+            Err(_) => {
+                let target = std::fs::read_link(p).unwrap();
+                let mut r = std::fs::canonicalize(p.parent().unwrap()).unwrap();
+                for c in target.components() {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            r.pop();
+                        }
+                        std::path::Component::Normal(n) => r.push(n),
+                        std::path::Component::RootDir => r = PathBuf::from("/"),
+                        _ => {}
+                    }
+                }
+                r
+            }
+        };
+        assert!(
+            real.starts_with(&root),
+            "{} resolves to {}, outside {}",
+            p.display(),
+            real.display(),
+            root.display()
+        );
     }
 }
 
@@ -277,6 +325,46 @@ fn every_escape_is_refused_with_nothing_written() {
             vec![entry("h", PackKind::Hardlink(b"../x".to_vec()))],
         ),
         ("duplicate", vec![file("a.json"), file("a.json")]),
+        (
+            "symlink chain through a self link",
+            vec![
+                entry("s", PackKind::Symlink(b".".to_vec())),
+                entry("root", PackKind::Symlink(b"s/s/s/../../..".to_vec())),
+            ],
+        ),
+        (
+            "order trick: a link through a symlink that comes later",
+            vec![
+                entry("t", PackKind::Symlink(b"s/..".to_vec())),
+                entry("s", PackKind::Symlink(b".".to_vec())),
+            ],
+        ),
+        (
+            "link into a later symlink's parent",
+            vec![
+                entry("d", PackKind::Dir),
+                entry("d/up", PackKind::Symlink(b"../x/..".to_vec())),
+                entry("x", PackKind::Symlink(b"d/up".to_vec())),
+            ],
+        ),
+        (
+            "symlink loop",
+            vec![
+                entry("a", PackKind::Symlink(b"b".to_vec())),
+                entry("b", PackKind::Symlink(b"a".to_vec())),
+            ],
+        ),
+        (
+            "a file written through a symlink that comes later",
+            vec![
+                file("link/passwd"),
+                entry("link", PackKind::Symlink(b"../../etc".to_vec())),
+            ],
+        ),
+        (
+            "10,000 components",
+            vec![file("ok.json"), file(&"sg00/".repeat(10_000))],
+        ),
     ];
     for (what, entries) in cases {
         let tmp = tempfile::tempdir().unwrap();
@@ -352,4 +440,31 @@ fn unpack_refuses_a_non_empty_target() {
     );
     assert!(reason.contains("not empty"), "{reason}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn links_that_stay_inside_are_extracted_and_every_path_resolves_inside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("l.neff");
+    std::fs::write(
+        &f,
+        hostile(vec![
+            entry("sub", PackKind::Dir),
+            file("sub/file"),
+            entry("s", PackKind::Symlink(b"sub".to_vec())),
+            entry("t", PackKind::Symlink(b"s/file".to_vec())),
+            entry("u", PackKind::Symlink(b"sub/../s/./file".to_vec())),
+            entry("dangling", PackKind::Symlink(b"sub/missing".to_vec())),
+            entry("h", PackKind::Hardlink(b"sub/file".to_vec())),
+        ]),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    unpack_ok(&f, &out);
+    assert_eq!(std::fs::read(out.join("t")).unwrap(), b"pwned");
+    assert_eq!(std::fs::read(out.join("u")).unwrap(), b"pwned");
+    assert_eq!(std::fs::read(out.join("h")).unwrap(), b"pwned");
+    assert!(std::fs::symlink_metadata(out.join("dangling"))
+        .unwrap()
+        .is_symlink());
 }
