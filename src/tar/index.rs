@@ -277,6 +277,16 @@ impl Index {
                 .map_err(|e| Error::tar(pos, format!("size field: {e}")))?;
             let data = pos + BLOCK;
             let typeflag = block.typeflag;
+            if typeflag == b'S' || pending.local.sparse || global.sparse {
+                // GNU tar and libarchive expand a sparse file (holes as
+                // zeros, to its real size); listing its stored bytes, or its
+                // PAX 1.0 internal name, would read it differently. Not read.
+                return Err(Error::tar(
+                    pos,
+                    "a GNU sparse file: not read here (tar expands it; its stored \
+                     bytes are not its content)",
+                ));
+            }
             let extended = matches!(typeflag, b'x' | b'g' | b'L' | b'K' | b'X');
             // The PAX size record applies to real entries only, never to an
             // extended header in between.

@@ -30,7 +30,12 @@
 //! - a PAX `path` or `linkpath` with a NUL inside: both end the name at the
 //!   NUL, and so does the walk (the rest, `../` included, is dropped);
 //! - a global PAX record (`g`) that sets `path`, `linkpath` or `size`: GNU
-//!   tar applies it to every later entry, libarchive ignores it; refused.
+//!   tar applies it to every later entry, libarchive ignores it; refused;
+//! - a GNU sparse file (old `S` entries, or PAX `GNU.sparse.*` records):
+//!   both tools expand it to its real size; listing its stored bytes or its
+//!   PAX 1.0 internal name (`GNUSparseFile.0/…`) would read it differently,
+//!   so it is refused until the walk expands sparse maps
+//!   (`tests/peer_archives.rs` lists tar-rs's archives with GNU tar).
 
 mod block;
 mod index;

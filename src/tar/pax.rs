@@ -14,6 +14,9 @@ pub struct Overrides<N = Range<usize>> {
     pub linkpath: Option<Option<N>>,
     pub size: Option<Option<u64>>,
     pub mtime: Option<Option<i64>>,
+    /// Whether a `GNU.sparse.*` record was seen: the entry is a GNU sparse
+    /// file (PAX 0.x or 1.0 encoding), which the index refuses to read.
+    pub sparse: bool,
 }
 
 impl<N> Default for Overrides<N> {
@@ -23,6 +26,7 @@ impl<N> Default for Overrides<N> {
             linkpath: None,
             size: None,
             mtime: None,
+            sparse: false,
         }
     }
 }
@@ -36,6 +40,7 @@ impl<N> Overrides<N> {
             linkpath: conv(self.linkpath),
             size: self.size,
             mtime: self.mtime,
+            sparse: self.sparse,
         }
     }
 
@@ -53,6 +58,7 @@ impl<N> Overrides<N> {
         if newer.mtime.is_some() {
             self.mtime = newer.mtime;
         }
+        self.sparse |= newer.sparse;
     }
 }
 
@@ -124,6 +130,7 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
                     Some(parse_time(text)?)
                 })
             }
+            k if k.starts_with(b"GNU.sparse.") => out.sparse = true,
             _ => {}
         }
         pos += len;

@@ -491,7 +491,8 @@ fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()
     for e in shown {
         out.write_all(quote(neff.name(e)).as_bytes())?;
         match e.kind {
-            Kind::Dir => out.write_all(b"/")?,
+            // (An entry with an empty name prints empty, as `tar tf` does.)
+            Kind::Dir if !neff.name(e).is_empty() => out.write_all(b"/")?,
             Kind::Symlink | Kind::Hardlink => {
                 if let Some(l) = neff.link(e) {
                     out.write_all(b" -> ")?;
