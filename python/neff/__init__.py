@@ -250,7 +250,8 @@ class NeffInfo:
     """Drop-in for the reference NeffInfo reader, answering what ``neff get`` answers.
 
     ``NeffInfo(path)`` raises ``FileNotFoundError("NEFF does not exist.")`` for a
-    missing path, as the reference does; the file is opened (mapped, inflated,
+    missing path and :class:`NeffError` for a file shorter than the 1024-byte
+    header, as the reference does; the file is opened (mapped, inflated,
     indexed) once, at the first getter. Every getter's result is memoized per
     instance (the reference memoizes with ``functools.lru_cache``): a repeated
     call returns the same object. Refusals raise :class:`NeffError` with the
@@ -272,6 +273,10 @@ class NeffInfo:
         self.neff = path
         self._reader = None
         self._memo = {}
+        if _os.path.isfile(path) and _os.path.getsize(path) < 1024:
+            # The reference refuses a file shorter than a header here, at
+            # construction: so do we, with the library's reason.
+            self._open()
         return self
 
     def _open(self) -> Neff:
