@@ -27,9 +27,7 @@ pub struct Neff {
 #[pyfunction]
 #[pyo3(name = "open")]
 pub fn open_path(py: Python<'_>, path: PathBuf) -> PyResult<Neff> {
-    let reader = py
-        .allow_threads(|| Reader::open(&path))
-        .map_err(to_py)?;
+    let reader = py.allow_threads(|| Reader::open(&path)).map_err(to_py)?;
     Ok(Neff {
         inner: RwLock::new(Some(Arc::new(reader))),
         path,
@@ -62,7 +60,10 @@ impl Neff {
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).is_none()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
     }
 
     /// Drops this object's hold on the file (idempotent).
@@ -145,7 +146,8 @@ impl Neff {
     /// Whether def.json carries collective metadata.
     fn has_cc(&self, py: Python<'_>) -> PyResult<bool> {
         let r = self.reader()?;
-        py.allow_threads(|| neff::accessors::has_cc(&r)).map_err(to_py)
+        py.allow_threads(|| neff::accessors::has_cc(&r))
+            .map_err(to_py)
     }
 
     /// The collective world size (≥ 1); refused with the guard strings.

@@ -86,7 +86,11 @@ fn check_shard(shard: Option<(usize, usize)>) -> PyResult<()> {
 /// completion order, walk errors first, as `neff scan --json` prints them.
 #[pyfunction]
 #[pyo3(name = "scan", signature = (paths, jobs = 0, shard = None))]
-pub fn scan_paths(paths: Vec<PathBuf>, jobs: usize, shard: Option<(usize, usize)>) -> PyResult<ScanIter> {
+pub fn scan_paths(
+    paths: Vec<PathBuf>,
+    jobs: usize,
+    shard: Option<(usize, usize)>,
+) -> PyResult<ScanIter> {
     check_shard(shard)?;
     let opts = ScanOptions {
         jobs,

@@ -52,7 +52,6 @@ def ref():
     return mod
 
 
-
 def make_zoo(dirpath, count, def_mib=2, gzip=True):
     """`count` NEFFs packed by `neff pack`, each with a `def_mib` MiB
     def.json (collective metadata included), under `dirpath`."""
@@ -62,16 +61,21 @@ def make_zoo(dirpath, count, def_mib=2, gzip=True):
     os.makedirs(os.path.join(src, "sg00"))
     files = {
         "info.json": {"version": "1.1", "name": "zoo"},
-        "kelf-0.json": {"graphs": [{"definition": "sg00/def.json", "name": "sg00"}],
-                        "target": "trn2", "version": "0.5"},
+        "kelf-0.json": {
+            "graphs": [{"definition": "sg00/def.json", "name": "sg00"}],
+            "target": "trn2",
+            "version": "0.5",
+        },
         "neff.json": {"graphs": {"sg_coreV10": {"op": "__kelf"}, "sg_coreV11": {"op": "__kelf"}}},
         "sg00/tensor_map.json": {"alias_map": [{"input_name": "a", "output_name": "b"}]},
     }
     for name, obj in files.items():
         with open(os.path.join(src, name), "w") as f:
             _json.dump(obj, f)
-    var = {"t%06d" % i: {"type": "input", "size": i * 7 % 4096, "shape": [i % 13, 64]}
-           for i in range(def_mib * 12000)}
+    var = {
+        "t%06d" % i: {"type": "input", "size": i * 7 % 4096, "shape": [i % 13, 64]}
+        for i in range(def_mib * 12000)
+    }
     with open(os.path.join(src, "sg00", "def.json"), "w") as f:
         _json.dump({"var": var, "replica_groups": [[[0, 1, 2, 3]]]}, f, indent=1)
     out = []

@@ -49,9 +49,16 @@ def test_read_and_find_return_the_bytes_neff_cat_writes():
 @pytest.mark.parametrize("path", FIXTURES, ids=os.path.basename)
 def test_accessor_methods_equal_neff_get(path):
     methods = {
-        "info": "info", "neff": "neff_json", "def": "def_json", "kelf": "kelf",
-        "tensor-map": "tensor_map", "alias": "alias", "must-alias": "must_alias",
-        "arch": "arch", "has-cc": "has_cc", "cc-world-size": "cc_world_size",
+        "info": "info",
+        "neff": "neff_json",
+        "def": "def_json",
+        "kelf": "kelf",
+        "tensor-map": "tensor_map",
+        "alias": "alias",
+        "must-alias": "must_alias",
+        "arch": "arch",
+        "has-cc": "has_cc",
+        "cc-world-size": "cc_world_size",
         "num-cores": "num_cores",
     }
     with neff.open(path) as n:
@@ -64,7 +71,10 @@ def test_accessor_methods_equal_neff_get(path):
                 assert p.stderr.decode().rstrip("\n") == "neff: %s: %s" % (path, e)
                 continue
             assert p.returncode == 0, p.stderr
-            assert json.dumps(got, separators=(",", ":"), ensure_ascii=False) + "\n" == p.stdout.decode()
+            assert (
+                json.dumps(got, separators=(",", ":"), ensure_ascii=False) + "\n"
+                == p.stdout.decode()
+            )
             assert n.get_json(acc) + b"\n" == p.stdout
 
 
@@ -100,7 +110,10 @@ def test_unknown_accessor_is_a_value_error():
 
 
 def test_accessors_list_matches_the_cli_help():
-    helptext = subprocess.run([os.environ.get("NEFF_BIN") or cli.__globals__["neff_bin"](), "get", "--help"],
-                              capture_output=True, text=True).stdout
+    helptext = subprocess.run(
+        [os.environ.get("NEFF_BIN") or cli.__globals__["neff_bin"](), "get", "--help"],
+        capture_output=True,
+        text=True,
+    ).stdout
     for a in neff.ACCESSORS:
         assert a in helptext

@@ -41,8 +41,11 @@ def dumps(obj):
 def _cli_answer(job):
     path, acc = job
     p = cli("get", path, acc)
-    return job, (p.returncode, p.stdout.decode("utf-8", "surrogateescape"),
-                 p.stderr.decode("utf-8", "surrogateescape"))
+    return job, (
+        p.returncode,
+        p.stdout.decode("utf-8", "surrogateescape"),
+        p.stderr.decode("utf-8", "surrogateescape"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +81,7 @@ def test_getter_answers_what_neff_get_prints(contract, path, getter):
     else:
         prefix = "neff: %s: " % path
         assert err.startswith(prefix), err
-        reason = err[len(prefix):].rstrip("\n")
+        reason = err[len(prefix) :].rstrip("\n")
         assert kind == ("NeffError" if code == 1 else kind), (kind, got)
         assert kind != "ok"
         assert got == reason

@@ -3,12 +3,14 @@
 Where both answer, the answers are equal (value, type, key order), except
 where CLI.md's contract has a rule the reference lacks (listed below, each
 with its reason). Where the reference raises one of its guard strings
-(NEFF-FORMAT.md §4.3), NeffInfo raises NeffError with the same message, and
-the other way round. (A missing member is refused as `no member matches <pattern>` by both, the
-library naming the pattern it searched last, dots escaped, the reference
-its own pattern: these messages are CLI.md's, not guard strings.) Other disagreements are refusals of hostile input by the
-library (a corrupt tar, a size past the end of the file, a cap) that the
-reference reads past, or shapes the reference crashes on (TypeError)."""
+(NEFF-FORMAT.md §4.3) on a NEFF the library can read, NeffInfo raises
+NeffError with the same message, and the other way round. A missing member
+is refused as `no member matches <pattern>` by both, the library naming the
+pattern it searched (dots escaped), the reference its own: that message is
+CLI.md's, not a guard string. Other disagreements are refusals of hostile
+input by the library (a corrupt tar, a size past the end of the file, a
+cap) that the reference reads past, or shapes the reference crashes on
+(TypeError)."""
 
 import json
 import os
@@ -20,8 +22,16 @@ import neff
 from conftest import FIXTURES, HOSTILE
 
 GETTERS = [
-    "getInfoJson", "getNeffJson", "getDefJson", "getKelf", "getTensorMapJson",
-    "getAliasInfo", "hasMustAlias", "getArchType", "hasCC", "getCCRankWorldSize",
+    "getInfoJson",
+    "getNeffJson",
+    "getDefJson",
+    "getKelf",
+    "getTensorMapJson",
+    "getAliasInfo",
+    "hasMustAlias",
+    "getArchType",
+    "hasCC",
+    "getCCRankWorldSize",
     "getNumNeuronCores",
 ]
 GUARDS = [
@@ -34,13 +44,21 @@ GUARDS = [
     r"mixed accelerator usage is not supported",
 ]
 # The reference needs minutes on these (it inflates 300 MB, or a bomb, per getter).
-SLOW_FOR_THE_REFERENCE = {"def-300mb-gz.neff", "gzip-bomb-member-gz.neff", "gzip-bomb-zeros-gz.neff"}
+SLOW_FOR_THE_REFERENCE = {
+    "def-300mb-gz.neff",
+    "gzip-bomb-member-gz.neff",
+    "gzip-bomb-zeros-gz.neff",
+}
 # (file, getter) -> why the contract's answer differs from the reference's.
 CONTRACT_WINS = {
-    ("kelf-metadata-target-arch-gz.neff", "getArchType"):
-        "the arch is found in kelf metadata where `target` is absent (reference: None)",
-    ("neffjson-tvm-nodes-raw.neff", "getNumNeuronCores"):
-        "neff.json's TVM `nodes` form is counted (reference: 0)",
+    (
+        "kelf-metadata-target-arch-gz.neff",
+        "getArchType",
+    ): "the arch is found in kelf metadata where `target` is absent (reference: None)",
+    (
+        "neffjson-tvm-nodes-raw.neff",
+        "getNumNeuronCores",
+    ): "neff.json's TVM `nodes` form is counted (reference: 0)",
 }
 FILES = [f for f in FIXTURES + HOSTILE if os.path.basename(f) not in SLOW_FOR_THE_REFERENCE]
 
@@ -84,7 +102,7 @@ def test_neffinfo_agrees_with_the_reference_reader(ref, path):
 
 def test_contract_divergences_are_still_divergences(ref):
     """The allow-list stays honest: each entry still differs."""
-    for (base, getter) in CONTRACT_WINS:
+    for base, getter in CONTRACT_WINS:
         path = [f for f in FILES if os.path.basename(f) == base][0]
         a = run(neff.NeffInfo, neff.NeffError, path, getter)
         b = run(ref.NeffInfo, ref.NeffError, path, getter)

@@ -14,7 +14,7 @@ ZOO = [os.path.join(ROOT, "fixtures"), os.path.join(ROOT, "tests", "hostile")]
 def cli_records(*args):
     p = cli("scan", "--json", "--no-progress", *args)
     assert p.returncode == 0, p.stderr
-    return sorted((json.loads(l) for l in p.stdout.splitlines()), key=lambda r: r["path"])
+    return sorted((json.loads(line) for line in p.stdout.splitlines()), key=lambda r: r["path"])
 
 
 def test_scan_records_equal_the_cli_records():

@@ -53,8 +53,10 @@ def test_two_threads_over_a_zoo_run_at_least_1_6x_one_thread(tmp_path):
             two.append(timed(paths, 2))
         speedup = statistics.median(one) / statistics.median(two)
         attempts.append(speedup)
-        print("1 thread %.4f s, 2 threads %.4f s (medians of 7): %.2fx"
-              % (statistics.median(one), statistics.median(two), speedup))
+        print(
+            "1 thread %.4f s, 2 threads %.4f s (medians of 7): %.2fx"
+            % (statistics.median(one), statistics.median(two), speedup)
+        )
         if speedup >= MIN_SPEEDUP:
             break
     assert max(attempts) >= MIN_SPEEDUP, attempts
