@@ -99,8 +99,8 @@ class Neff:
     valid after :meth:`close`.
     """
 
-    def __init__(self, path: Union[str, "_os.PathLike[str]"]):
-        self._r = _neff.open(_os.fspath(path))
+    def __init__(self, path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False):
+        self._r = _neff.open(_os.fspath(path), early_cc)
         self._header: Optional[Header] = None
 
     # ---- life cycle
@@ -220,10 +220,12 @@ class Neff:
         return self._r.num_cores()
 
 
-def open(path: Union[str, "_os.PathLike[str]"]) -> Neff:  # noqa: A001 - the module's verb
+def open(path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False) -> Neff:  # noqa: A001
     """Opens and indexes a NEFF (GIL released): maps it, checks the header,
-    inflates a gzip payload and walks the tar."""
-    return Neff(path)
+    inflates a gzip payload and walks the tar. ``early_cc=True``: on a raw
+    NEFF, skim def.json's collective keys during the walk, for a caller whose
+    first question is :meth:`Neff.has_cc` or :meth:`Neff.cc_world_size`."""
+    return Neff(path, early_cc=early_cc)
 
 
 # Getter name -> `neff get` accessor; the getters whose answer is JSON go
@@ -279,11 +281,13 @@ class NeffInfo:
             self._open()
         return self
 
-    def _open(self) -> Neff:
+    def _open(self, first: str = "") -> Neff:
         if self._reader is None:
             if self.neff is None:
                 raise NeffError("no NEFF given (call parseFile first)")
-            self._reader = Neff(self.neff)
+            # As `neff get` does: a first question about collectives starts
+            # the def.json skim during the walk.
+            self._reader = Neff(self.neff, early_cc=first in ("has-cc", "cc-world-size"))
         return self._reader
 
     def _get(self, getter: str) -> Any:
@@ -292,7 +296,7 @@ class NeffInfo:
         except KeyError:
             pass
         acc = _GETTERS[getter]
-        r = self._open()
+        r = self._open(acc)
         if acc == "cc-world-size":
             v: Any = r.cc_world_size()
         elif acc == "num-cores":

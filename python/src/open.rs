@@ -24,10 +24,19 @@ pub struct Neff {
 
 /// Opens and indexes the NEFF at `path` (GIL released): maps the file,
 /// checks the header, inflates a gzip payload and walks the tar headers.
+/// `early_cc=True` starts skimming a raw NEFF's def.json for its collective
+/// keys during the walk (`neff::Options::early_cc`, as `neff get has-cc`
+/// and `cc-world-size` do): for a caller whose first question is one of those.
 #[pyfunction]
-#[pyo3(name = "open")]
-pub fn open_path(py: Python<'_>, path: PathBuf) -> PyResult<Neff> {
-    let reader = py.allow_threads(|| Reader::open(&path)).map_err(to_py)?;
+#[pyo3(name = "open", signature = (path, early_cc = false))]
+pub fn open_path(py: Python<'_>, path: PathBuf, early_cc: bool) -> PyResult<Neff> {
+    let opts = neff::Options {
+        early_cc,
+        ..neff::Options::default()
+    };
+    let reader = py
+        .allow_threads(|| Reader::open_with(&path, &opts))
+        .map_err(to_py)?;
     Ok(Neff {
         inner: RwLock::new(Some(Arc::new(reader))),
         path,
