@@ -18,6 +18,7 @@ errors raise the matching ``OSError`` subclass (``FileNotFoundError``,
 parse and scan, so Python threads run in parallel.
 """
 
+import functools as _functools
 import json as _json
 import os as _os
 from dataclasses import dataclass as _dataclass
@@ -263,7 +264,6 @@ class NeffInfo:
     def __init__(self, neff: Optional[str] = None):
         self.neff: Optional[str] = None
         self._reader: Optional[Neff] = None
-        self._memo: Dict[str, Any] = {}
         if neff is not None:
             self.parseFile(neff)
 
@@ -274,7 +274,12 @@ class NeffInfo:
             raise FileNotFoundError("NEFF does not exist.")
         self.neff = path
         self._reader = None
-        self._memo = {}
+        # Per-instance memos: each getter name, looked up on the instance,
+        # finds an lru_cache over this object's answer (a hit is one C call,
+        # as with the reference's lru_cache; a refusal is not memoized).
+        for getter in _GETTERS:
+            answer = _functools.partial(self._answer, getter)
+            setattr(self, getter, _functools.lru_cache(maxsize=None)(answer))
         if _os.path.isfile(path) and _os.path.getsize(path) < 1024:
             # The reference refuses a file shorter than a header here, at
             # construction: so do we, with the library's reason.
@@ -290,27 +295,24 @@ class NeffInfo:
             self._reader = Neff(self.neff, early_cc=first in ("has-cc", "cc-world-size"))
         return self._reader
 
-    def _get(self, getter: str) -> Any:
-        try:
-            return self._memo[getter]
-        except KeyError:
-            pass
+    def _answer(self, getter: str) -> Any:
         acc = _GETTERS[getter]
         r = self._open(acc)
         if acc == "cc-world-size":
-            v: Any = r.cc_world_size()
-        elif acc == "num-cores":
-            v = r.num_cores()
-        elif acc == "has-cc":
-            v = r.has_cc()
-        elif acc == "must-alias":
-            v = r.must_alias()
-        elif acc == "arch":
-            v = r.arch()
-        else:
-            v = r.get(acc)
-        self._memo[getter] = v
-        return v
+            return r.cc_world_size()
+        if acc == "num-cores":
+            return r.num_cores()
+        if acc == "has-cc":
+            return r.has_cc()
+        if acc == "must-alias":
+            return r.must_alias()
+        if acc == "arch":
+            return r.arch()
+        return r.get(acc)
+
+    def _get(self, getter: str) -> Any:
+        # Only reached before parseFile installed the memos.
+        return self._answer(getter)
 
     # ---- the member primitive
     def findInNeff(self, file_rgx: str) -> bytes:
