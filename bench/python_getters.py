@@ -3,7 +3,7 @@
 class vs neff.NeffInfo, side by side in one run, medians of N rounds.
 
     python bench/python_getters.py [--corpus /tmp/neff-bench] [--rounds 5]
-                                   [--ref ../shared/bench/neffinfo_ref.py]
+                                   [--ref ../shared/bench/neffinfo_ref.py] [--neff-bin NEFF]
 
 * first call: a new object per round, then one getter (what a script calling
   the reference once per question pays);
@@ -19,6 +19,7 @@ import glob
 import importlib.util
 import os
 import statistics
+import subprocess
 import threading
 import time
 
@@ -85,11 +86,45 @@ def fmt(s):
     return "%.0f ns" % (s * 1e9)
 
 
-def row(what, getter, ref_s, ours_s):
+ACC = {
+    "getInfoJson": "info",
+    "getNeffJson": "neff",
+    "getDefJson": "def",
+    "getKelf": "kelf",
+    "getTensorMapJson": "tensor-map",
+    "getAliasInfo": "alias",
+    "hasMustAlias": "must-alias",
+    "getArchType": "arch",
+    "hasCC": "has-cc",
+    "getCCRankWorldSize": "cc-world-size",
+    "getNumNeuronCores": "num-cores",
+}
+
+
+def cli_call(neff_bin, path, getter, rounds):
+    """`neff get` as a process, for scale (same machine, same moment)."""
+    if not neff_bin:
+        return float("nan")
+    ts = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        subprocess.run([neff_bin, "get", path, ACC[getter]], capture_output=True)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def row(what, getter, ref_s, ours_s, cli_s=float("nan")):
     ratio = ref_s / ours_s if ours_s == ours_s and ref_s == ref_s else float("nan")
     print(
-        "| %s | `%s` | %s | %s | %s |"
-        % (what, getter, fmt(ref_s), fmt(ours_s), "—" if ratio != ratio else "%.0f×" % ratio)
+        "| %s | `%s` | %s | %s | %s | %s |"
+        % (
+            what,
+            getter,
+            fmt(ref_s),
+            fmt(ours_s),
+            "—" if ratio != ratio else "%.0f×" % ratio,
+            "—" if cli_s != cli_s else fmt(cli_s),
+        )
     )
 
 
@@ -125,6 +160,7 @@ def main():
         "--ref", default=os.path.join(here, "..", "..", "shared", "bench", "neffinfo_ref.py")
     )
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--neff-bin", help="also time `neff get` (a release build) for scale")
     args = ap.parse_args()
     ref = load_ref(args.ref)
     big = os.path.join(args.corpus, "large", "big_pkg1.neff")
@@ -132,14 +168,15 @@ def main():
     print("neff module:", neff.__file__)
     print("small:", small, "(gzip)" if neff.open(small).compressed else "(raw)")
     print()
-    print("| file | getter | reference | neff.NeffInfo | ratio |")
-    print("|---|---|---|---|---|")
+    print("| file | getter | reference | neff.NeffInfo | ratio | `neff get` (process) |")
+    print("|---|---|---:|---:|---:|---:|")
     for g in ["getCCRankWorldSize", "getDefJson"]:
         row(
             "1 GiB raw, first call",
             g,
             first_call(ref.NeffInfo, big, g, max(3, args.rounds // 2)),
             first_call(neff.NeffInfo, big, g, args.rounds * 2),
+            cli_call(args.neff_bin, big, g, args.rounds * 2),
         )
     for g in GETTERS:
         row(
@@ -147,6 +184,7 @@ def main():
             g,
             first_call(ref.NeffInfo, small, g, args.rounds),
             first_call(neff.NeffInfo, small, g, args.rounds * 4),
+            cli_call(args.neff_bin, small, g, args.rounds * 4),
         )
     for path, label in ((small, "small gzip"), (big, "1 GiB raw")):
         for g in GETTERS:
