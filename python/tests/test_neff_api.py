@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import neff
-from conftest import FIXTURES, cli
+from conftest import FIXTURES, cli, neff_bin
 
 FIX = os.path.join(os.path.dirname(FIXTURES[0]), "cc-both-gz.neff")
 
@@ -111,7 +111,7 @@ def test_unknown_accessor_is_a_value_error():
 
 def test_accessors_list_matches_the_cli_help():
     helptext = subprocess.run(
-        [os.environ.get("NEFF_BIN") or cli.__globals__["neff_bin"](), "get", "--help"],
+        [neff_bin(), "get", "--help"],
         capture_output=True,
         text=True,
     ).stdout
