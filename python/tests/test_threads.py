@@ -46,7 +46,7 @@ def test_two_threads_over_a_zoo_run_at_least_1_6x_one_thread(tmp_path):
     attempts = []
     for attempt in range(5):
         if attempt:
-            time.sleep(2)
+            time.sleep(5)
         one, two = [], []
         for _ in range(7):
             one.append(timed(paths, 1))
