@@ -256,9 +256,12 @@ class NeffInfo:
     missing path and :class:`NeffError` for a file shorter than the 1024-byte
     header, as the reference does; the file is opened (mapped, inflated,
     indexed) once, at the first getter. Every getter's result is memoized per
-    instance (the reference memoizes with ``functools.lru_cache``): a repeated
-    call returns the same object. Refusals raise :class:`NeffError` with the
-    reference's guard string as the message.
+    instance (the reference memoizes its member getters with
+    ``functools.lru_cache``; here the derived getters are memoized too): a
+    repeated call returns the same object, so do not mutate it. Refusals raise
+    :class:`NeffError`: a guard of the reference with its string verbatim,
+    anything else with the library's reason (what ``neff get`` prints after
+    ``neff: <path>: ``).
     """
 
     def __init__(self, neff: Optional[str] = None):
