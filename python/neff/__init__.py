@@ -1,0 +1,428 @@
+"""Read AWS Neuron NEFF files in-process, from the Rust ``neff`` library.
+
+Three ways in:
+
+* :class:`NeffInfo`: a drop-in for the reference NeffInfo reader (same
+  constructor, ``parseFile`` and getters, same Python types and refusal
+  messages, memoized per instance), with the answers of ``neff get``.
+* :func:`open` / :class:`Neff`: the Pythonic API (header, members, bytes,
+  accessors as methods; a context manager).
+* :func:`scan` / :func:`scan_table`: the records of ``neff scan --json`` for
+  whole zoos, streamed; :mod:`neff.ray` fans a scan out on Ray Data.
+
+Errors: a file the reader refuses raises :class:`NeffError` (a subclass of
+``Exception``) whose message is the library's one-line reason: for the
+reference reader's guards, its guard string verbatim. Operating-system
+errors raise the matching ``OSError`` subclass (``FileNotFoundError``,
+``PermissionError``, ...). The GIL is released during every read, inflate,
+parse and scan, so Python threads run in parallel.
+"""
+
+import functools as _functools
+import json as _json
+import os as _os
+from dataclasses import dataclass as _dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+from . import _neff
+from ._neff import NeffError
+
+__all__ = [
+    "NeffError",
+    "NeffInfo",
+    "Neff",
+    "Header",
+    "Member",
+    "open",
+    "scan",
+    "scan_table",
+    "ACCESSORS",
+]
+
+#: The accessor names of ``neff get``, in CLI.md's order.
+ACCESSORS: Tuple[str, ...] = tuple(_neff.ACCESSORS)
+
+_HEADER_FIELDS = (
+    "pkg_version",
+    "header_size",
+    "data_size",
+    "version_major",
+    "version_minor",
+    "build_version",
+    "hash",
+    "uuid",
+    "name",
+    "num_tpb",
+    "requested_tpb_count",
+    "tpb_per_node",
+    "feature_bits",
+    "features",
+    "vnc_size",
+)
+
+
+@_dataclass(frozen=True)
+class Header:
+    """The decoded 1024-byte header (the header fields of ``neff info --json``)."""
+
+    pkg_version: int
+    header_size: int
+    data_size: int
+    version_major: int
+    version_minor: int
+    build_version: str
+    #: Lower-case hex of the meaningful hash bytes (16 for MD5, 32 for SHA-256).
+    hash: str
+    #: Lower-case hex, 32 digits.
+    uuid: str
+    name: str
+    num_tpb: int
+    requested_tpb_count: int
+    tpb_per_node: Tuple[int, ...]
+    feature_bits: int
+    features: Tuple[str, ...]
+    vnc_size: int
+
+
+@_dataclass(frozen=True)
+class Member:
+    """One archive entry: its name, data size and kind (``file``, ``dir``, ...)."""
+
+    name: str
+    size: int
+    kind: str
+
+
+class Neff:
+    """An open, indexed NEFF. Use :func:`open`; also a context manager.
+
+    Bytes returned by :meth:`read` and :meth:`find` are copies (``bytes``),
+    valid after :meth:`close`.
+    """
+
+    def __init__(self, path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False):
+        self._r = _neff.open(_os.fspath(path), early_cc)
+        self._header: Optional[Header] = None
+
+    # ---- life cycle
+    @property
+    def path(self) -> str:
+        """The path this NEFF was opened from."""
+        return str(self._r.path)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._r.closed
+
+    def close(self) -> None:
+        """Releases the file (idempotent); later calls raise ``ValueError``."""
+        self._r.close()
+
+    def __enter__(self) -> "Neff":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "<neff.Neff %r%s>" % (self.path, " closed" if self.closed else "")
+
+    # ---- header and archive
+    def summary(self) -> Dict[str, Any]:
+        """What ``neff info --json`` prints: the header decoded plus an archive summary."""
+        return _json.loads(self._r.summary_json())
+
+    @property
+    def header(self) -> Header:
+        """The decoded header, as a frozen :class:`Header`."""
+        if self._header is None:
+            s = self.summary()
+            vals = {k: s[k] for k in _HEADER_FIELDS}
+            vals["tpb_per_node"] = tuple(vals["tpb_per_node"])
+            vals["features"] = tuple(vals["features"])
+            self._header = Header(**vals)
+        return self._header
+
+    @property
+    def compressed(self) -> bool:
+        """Whether the payload is gzip-compressed."""
+        return self._r.is_compressed()
+
+    def members(self, all: bool = False) -> List[Member]:
+        """Regular members in archive order (every entry with ``all=True``)."""
+        return [Member(n, s, k) for n, s, k in self._r.members(all)]
+
+    def read(self, name: str) -> bytes:
+        """The bytes of the regular member named exactly ``name``; ``KeyError`` if none."""
+        return self._r.read(name)
+
+    def find(self, pattern: str) -> bytes:
+        """The bytes of the first regular member (byte-wise name order) whose name
+        the regular expression ``pattern`` matches, unanchored (``neff cat``)."""
+        return self._r.find(pattern)[1]
+
+    def find_member(self, pattern: str) -> Tuple[str, bytes]:
+        """Like :meth:`find`, returning ``(name, bytes)``."""
+        return self._r.find(pattern)
+
+    # ---- accessors (CLI.md's ``neff get``)
+    def get(self, accessor: str) -> Any:
+        """An accessor's answer by its ``neff get`` name (or NeffInfo getter name),
+        as the Python object ``json.loads`` makes of ``neff get``'s output."""
+        return _json.loads(self._r.get_json(accessor))
+
+    def get_json(self, accessor: str) -> bytes:
+        """An accessor's answer as the compact JSON text ``neff get`` prints."""
+        return self._r.get_json(accessor)
+
+    def info(self) -> Any:
+        """``info.json``, parsed."""
+        return self.get("info")
+
+    def neff_json(self) -> Any:
+        """``neff.json``, parsed."""
+        return self.get("neff")
+
+    def def_json(self) -> Any:
+        """The first ``sg\\d+/def.json``, parsed."""
+        return self.get("def")
+
+    def kelf(self) -> Any:
+        """``kelf-0.json`` (else the first ``kelf-*.json``), parsed."""
+        return self.get("kelf")
+
+    def tensor_map(self) -> Any:
+        """The first ``sg\\d+/tensor_map.json``, parsed."""
+        return self.get("tensor-map")
+
+    def alias(self) -> Dict[str, str]:
+        """``{input_name: output_name}`` from the tensor map's ``alias_map``."""
+        return self.get("alias")
+
+    def must_alias(self) -> bool:
+        """Whether the tensor map asks for a must-alias."""
+        return self._r.must_alias()
+
+    def arch(self) -> str:
+        """The single target arch (kelf's ``target``); mixed arches are refused."""
+        return self._r.arch()
+
+    def has_cc(self) -> bool:
+        """Whether def.json carries collective metadata."""
+        return self._r.has_cc()
+
+    def cc_world_size(self) -> int:
+        """The collective world size (>= 1), refused with the reference's guard strings."""
+        return self._r.cc_world_size()
+
+    def num_cores(self) -> int:
+        """NeuronCores: neff.json's kelf nodes, else the kelf's graphs."""
+        return self._r.num_cores()
+
+
+def open(path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False) -> Neff:  # noqa: A001
+    """Opens and indexes a NEFF (GIL released): maps it, checks the header,
+    inflates a gzip payload and walks the tar. ``early_cc=True``: on a raw
+    NEFF, skim def.json's collective keys during the walk, for a caller whose
+    first question is :meth:`Neff.has_cc` or :meth:`Neff.cc_world_size`."""
+    return Neff(path, early_cc=early_cc)
+
+
+# Getter name -> `neff get` accessor; the getters whose answer is JSON go
+# through the library's compact JSON and `json.loads`, so that their types,
+# key order and numbers are what the reference's `json.loads` makes.
+_GETTERS = {
+    "getInfoJson": "info",
+    "getNeffJson": "neff",
+    "getDefJson": "def",
+    "getKelf": "kelf",
+    "getTensorMapJson": "tensor-map",
+    "getTensorMap": "tensor-map",
+    "getAliasInfo": "alias",
+    "hasMustAlias": "must-alias",
+    "getArchType": "arch",
+    "hasCC": "has-cc",
+    "getCCRankWorldSize": "cc-world-size",
+    "getNumNc": "num-cores",
+    "getNumNeuronCores": "num-cores",
+}
+
+
+class NeffInfo:
+    """Drop-in for the reference NeffInfo reader, answering what ``neff get`` answers.
+
+    ``NeffInfo(path)`` raises ``FileNotFoundError("NEFF does not exist.")`` for a
+    missing path and :class:`NeffError` for a file shorter than the 1024-byte
+    header, as the reference does; the file is opened (mapped, inflated,
+    indexed) once, at the first getter. Every getter's result is memoized per
+    instance (the reference memoizes its member getters with
+    ``functools.lru_cache``; here the derived getters are memoized too): a
+    repeated call returns the same object, so do not mutate it. Refusals raise
+    :class:`NeffError`: a guard of the reference with its string verbatim,
+    anything else with the library's reason (what ``neff get`` prints after
+    ``neff: <path>: ``).
+    """
+
+    def __init__(self, neff: Optional[str] = None):
+        self.neff: Optional[str] = None
+        self._reader: Optional[Neff] = None
+        if neff is not None:
+            self.parseFile(neff)
+
+    def parseFile(self, neff: Union[str, "_os.PathLike[str]"]) -> "NeffInfo":
+        """Points this object at ``neff`` (forgetting earlier answers); returns self."""
+        path = _os.fspath(neff)
+        if not _os.path.exists(path):
+            raise FileNotFoundError("NEFF does not exist.")
+        self.neff = path
+        self._reader = None
+        # Per-instance memos: each getter name, looked up on the instance,
+        # finds an lru_cache over this object's answer (a hit is one C call,
+        # as with the reference's lru_cache; a refusal is not memoized).
+        for getter in _GETTERS:
+            answer = _functools.partial(self._answer, getter)
+            setattr(self, getter, _functools.lru_cache(maxsize=None)(answer))
+        if _os.path.isfile(path) and _os.path.getsize(path) < 1024:
+            # The reference refuses a file shorter than a header here, at
+            # construction: so do we, with the library's reason.
+            self._open()
+        return self
+
+    def _open(self, first: str = "") -> Neff:
+        if self._reader is None:
+            if self.neff is None:
+                raise NeffError("no NEFF given (call parseFile first)")
+            # As `neff get` does: a first question about collectives starts
+            # the def.json skim during the walk.
+            self._reader = Neff(self.neff, early_cc=first in ("has-cc", "cc-world-size"))
+        return self._reader
+
+    def _answer(self, getter: str) -> Any:
+        acc = _GETTERS[getter]
+        r = self._open(acc)
+        if acc == "cc-world-size":
+            return r.cc_world_size()
+        if acc == "num-cores":
+            return r.num_cores()
+        if acc == "has-cc":
+            return r.has_cc()
+        if acc == "must-alias":
+            return r.must_alias()
+        if acc == "arch":
+            return r.arch()
+        return r.get(acc)
+
+    def _get(self, getter: str) -> Any:
+        # Only reached before parseFile installed the memos.
+        return self._answer(getter)
+
+    # ---- the member primitive
+    def findInNeff(self, file_rgx: str) -> bytes:
+        """The bytes of the first member (sorted name order) ``file_rgx`` matches."""
+        return self._open().find(file_rgx)
+
+    def getNeffFile(self, member: Optional[str] = None) -> Union[str, bytes, None]:
+        """The NEFF's path, or with ``member`` that member's bytes."""
+        if member is None:
+            return self.neff
+        return self._open().read(member)
+
+    # ---- member getters
+    def getKelf(self) -> Any:
+        """``kelf-0.json`` (else the first ``kelf-*.json``), parsed."""
+        return self._get("getKelf")
+
+    def getInfoJson(self) -> Any:
+        """``info.json``, parsed."""
+        return self._get("getInfoJson")
+
+    def getNeffJson(self) -> Any:
+        """``neff.json``, parsed."""
+        return self._get("getNeffJson")
+
+    def getDefJson(self) -> Any:
+        """The first ``sg\\d+/def.json``, parsed."""
+        return self._get("getDefJson")
+
+    def getTensorMapJson(self) -> Any:
+        """The first ``sg\\d+/tensor_map.json``, parsed."""
+        return self._get("getTensorMapJson")
+
+    def getTensorMap(self) -> Any:
+        """The tensor map (as :meth:`getTensorMapJson`)."""
+        return self._get("getTensorMap")
+
+    # ---- derived getters
+    def getAliasInfo(self) -> Dict[str, str]:
+        """``{input_name: output_name}``; a repeated input is refused."""
+        return self._get("getAliasInfo")
+
+    def hasMustAlias(self) -> bool:
+        """Whether the tensor map asks for a must-alias."""
+        return self._get("hasMustAlias")
+
+    def getArchType(self) -> str:
+        """The single target arch; mixed accelerator usage is refused."""
+        return self._get("getArchType")
+
+    def hasCC(self) -> bool:
+        """Whether def.json has collective metadata."""
+        return self._get("hasCC")
+
+    def getCCRankWorldSize(self) -> int:
+        """The collective world size (>= 1), or the reference's guard refusals."""
+        return self._get("getCCRankWorldSize")
+
+    def getNumNeuronCores(self) -> int:
+        """The number of NeuronCores."""
+        return self._get("getNumNeuronCores")
+
+    def getNumNc(self) -> int:
+        """The number of NeuronCores (as :meth:`getNumNeuronCores`)."""
+        return self._get("getNumNc")
+
+
+def _shard(shard: Union[None, str, Tuple[int, int]]) -> Optional[Tuple[int, int]]:
+    if shard is None:
+        return None
+    if isinstance(shard, str):
+        k, sep, n = shard.partition("/")
+        if not sep:
+            raise ValueError("shard must be 'K/N' or (K, N), not %r" % shard)
+        return int(k), int(n)
+    k, n = shard
+    return int(k), int(n)
+
+
+def _paths(paths: Union[str, "_os.PathLike[str]", Iterable[Any]]) -> List[str]:
+    if isinstance(paths, (str, bytes, _os.PathLike)):
+        return [_os.fsdecode(paths)]
+    return [_os.fsdecode(p) for p in paths]
+
+
+def scan(
+    paths: Union[str, "_os.PathLike[str]", Iterable[Any]],
+    jobs: Optional[int] = None,
+    shard: Union[None, str, Tuple[int, int]] = None,
+) -> Iterator[Dict[str, Any]]:
+    """Yields one record (a dict, the fields of ``neff scan --json``) per
+    ``*.neff`` under ``paths`` (directories walked; files named directly kept
+    whatever their name), as they are made, on ``jobs`` threads (default: one
+    per core). ``shard`` ``"K/N"`` or ``(K, N)`` keeps every N-th file of the
+    sorted list from the K-th (``neff scan --shard``)."""
+    for line in _neff.scan(_paths(paths), jobs or 0, _shard(shard)):
+        yield _json.loads(line)
+
+
+def scan_table(
+    paths: Union[str, "_os.PathLike[str]", Iterable[Any]],
+    jobs: Optional[int] = None,
+    shard: Union[None, str, Tuple[int, int]] = None,
+) -> Any:
+    """The records of :func:`scan` as a ``pyarrow.Table`` (schema:
+    :data:`neff.arrow.SCHEMA`), sorted by path. Needs pyarrow."""
+    from . import arrow
+
+    records = sorted(scan(paths, jobs=jobs, shard=shard), key=lambda r: r["path"])
+    return arrow.table(records)

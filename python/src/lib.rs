@@ -1,0 +1,31 @@
+//! `neff._neff`: the extension module behind the `neff` Python package.
+//!
+//! A thin client of the `neff` crate: it opens NEFFs, runs the library's
+//! accessors and scans, and hands Python bytes, JSON text and scalars. No
+//! parsing happens here; the GIL is released around every open, inflate,
+//! parse and scan so that Python threads run in parallel.
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`errors`] | `NeffError` and how library errors become Python exceptions |
+//! | [`open`] | the `Neff` class: one open NEFF |
+//! | [`scan`] | `scan()`: a streaming iterator of scan records |
+
+use pyo3::prelude::*;
+
+mod errors;
+mod open;
+mod scan;
+
+/// The `neff._neff` module.
+#[pymodule]
+fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NeffError", m.py().get_type::<errors::NeffError>())?;
+    m.add_class::<open::Neff>()?;
+    m.add_class::<scan::ScanIter>()?;
+    m.add_function(wrap_pyfunction!(open::open_path, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::scan_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
+    m.add("ACCESSORS", neff::Accessor::ALL.map(|a| a.name()).to_vec())?;
+    Ok(())
+}

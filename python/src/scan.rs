@@ -1,0 +1,125 @@
+//! `scan()`: the library's zoo scan, streamed to Python one record at a time.
+//!
+//! The scan runs on its own thread (a rayon pool of `jobs` workers); each
+//! record is serialized to the JSON line `neff scan --json` prints and
+//! passed through a bounded channel, so memory stays flat however large
+//! the zoo. The iterator waits for the next record with the GIL released.
+//! Dropping the iterator early lets the scan finish without output.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use neff::scan::{self, ScanOptions};
+
+use crate::errors::NeffError;
+
+/// Records waiting to be taken.
+const QUEUE: usize = 1024;
+
+/// An iterator of scan records, each the `neff scan --json` line as bytes.
+#[pyclass(module = "neff._neff", frozen)]
+pub struct ScanIter {
+    rx: Mutex<Receiver<Result<Vec<u8>, String>>>,
+}
+
+#[pymethods]
+impl ScanIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let next = py.allow_threads(|| {
+            let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+            rx.recv().ok()
+        });
+        match next {
+            None => Ok(None),
+            Some(Ok(line)) => Ok(Some(PyBytes::new(py, &line))),
+            Some(Err(e)) => Err(NeffError::new_err(e)),
+        }
+    }
+}
+
+/// Lists every `*.neff` under `paths` as `scan` would read them (sorted,
+/// sharded): `(files, walk_errors)`, the errors as `neff scan --json` lines.
+#[pyfunction]
+#[pyo3(signature = (paths, shard = None))]
+pub fn list_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    shard: Option<(usize, usize)>,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    check_shard(shard)?;
+    py.allow_threads(|| {
+        let (files, errors) = scan::list(&paths, shard);
+        let errors = errors
+            .iter()
+            .map(|r| serde_json::to_string(r).map_err(|e| NeffError::new_err(e.to_string())))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((
+            files.iter().map(|p| p.display().to_string()).collect(),
+            errors,
+        ))
+    })
+}
+
+fn check_shard(shard: Option<(usize, usize)>) -> PyResult<()> {
+    if let Some((k, n)) = shard {
+        if n == 0 || k == 0 || k > n {
+            return Err(PyValueError::new_err(format!(
+                "shard must be (K, N) with 1 <= K <= N, not ({k}, {n})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Scans every `*.neff` under `paths` (files named directly are kept
+/// whatever their name) on `jobs` threads (0: one per core), keeping shard
+/// `k` of `n` of the sorted list when `shard=(k, n)`. Records come in
+/// completion order, walk errors first, as `neff scan --json` prints them.
+#[pyfunction]
+#[pyo3(name = "scan", signature = (paths, jobs = 0, shard = None))]
+pub fn scan_paths(
+    paths: Vec<PathBuf>,
+    jobs: usize,
+    shard: Option<(usize, usize)>,
+) -> PyResult<ScanIter> {
+    check_shard(shard)?;
+    let opts = ScanOptions {
+        jobs,
+        shard,
+        ..ScanOptions::default()
+    };
+    let (tx, rx) = sync_channel(QUEUE);
+    std::thread::Builder::new()
+        .name("neff-scan".into())
+        .spawn(move || {
+            let line = |r: &scan::Record| serde_json::to_vec(r).map_err(|e| e.to_string());
+            let (files, walk_errors) = scan::list(&paths, opts.shard);
+            for r in &walk_errors {
+                if tx.send(line(r)).is_err() {
+                    return;
+                }
+            }
+            let tx = Mutex::new(tx);
+            let emit = |r: scan::Record| {
+                let l = line(&r);
+                let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(l);
+            };
+            if let Err(e) = scan::scan(&files, &opts, &emit) {
+                let _ = tx
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .send(Err(e.to_string()));
+            }
+        })
+        .map_err(|e| NeffError::new_err(format!("cannot start the scan thread: {e}")))?;
+    Ok(ScanIter { rx: Mutex::new(rx) })
+}

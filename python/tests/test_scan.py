@@ -1,0 +1,64 @@
+"""neff.scan and neff.scan_table against `neff scan --json`."""
+
+import json
+import os
+
+import pytest
+
+import neff
+from conftest import FIXTURES, HOSTILE, ROOT, cli
+
+ZOO = [os.path.join(ROOT, "fixtures"), os.path.join(ROOT, "tests", "hostile")]
+
+
+def cli_records(*args):
+    p = cli("scan", "--json", "--no-progress", *args)
+    assert p.returncode == 0, p.stderr
+    return sorted((json.loads(line) for line in p.stdout.splitlines()), key=lambda r: r["path"])
+
+
+def test_scan_records_equal_the_cli_records():
+    want = cli_records(*ZOO)
+    got = sorted(neff.scan(ZOO), key=lambda r: r["path"])
+    assert len(got) == len(FIXTURES) + len(HOSTILE)
+    assert got == want
+    # Same field order as the CLI's JSON objects too.
+    assert [list(r) for r in got] == [list(r) for r in want]
+
+
+@pytest.mark.parametrize("shard", ["1/3", "2/3", "3/3"])
+def test_scan_shards_equal_the_cli_shards(shard):
+    want = cli_records("--shard", shard, *ZOO)
+    k, n = map(int, shard.split("/"))
+    assert sorted(neff.scan(ZOO, jobs=2, shard=shard), key=lambda r: r["path"]) == want
+    assert sorted(neff.scan(ZOO, shard=(k, n)), key=lambda r: r["path"]) == want
+
+
+def test_scan_streams_one_record_at_a_time():
+    it = neff.scan(ZOO, jobs=1)
+    first = next(it)
+    assert "path" in first and "errors" in first
+    it.close()
+
+
+def test_scan_of_a_missing_path_yields_a_failed_record(tmp_path):
+    missing = str(tmp_path / "none")
+    got = list(neff.scan([missing]))
+    assert got == cli_records(missing)
+    assert got[0]["ok"] is False and got[0]["error"]
+
+
+def test_bad_shard_is_a_value_error():
+    with pytest.raises(ValueError):
+        list(neff.scan(ZOO, shard=(4, 3)))
+    with pytest.raises(ValueError):
+        list(neff.scan(ZOO, shard="3"))
+
+
+def test_scan_table_holds_the_cli_records():
+    pa = pytest.importorskip("pyarrow")
+    from neff import arrow
+
+    t = neff.scan_table(ZOO)
+    assert isinstance(t, pa.Table) and t.schema == arrow.SCHEMA
+    assert arrow.to_records(t) == cli_records(*ZOO)
