@@ -192,12 +192,31 @@ enum Cmd {
         /// Also check each payload's hash (reads every byte)
         #[arg(long)]
         verify: bool,
+        /// Keep an SQLite catalogue of the scan in FILE: unchanged files are
+        /// answered from it (schema: `neff index schema`)
+        #[arg(long, value_name = "FILE")]
+        index: Option<PathBuf>,
+        /// Start the --index catalogue over (whatever FILE held)
+        #[arg(long, requires = "index")]
+        rebuild: bool,
     },
     /// Check header sizes and the payload hash
     Verify {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// About the `scan --index` catalogue
+    Index {
+        #[command(subcommand)]
+        what: IndexCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCmd {
+    /// Print the catalogue's SQL schema and the SQL that merges a shard's
+    /// database into another
+    Schema,
 }
 
 /// A failure tied to the file it concerns.
@@ -351,6 +370,8 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             sorted,
             strict,
             verify,
+            index,
+            rebuild,
         } => {
             drop(out);
             let sopts = neff::scan::ScanOptions {
@@ -359,7 +380,29 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 shard,
                 verify,
             };
-            return scan::run(&paths, &sopts, json, sorted, strict, no_progress);
+            let how = scan::How {
+                json,
+                sorted,
+                strict,
+                no_progress,
+                index: index.as_deref().map(|db| (db, rebuild)),
+            };
+            return scan::run(&paths, &sopts, &how);
+        }
+        Cmd::Index {
+            what: IndexCmd::Schema,
+        } => {
+            let v = neff::index::schema::SCHEMA_VERSION;
+            let app = neff::index::schema::APPLICATION_ID;
+            let text = format!(
+                "-- neff scan --index catalogue, schema version {v}\n\
+                 PRAGMA application_id = {app};\nPRAGMA user_version = {v};\n{}\n\
+                 -- Merging a shard's database (neff scan --shard K/N --index shard-K.db)\n\
+                 -- into another, run in the sqlite3 shell on the target:\n{}",
+                neff::index::schema::SCHEMA,
+                neff::index::schema::merge_sql("shard-K.db")
+            );
+            out.write_all(text.as_bytes()).map_err(stdout_err)?;
         }
         Cmd::Verify { files } => {
             let mut failed = false;
