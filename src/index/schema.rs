@@ -158,6 +158,16 @@ CREATE INDEX tensors_name ON tensors(name);
 CREATE INDEX aliases_neff ON aliases(neff_id);
 ";
 
+/// The schema as a script that makes an empty catalogue (`neff index
+/// schema`): the pragmas that mark the file as ours, then [`SCHEMA`].
+pub fn schema_script() -> String {
+    format!(
+        "-- neff scan --index catalogue, schema version {SCHEMA_VERSION}\n\
+         PRAGMA application_id = {APPLICATION_ID};\n\
+         PRAGMA user_version = {SCHEMA_VERSION};\n{SCHEMA}"
+    )
+}
+
 /// Steps from each older version to the next: `MIGRATIONS[v]` takes a
 /// database at `user_version` v to v + 1. Version 0 is an empty database.
 const MIGRATIONS: &[&str] = &[SCHEMA];

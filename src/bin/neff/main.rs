@@ -214,9 +214,12 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum IndexCmd {
-    /// Print the catalogue's SQL schema and the SQL that merges a shard's
-    /// database into another
+    /// Print the catalogue's SQL schema (run it in sqlite3 to make an
+    /// empty catalogue)
     Schema,
+    /// Print the SQL that folds a shard's catalogue (`scan --shard K/N
+    /// --index SHARD`) into another: `neff index merge-sql s2.db | sqlite3 zoo.db`
+    MergeSql { shard: String },
 }
 
 /// A failure tied to the file it concerns.
@@ -389,19 +392,11 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             };
             return scan::run(&paths, &sopts, &how);
         }
-        Cmd::Index {
-            what: IndexCmd::Schema,
-        } => {
-            let v = neff::index::schema::SCHEMA_VERSION;
-            let app = neff::index::schema::APPLICATION_ID;
-            let text = format!(
-                "-- neff scan --index catalogue, schema version {v}\n\
-                 PRAGMA application_id = {app};\nPRAGMA user_version = {v};\n{}\n\
-                 -- Merging a shard's database (neff scan --shard K/N --index shard-K.db)\n\
-                 -- into another, run in the sqlite3 shell on the target:\n{}",
-                neff::index::schema::SCHEMA,
-                neff::index::schema::merge_sql("shard-K.db")
-            );
+        Cmd::Index { what } => {
+            let text = match what {
+                IndexCmd::Schema => neff::index::schema::schema_script(),
+                IndexCmd::MergeSql { shard } => neff::index::schema::merge_sql(&shard),
+            };
             out.write_all(text.as_bytes()).map_err(stdout_err)?;
         }
         Cmd::Verify { files } => {
