@@ -90,7 +90,7 @@ CREATE TABLE neffs (
   members       INTEGER,               -- count of regular members
   arch          TEXT,
   num_cores     INTEGER,
-  cc_world_size INTEGER,               -- NULL: no collectives (or refused)
+  cc_world_size INTEGER,               -- NULL: no collectives (or refused); text if > 2^63-1
   hash_ok       INTEGER,               -- NULL unless scanned with --verify
   uuid          TEXT,
   name          TEXT,

@@ -354,20 +354,23 @@ pub fn scan_indexed(
         emit(r, Origin::Read);
     }
 
+    // Unchanged files, answered from the rows, on the scan's threads (the
+    // stats are the cost here).
     let mut update = Update::default();
-    let mut misses = Vec::new();
-    let mut refreshed = Vec::new();
-    for p in &mine {
+    let misses = Mutex::new(Vec::new());
+    let refreshed = Mutex::new(Vec::new());
+    let hits = AtomicUsize::new(0);
+    let check = |p: &PathBuf| {
         let key = p.display().to_string();
         let hit = match (cached.get(&key), Stat::of(p)) {
             (Some(c), Ok(stat)) if c.stat == stat && c.options == options => {
-                serde_json::from_str::<Record>(&c.record).ok().map(|r| (r, stat))
+                serde_json::from_str::<Record>(&c.record).ok()
             }
             _ => None,
         };
-        let Some((mut r, _)) = hit else {
-            misses.push(p.clone());
-            continue;
+        let Some(mut r) = hit else {
+            misses.lock().expect("lock").push(p.clone());
+            return;
         };
         if r.cache_key.is_some() {
             // `.compilation_complete` beside the file is not part of the
@@ -375,12 +378,24 @@ pub fn scan_indexed(
             let before = r.complete;
             scan::cache_entry(p, &mut r);
             if r.complete != before {
-                refreshed.push(r.clone());
+                refreshed.lock().expect("lock").push(r.clone());
             }
         }
-        update.from_index += 1;
+        hits.fetch_add(1, Ordering::Relaxed);
         emit(r, Origin::Index);
+    };
+    {
+        use rayon::prelude::*;
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.jobs)
+            .build()
+            .map_err(|e| Error::Usage(format!("cannot start {} workers: {e}", opts.jobs)))?
+            .install(|| mine.par_iter().for_each(check));
     }
+    update.from_index = hits.into_inner();
+    let mut misses = misses.into_inner().expect("lock");
+    misses.sort();
+    let refreshed = refreshed.into_inner().expect("lock");
 
     let conn_m = Mutex::new(&mut conn);
     let pending: Mutex<Vec<Fresh>> = Mutex::new(Vec::new());
