@@ -38,11 +38,16 @@ fn generated(dir: &Path) -> PathBuf {
 }
 
 fn lookups(c: &mut Criterion, name: &str, zoo: &Path, db: &Path) {
-    let mut paths = Vec::new();
-    scan_indexed(db, true, &[zoo.to_path_buf()], &ScanOptions::default(), &|r, _| {
-        paths.push(r.path)
-    })
+    let found = std::sync::Mutex::new(Vec::new());
+    scan_indexed(
+        db,
+        true,
+        &[zoo.to_path_buf()],
+        &ScanOptions::default(),
+        &|r, _| found.lock().unwrap().push(r.path),
+    )
     .unwrap_or_else(|e| panic!("indexing {}: {e}", zoo.display()));
+    let mut paths = found.into_inner().unwrap();
     paths.sort();
     let cat = Catalog::open(db).unwrap();
     let mut i = 0usize;

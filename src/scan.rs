@@ -173,7 +173,12 @@ fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
 /// Scans `paths` on a pool of `opts.jobs` threads, calling `emit` with each
 /// record as it is made (from the worker threads; `emit` serializes).
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
-    scan_with(paths, opts.jobs, &|p, scratch| record(p, opts, scratch), emit)
+    scan_with(
+        paths,
+        opts.jobs,
+        &|p, scratch| record(p, opts, scratch),
+        emit,
+    )
 }
 
 /// [`scan`] with the per-file work given: `work` runs on a pool of `jobs`

@@ -36,7 +36,11 @@ fn make(i: usize, pad: usize, raw: bool) -> Vec<u8> {
         ""
     };
     let entries = vec![
-        PackEntry::file("info.json", format!("{{\"i\":{:04}}}", i % 10000).into_bytes(), 0),
+        PackEntry::file(
+            "info.json",
+            format!("{{\"i\":{:04}}}", i % 10000).into_bytes(),
+            0,
+        ),
         PackEntry::file(
             "kelf-0.json",
             format!("{{\"graphs\":[{{\"name\":\"sg00\"}}],\"target\":\"{arch}\"}}").into_bytes(),
@@ -78,7 +82,9 @@ fn zoo(dir: &Path, n: usize) -> PathBuf {
 fn good_zoo(dir: &Path, n: usize) -> PathBuf {
     let zoo = dir.join("zoo");
     for i in 0..n {
-        let d = zoo.join(format!("c{}", i % 3)).join(format!("MODULE_{i:04}"));
+        let d = zoo
+            .join(format!("c{}", i % 3))
+            .join(format!("MODULE_{i:04}"));
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join(format!("graph_{i:04}.neff")), make(i, i, i % 4 == 0)).unwrap();
         if i % 2 == 0 {
@@ -128,13 +134,28 @@ fn indexed_scan_prints_the_plain_scans_bytes_cold_and_warm() {
     let (warm, err) = scan(&[s(&zoo), "--index", s(&db)]);
     assert_eq!(warm, plain);
     let files = plain.lines().count();
-    assert_eq!(from_index(&err), files, "every file answered from the index");
+    assert_eq!(
+        from_index(&err),
+        files,
+        "every file answered from the index"
+    );
     // Unsorted (and with one worker, and in the table form) too: same
     // record set, same table.
-    let o = neff(&["scan", "--json", "--no-progress", "--jobs", "1", s(&zoo), "--index", s(&db)]);
+    let o = neff(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--jobs",
+        "1",
+        s(&zoo),
+        "--index",
+        s(&db),
+    ]);
     let set = |t: &str| t.lines().map(str::to_string).collect::<BTreeSet<_>>();
     assert_eq!(set(&String::from_utf8(o.stdout).unwrap()), set(&plain));
-    let table = |extra: &[&str]| neff_ok(&[&["scan", "--no-progress", "--sorted", s(&zoo)], extra].concat());
+    let table = |extra: &[&str]| {
+        neff_ok(&[&["scan", "--no-progress", "--sorted", s(&zoo)], extra].concat())
+    };
     assert_eq!(table(&["--index", s(&db)]), table(&[]));
 }
 
@@ -156,7 +177,8 @@ fn incremental_scan_rereads_exactly_the_changed_files() {
 
     // touch: same bytes, new mtime.
     let file = std::fs::File::options().write(true).open(f(1)).unwrap();
-    file.set_modified(SystemTime::now() + Duration::from_secs(5)).unwrap();
+    file.set_modified(SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
     drop(file);
     check(n - 1, "touch");
 
@@ -204,7 +226,10 @@ fn incremental_scan_rereads_exactly_the_changed_files() {
     check(n - 1, "rename");
     let cat = Catalog::open(&db).unwrap();
     assert_eq!(cat.by_path(s(&f(5))).unwrap(), None);
-    assert!(cat.by_path(s(&zoo.join("c2/renamed.neff"))).unwrap().is_some());
+    assert!(cat
+        .by_path(s(&zoo.join("c2/renamed.neff")))
+        .unwrap()
+        .is_some());
     assert_eq!(cat.len().unwrap(), n);
 }
 
@@ -266,10 +291,22 @@ fn kill_9_mid_update_leaves_a_database_that_answers_and_the_next_scan_completes(
     let (plain, _) = scan(&[s(&zoo)]);
     let total = plain.lines().count();
     let mut partial = Vec::new();
-    for (k, delay_ms) in [10u64, 30, 60, 90, 130, 180, 250, 400, 800].into_iter().enumerate() {
+    for (k, delay_ms) in [10u64, 30, 60, 90, 130, 180, 250, 400, 800]
+        .into_iter()
+        .enumerate()
+    {
         let db = tmp.path().join(format!("k{k}.db"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
-            .args(["scan", "--json", "--no-progress", "--jobs", "1", s(&zoo), "--index", s(&db)])
+            .args([
+                "scan",
+                "--json",
+                "--no-progress",
+                "--jobs",
+                "1",
+                s(&zoo),
+                "--index",
+                s(&db),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -303,7 +340,10 @@ fn kill_9_mid_update_leaves_a_database_that_answers_and_the_next_scan_completes(
         assert!(from_index(&err) <= total);
         assert_eq!(Catalog::open(&db).unwrap().len().unwrap(), total);
     }
-    assert!(!partial.is_empty(), "no kill landed mid-update: make the zoo bigger");
+    assert!(
+        !partial.is_empty(),
+        "no kill landed mid-update: make the zoo bigger"
+    );
 }
 
 #[test]
@@ -314,7 +354,17 @@ fn two_scans_updating_one_database_at_once_both_finish_with_every_row() {
     let (plain, _) = scan(&[s(&zoo)]);
     let spawn = |root: &Path| {
         Command::new(env!("CARGO_BIN_EXE_neff"))
-            .args(["scan", "--json", "--no-progress", "--sorted", "--jobs", "1", s(root), "--index", s(&db)])
+            .args([
+                "scan",
+                "--json",
+                "--no-progress",
+                "--sorted",
+                "--jobs",
+                "1",
+                s(root),
+                "--index",
+                s(&db),
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -336,7 +386,13 @@ fn two_scans_updating_one_database_at_once_both_finish_with_every_row() {
             .unwrap()
     };
     let seq = tmp.path().join("seq.db");
-    scan(&[s(&zoo.join("c0")), s(&zoo.join("c1")), s(&zoo.join("c2")), "--index", s(&seq)]);
+    scan(&[
+        s(&zoo.join("c0")),
+        s(&zoo.join("c1")),
+        s(&zoo.join("c2")),
+        "--index",
+        s(&seq),
+    ]);
     assert!(db_rows("members") > 0);
     std::fs::remove_file(&db).unwrap();
     let _ = std::fs::remove_file(tmp.path().join("zoo.db-wal"));
@@ -354,14 +410,24 @@ fn two_scans_updating_one_database_at_once_both_finish_with_every_row() {
 
 fn assert_db_refused(db: &Path, zoo: &Path, want: &str) {
     let before = std::fs::read(db).unwrap();
-    let reason = assert_refused(&["scan", "--json", "--no-progress", s(zoo), "--index", s(db)], db);
+    let reason = assert_refused(
+        &["scan", "--json", "--no-progress", s(zoo), "--index", s(db)],
+        db,
+    );
     assert!(reason.contains(want), "{reason:?} lacks {want:?}");
-    assert_eq!(std::fs::read(db).unwrap(), before, "a refused file is left alone");
+    assert_eq!(
+        std::fs::read(db).unwrap(),
+        before,
+        "a refused file is left alone"
+    );
     let e = Catalog::open(db).err().expect("the library refuses it too");
     assert!(e.to_string().contains(want), "{e}");
     // --rebuild starts it over.
     let (out, _) = scan(&[s(zoo), "--index", s(db), "--rebuild"]);
-    assert_eq!(Catalog::open(db).unwrap().len().unwrap(), out.lines().count());
+    assert_eq!(
+        Catalog::open(db).unwrap().len().unwrap(),
+        out.lines().count()
+    );
 }
 
 #[test]
@@ -385,8 +451,10 @@ fn hostile_database_files_are_refused_in_one_line_and_rebuild_replaces_them() {
     // A valid SQLite database of something else.
     let db = tmp.path().join("other.db");
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("CREATE TABLE accounts (id INTEGER, balance REAL); INSERT INTO accounts VALUES (1, 2.5);")
-        .unwrap();
+    c.execute_batch(
+        "CREATE TABLE accounts (id INTEGER, balance REAL); INSERT INTO accounts VALUES (1, 2.5);",
+    )
+    .unwrap();
     drop(c);
     assert_db_refused(&db, &zoo, "not a neff index");
 
@@ -403,7 +471,8 @@ fn hostile_database_files_are_refused_in_one_line_and_rebuild_replaces_them() {
     let db = tmp.path().join("damaged.db");
     scan(&[s(&zoo), "--index", s(&db)]);
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("DROP TABLE aliases; PRAGMA journal_mode = DELETE;").unwrap();
+    c.execute_batch("DROP TABLE aliases; PRAGMA journal_mode = DELETE;")
+        .unwrap();
     drop(c);
     assert_db_refused(&db, &zoo, "table aliases is missing");
 
@@ -411,7 +480,10 @@ fn hostile_database_files_are_refused_in_one_line_and_rebuild_replaces_them() {
     let db = tmp.path().join("empty.db");
     std::fs::write(&db, b"").unwrap();
     let (out, _) = scan(&[s(&zoo), "--index", s(&db)]);
-    assert_eq!(Catalog::open(&db).unwrap().len().unwrap(), out.lines().count());
+    assert_eq!(
+        Catalog::open(&db).unwrap().len().unwrap(),
+        out.lines().count()
+    );
     // A directory is no database.
     let dir = tmp.path().join("dir.db");
     std::fs::create_dir(&dir).unwrap();
@@ -460,7 +532,13 @@ fn shard_databases_merge_with_the_documented_sql_into_the_full_scans_database() 
     let n = 3;
     for k in 1..=n {
         let shard = tmp.path().join(format!("shard-{k}.db"));
-        scan(&[s(&zoo), "--shard", &format!("{k}/{n}"), "--index", s(&shard)]);
+        scan(&[
+            s(&zoo),
+            "--shard",
+            &format!("{k}/{n}"),
+            "--index",
+            s(&shard),
+        ]);
     }
     // As the README says: start from an empty catalogue (`neff index
     // schema` into sqlite3, here the same SQL) and fold each shard in.
@@ -503,7 +581,11 @@ fn tensor_and_alias_rows_match_info_json_and_get_alias_on_every_fixture() {
     let mut with_aliases = 0;
     for f in &fixtures {
         let id: Option<i64> = c
-            .query_row("SELECT id FROM neffs WHERE path = ?1 AND ok = 1", [s(f)], |r| r.get(0))
+            .query_row(
+                "SELECT id FROM neffs WHERE path = ?1 AND ok = 1",
+                [s(f)],
+                |r| r.get(0),
+            )
             .ok();
         let info = neff(&["info", "--json", s(f)]);
         let Some(id) = id else {
@@ -516,7 +598,9 @@ fn tensor_and_alias_rows_match_info_json_and_get_alias_on_every_fixture() {
         for sg in info["subgraphs"].as_array().unwrap() {
             for (dir, key) in [("IN", "inputs"), ("OUT", "outputs")] {
                 for t in sg[key].as_array().unwrap() {
-                    want.push(serde_json::json!([sg["name"], t["name"], dir, t["size"], t["shape"], t["dtype"]]));
+                    want.push(serde_json::json!([
+                        sg["name"], t["name"], dir, t["size"], t["shape"], t["dtype"]
+                    ]));
                 }
             }
         }
@@ -566,7 +650,10 @@ fn tensor_and_alias_rows_match_info_json_and_get_alias_on_every_fixture() {
             assert!(got.is_empty(), "{f:?}: rows where get alias refuses");
         }
     }
-    assert!(with_tensors > 0 && with_aliases > 0, "{with_tensors} {with_aliases}");
+    assert!(
+        with_tensors > 0 && with_aliases > 0,
+        "{with_tensors} {with_aliases}"
+    );
 }
 
 #[test]
@@ -576,34 +663,60 @@ fn catalog_looks_up_by_path_and_uuid_and_filters_like_sql() {
     let db = tmp.path().join("zoo.db");
     let (out, _) = scan(&[s(&zoo), "--index", s(&db)]);
     let cat = Catalog::open(&db).unwrap();
-    let records: Vec<neff::scan::Record> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<neff::scan::Record> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     for r in &records {
         let got = cat.by_path(&r.path).unwrap().unwrap();
         assert_eq!(&got, r);
-        assert_eq!(serde_json::to_string(&got).unwrap(), serde_json::to_string(r).unwrap());
+        assert_eq!(
+            serde_json::to_string(&got).unwrap(),
+            serde_json::to_string(r).unwrap()
+        );
     }
     assert_eq!(cat.by_path("/no/such.neff").unwrap(), None);
     let first = records.iter().find(|r| r.ok).unwrap();
     let by_uuid = cat.by_uuid(first.uuid.as_deref().unwrap()).unwrap();
     assert!(by_uuid.iter().any(|r| r.path == first.path));
     let pick = |f: &dyn Fn(&neff::scan::Record) -> bool| -> Vec<String> {
-        records.iter().filter(|r| f(r)).map(|r| r.path.clone()).collect()
+        records
+            .iter()
+            .filter(|r| f(r))
+            .map(|r| r.path.clone())
+            .collect()
     };
     let paths = |filter: Filter| -> Vec<String> {
-        cat.records(&filter).unwrap().into_iter().map(|r| r.path).collect()
+        cat.records(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
     };
     assert_eq!(
-        paths(Filter { min_cc_world_size: Some(32), ..Filter::default() }),
+        paths(Filter {
+            min_cc_world_size: Some(32),
+            ..Filter::default()
+        }),
         pick(&|r| r.cc_world_size.is_some_and(|w| w >= 32))
     );
     assert_eq!(
-        paths(Filter { arch: Some("cayman".into()), ok: Some(true), ..Filter::default() }),
+        paths(Filter {
+            arch: Some("cayman".into()),
+            ok: Some(true),
+            ..Filter::default()
+        }),
         pick(&|r| r.ok && r.arch.as_deref() == Some("cayman"))
     );
     // Input of shape [1,3]: NEFFs i with i % 5 == 2 (i = 2, 7).
-    let shaped = paths(Filter { input_shape: Some(vec![1, 3]), ..Filter::default() });
+    let shaped = paths(Filter {
+        input_shape: Some(vec![1, 3]),
+        ..Filter::default()
+    });
     assert_eq!(shaped.len(), 2);
-    assert!(shaped.iter().all(|p| p.ends_with("graph_0002.neff") || p.ends_with("graph_0007.neff")));
+    assert!(shaped
+        .iter()
+        .all(|p| p.ends_with("graph_0002.neff") || p.ends_with("graph_0007.neff")));
     assert_eq!(paths(Filter::default()).len(), records.len());
     assert_eq!(cat.len().unwrap(), records.len());
 }
@@ -614,7 +727,10 @@ fn index_schema_prints_sql_that_builds_an_empty_catalogue() {
     assert!(schema.contains(neff::index::schema::SCHEMA));
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("new.db");
-    rusqlite::Connection::open(&db).unwrap().execute_batch(&schema).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(&schema)
+        .unwrap();
     let cat = Catalog::open(&db).unwrap();
     assert!(cat.is_empty().unwrap());
 }

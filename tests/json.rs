@@ -80,7 +80,11 @@ fn get_prints_numbers_python_reads_that_a_tape_cannot_hold() {
     );
     // A big positive integer is read as a float by the tape, so accessors
     // still answer; NaN has no tape form and is refused there, with a reason.
-    let n = neff_with(b"{\"n\": 123456789012345678901234567890}", Limits::default()).unwrap();
+    let n = neff_with(
+        b"{\"n\": 123456789012345678901234567890}",
+        Limits::default(),
+    )
+    .unwrap();
     assert!(!accessors::has_cc(&n).unwrap());
     let n = neff_with(b"{\"a\": NaN}", Limits::default()).unwrap();
     let e = accessors::has_cc(&n).unwrap_err().to_string();
@@ -89,7 +93,10 @@ fn get_prints_numbers_python_reads_that_a_tape_cannot_hold() {
 
 #[test]
 fn a_lone_surrogate_is_kept_as_its_escape_by_get_and_refused_by_accessors() {
-    assert_eq!(def_text(br#"{"s":"\ud800 and \udc00"}"#), r#"{"s":"\ud800 and \udc00"}"#);
+    assert_eq!(
+        def_text(br#"{"s":"\ud800 and \udc00"}"#),
+        r#"{"s":"\ud800 and \udc00"}"#
+    );
     let n = neff_with(br#"{"replica_groups":[["\ud800"]]}"#, Limits::default()).unwrap();
     let e = accessors::cc_world_size(&n).unwrap_err().to_string();
     assert!(e.contains("lone surrogate escape"), "{e}");

@@ -149,15 +149,11 @@ impl Catalog {
             args.push(Value::Text(u.clone()));
         }
         if let Some(name) = &filter.input {
-            conds.push(
-                "id IN (SELECT neff_id FROM tensors WHERE direction = 'IN' AND name = ?)",
-            );
+            conds.push("id IN (SELECT neff_id FROM tensors WHERE direction = 'IN' AND name = ?)");
             args.push(Value::Text(name.clone()));
         }
         if let Some(shape) = &filter.input_shape {
-            conds.push(
-                "id IN (SELECT neff_id FROM tensors WHERE direction = 'IN' AND shape = ?)",
-            );
+            conds.push("id IN (SELECT neff_id FROM tensors WHERE direction = 'IN' AND shape = ?)");
             args.push(Value::Text(
                 serde_json::to_string(shape).expect("numbers serialize"),
             ));

@@ -212,9 +212,7 @@ pub(crate) fn err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
 fn pragma_i32(conn: &Connection, name: &str, path: &Path) -> Result<i32> {
     conn.pragma_query_value(None, name, |r| r.get(0))
         .map_err(|e| match &e {
-            rusqlite::Error::SqliteFailure(f, _)
-                if f.code == rusqlite::ErrorCode::NotADatabase =>
-            {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
                 Error::Refused(format!(
                     "index {}: not an SQLite database (corrupt, or another kind of file)",
                     path.display()

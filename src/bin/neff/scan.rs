@@ -123,9 +123,9 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         Some((db, rebuild)) => {
             let up = neff::index::update::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
                 .map_err(|err| Failure {
-                    path: db.to_path_buf(),
-                    err,
-                })?;
+                path: db.to_path_buf(),
+                err,
+            })?;
             from_index = Some(up.from_index);
         }
     }
