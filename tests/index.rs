@@ -287,11 +287,11 @@ fn kill_9_mid_update_leaves_a_database_that_answers_and_the_next_scan_completes(
     let tmp = tempfile::tempdir().unwrap();
     // Generated NEFFs only (a few hostile files are slow to refuse in a
     // debug build, and sort first).
-    let zoo = good_zoo(tmp.path(), 600);
+    let zoo = good_zoo(tmp.path(), 1000);
     let (plain, _) = scan(&[s(&zoo)]);
     let total = plain.lines().count();
     let mut partial = Vec::new();
-    for (k, delay_ms) in [10u64, 30, 60, 90, 130, 180, 250, 400, 800]
+    for (k, delay_ms) in [10u64, 30, 60, 100, 150, 220, 320, 480, 700, 1000, 1500]
         .into_iter()
         .enumerate()
     {

@@ -22,7 +22,7 @@ use crate::summary::Summary;
 
 /// Records read are written to the database this many at a time, each
 /// batch one transaction: a killed scan loses at most one batch of work.
-const BATCH: usize = 64;
+const BATCH: usize = 256;
 
 /// A file's identity: when all five are unchanged, so are its bytes (as far
 /// as the file system can tell), and its row is reused.
