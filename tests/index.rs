@@ -734,3 +734,32 @@ fn index_schema_prints_sql_that_builds_an_empty_catalogue() {
     let cat = Catalog::open(&db).unwrap();
     assert!(cat.is_empty().unwrap());
 }
+
+#[test]
+fn a_stored_row_that_does_not_decode_is_read_again_and_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zoo = good_zoo(tmp.path(), 6);
+    let db = tmp.path().join("zoo.db");
+    let (plain, _) = scan(&[s(&zoo)]);
+    scan(&[s(&zoo), "--index", s(&db)]);
+    let (a, b) = (
+        zoo.join("c0/MODULE_0000/graph_0000.neff"),
+        zoo.join("c1/MODULE_0001/graph_0001.neff"),
+    );
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE neffs SET record = '{not json' WHERE path = ?1",
+        [s(&a)],
+    )
+    .unwrap();
+    c.execute("UPDATE neffs SET dev = 'a string' WHERE path = ?1", [s(&b)])
+        .unwrap();
+    drop(c);
+    let (out, err) = scan(&[s(&zoo), "--index", s(&db)]);
+    assert_eq!(out, plain);
+    assert_eq!(from_index(&err), 4);
+    let cat = Catalog::open(&db).unwrap();
+    assert!(cat.by_path(s(&a)).unwrap().unwrap().ok);
+    let (_, err) = scan(&[s(&zoo), "--index", s(&db)]);
+    assert_eq!(from_index(&err), 6, "both rows were replaced");
+}

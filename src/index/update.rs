@@ -153,15 +153,24 @@ struct Cached {
     record: String,
 }
 
-fn load(conn: &Connection, db: &Path) -> Result<HashMap<String, Cached>> {
+/// Every row's path; with its identity, options and record for the paths
+/// this scan will look at (`wanted`), so that memory follows the scan's own
+/// paths, not the whole catalogue's records.
+fn load(
+    conn: &Connection,
+    db: &Path,
+    wanted: &HashSet<String>,
+) -> Result<HashMap<String, Option<Cached>>> {
     let mut st = conn
         .prepare("SELECT path, dev, ino, size, mtime_ns, ctime_ns, options, record FROM neffs")
         .map_err(err(db))?;
-    let rows = st
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                Cached {
+    let mut rows = st.query([]).map_err(err(db))?;
+    let mut out = HashMap::new();
+    while let Some(r) = rows.next().map_err(err(db))? {
+        let path: String = r.get(0).map_err(err(db))?;
+        let cached = if wanted.contains(&path) {
+            let c = || -> rusqlite::Result<Cached> {
+                Ok(Cached {
                     stat: Stat {
                         dev: r.get(1)?,
                         ino: r.get(2)?,
@@ -171,11 +180,16 @@ fn load(conn: &Connection, db: &Path) -> Result<HashMap<String, Cached>> {
                     },
                     options: r.get(6)?,
                     record: r.get(7)?,
-                },
-            ))
-        })
-        .map_err(err(db))?;
-    rows.collect::<rusqlite::Result<_>>().map_err(err(db))
+                })
+            };
+            // A row that does not decode is read again (and replaced).
+            c().ok()
+        } else {
+            None
+        };
+        out.insert(path, cached);
+    }
+    Ok(out)
 }
 
 fn delete_path(tx: &Transaction<'_>, path: &str) -> rusqlite::Result<usize> {
@@ -349,7 +363,9 @@ pub fn scan_indexed(
     let (all, walk_errors) = scan::list(roots, None);
     let mine = scan::shard_of(all.clone(), opts.shard);
     let options = options_key(opts);
-    let cached = load(&conn, db)?;
+    let wanted: HashSet<String> = mine.iter().map(|p| p.display().to_string()).collect();
+    let cached = load(&conn, db, &wanted)?;
+    drop(wanted);
     for r in walk_errors {
         emit(r, Origin::Read);
     }
@@ -362,7 +378,7 @@ pub fn scan_indexed(
     let hits = AtomicUsize::new(0);
     let check = |p: &PathBuf| {
         let key = p.display().to_string();
-        let hit = match (cached.get(&key), Stat::of(p)) {
+        let hit = match (cached.get(&key).and_then(Option::as_ref), Stat::of(p)) {
             (Some(c), Ok(stat)) if c.stat == stat && c.options == options => {
                 serde_json::from_str::<Record>(&c.record).ok()
             }
