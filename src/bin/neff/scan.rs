@@ -55,20 +55,21 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         index,
     } = how;
     let t0 = Instant::now();
-    // The indexed scan lists the files itself; the bar then counts
-    // without a length.
+    // The indexed scan lists the files itself.
     let (paths, walk_errors) = match index {
         None => scan::list(roots, opts.shard),
         Some(_) => (Vec::new(), Vec::new()),
     };
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(paths.len() as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
+        // The indexed scan lists the files inside the library: no length.
+        let (b, template) = match index {
+            None => (
+                indicatif::ProgressBar::new(paths.len() as u64),
                 "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}",
-            )
-            .expect("static template"),
-        );
+            ),
+            Some(_) => (indicatif::ProgressBar::no_length(), "{pos} NEFFs {per_sec}"),
+        };
+        b.set_style(indicatif::ProgressStyle::with_template(template).expect("static template"));
         b
     });
     let out = Mutex::new(io::BufWriter::new(io::stdout()));
