@@ -725,6 +725,8 @@ fn catalog_looks_up_by_path_and_uuid_and_filters_like_sql() {
 fn index_schema_prints_sql_that_builds_an_empty_catalogue() {
     let schema = String::from_utf8(neff_ok(&["index", "schema"])).unwrap();
     assert!(schema.contains(neff::index::schema::SCHEMA));
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains(&schema), "the README documents this schema");
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("new.db");
     rusqlite::Connection::open(&db)
