@@ -19,6 +19,7 @@
 //! | caps | [`limits`] | what hostile input may make the reader allocate |
 //! | report | [`summary`] | what `neff info` shows |
 //! | zoo | [`scan`] | parallel records over directories of NEFFs |
+//! | catalogue | [`index`] | the scan remembered in SQLite (`scan --index`), and [`index::Catalog`] to query it |
 //! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
 //! | extracting | [`unpack`] | validated, contained extraction |
 //! | device memory | [`mem`] | the §7 estimate per subgraph, NEFF and set |
@@ -58,6 +59,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod harness;
 pub mod header;
+pub mod index;
 pub mod json;
 pub mod limits;
 pub mod map;

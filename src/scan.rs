@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::accessors;
 use crate::error::{Error, Result};
@@ -23,7 +23,7 @@ use crate::json::views::{Def, VarType};
 use crate::neff::{Neff, Options, Scratch};
 
 /// Count and total bytes of a set of tensors.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Tensors {
     /// How many tensors.
     pub count: u64,
@@ -39,7 +39,7 @@ pub struct Tensors {
 /// refuse on a readable NEFF (an MPMD world size, no tensor map, an aliasing
 /// guard, mixed arches, JSON of the wrong shape) leaves its field `None`
 /// and puts the reason in [`errors`](Record::errors), keyed by field.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Record {
     /// The file's path, as found by the walk (or as named).
     pub path: String,
@@ -166,15 +166,21 @@ pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, 
     let mut paths = found.into_inner().expect("lock");
     paths.sort();
     paths.dedup();
-    if let Some((k, n)) = shard {
-        paths = paths
+    (shard_of(paths, shard), errors.into_inner().expect("lock"))
+}
+
+/// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
+/// the sorted list has i mod n == k - 1. `None` keeps them all.
+pub fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
+    match shard {
+        Some((k, n)) => paths
             .into_iter()
             .enumerate()
             .filter(|(i, _)| i % n == k - 1)
             .map(|(_, p)| p)
-            .collect();
+            .collect(),
+        None => paths,
     }
-    (paths, errors.into_inner().expect("lock"))
 }
 
 fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
@@ -189,17 +195,32 @@ fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
 /// Scans `paths` on a pool of `opts.jobs` threads, calling `emit` with each
 /// record as it is made (from the worker threads; `emit` serializes).
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
+    scan_with(
+        paths,
+        opts.jobs,
+        &|p, scratch| record(p, opts, scratch),
+        emit,
+    )
+}
+
+/// [`scan`] with the per-file work given: `work` runs on a pool of `jobs`
+/// threads (each reusing one [`Scratch`]), `emit` gets each result as it
+/// is made. The index uses it to read a file's rows along with its record.
+pub fn scan_with<T: Send>(
+    paths: &[PathBuf],
+    jobs: usize,
+    work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
+    emit: &(dyn Fn(T) + Sync),
+) -> Result<()> {
     use rayon::prelude::*;
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs)
+        .num_threads(jobs)
         .build()
-        .map_err(|e| Error::Usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
+        .map_err(|e| Error::Usage(format!("cannot start {jobs} workers: {e}")))?;
     pool.install(|| {
         paths
             .par_iter()
-            .for_each_init(Scratch::default, |scratch, p| {
-                emit(record(p, opts, scratch))
-            });
+            .for_each_init(Scratch::default, |scratch, p| emit(work(p, scratch)));
     });
     Ok(())
 }
@@ -216,19 +237,32 @@ fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
 
 /// Reads one NEFF into its record.
 pub fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record {
+    record_with(path, opts, scratch, |_| ()).0
+}
+
+/// Reads one NEFF into its record, and, when it opens, runs `extra` on it
+/// too (the index reads its member, tensor and alias rows this way, from
+/// the same single open).
+pub fn record_with<T>(
+    path: &Path,
+    opts: &ScanOptions,
+    scratch: &mut Scratch,
+    extra: impl FnOnce(&Neff) -> T,
+) -> (Record, Option<T>) {
     let bytes = std::fs::metadata(path).ok().map(|m| m.len());
     let neff = match Neff::open_scratch(path, &opts.open, scratch) {
         Ok(n) => n,
-        Err(e) => return failed(path, &e, bytes),
+        Err(e) => return (failed(path, &e, bytes), None),
     };
     let mut r = fill(&neff, path, bytes, opts);
+    let t = extra(&neff);
     if let Err(e) = neff.check_unchanged() {
         // Zeros were read where the file's pages had been: no answer.
-        return failed(path, &e, bytes);
+        return (failed(path, &e, bytes), None);
     }
     cache_entry(path, &mut r);
     neff.recycle(scratch);
-    r
+    (r, Some(t))
 }
 
 fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Record {
@@ -313,7 +347,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
 
 /// Fills `cache_key` and `complete` for a Neuron compile-cache entry: a
 /// `graph_*.neff` or a NEFF in a `MODULE_*` directory.
-fn cache_entry(path: &Path, r: &mut Record) {
+pub fn cache_entry(path: &Path, r: &mut Record) {
     let parent = path.parent();
     let dir = parent
         .and_then(Path::file_name)

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::header::hex;
 use crate::json::views::{Def, VarType};
 use crate::neff::Neff;
@@ -91,6 +92,9 @@ pub fn subgraphs(neff: &Neff) -> Vec<Subgraph> {
     static DEF: std::sync::LazyLock<regex_automata::meta::Regex> = std::sync::LazyLock::new(|| {
         crate::select::compile(r"(^|/)sg\d+/def\.json$").expect("static pattern")
     });
+    // The accessors' def.json may be parsed (and cached) already, by a
+    // scan for instance: use that parse rather than a second one.
+    let known_def = neff.known(crate::select::Known::Def);
     let mut out = Vec::new();
     for &i in neff.sorted_files() {
         let e = &neff.entries()[i as usize];
@@ -106,9 +110,22 @@ pub fn subgraphs(neff: &Neff) -> Vec<Subgraph> {
             features: vec![],
             error: None,
         };
-        match neff.parse_json(e) {
+        let owned;
+        let root = if known_def.is_some_and(|k| std::ptr::eq(k, e)) {
+            neff.known_json(crate::select::Known::Def)
+                .map(|found| found.map(|(_, json)| json))
+        } else {
+            owned = neff.parse_json(e);
+            match &owned {
+                Ok(parsed) => Ok(Some(parsed.root())),
+                Err(err) => Err(Error::Refused(err.to_string())),
+            }
+        };
+        match root {
             Err(err) => sg.error = Some(err.to_string()),
-            Ok(parsed) => match Def::new(parsed.root()) {
+            // Unreachable: the entry is the one `known` found.
+            Ok(None) => sg.error = Some("def.json vanished".into()),
+            Ok(Some(root)) => match Def::new(root) {
                 None => sg.error = Some("def.json is not an object".into()),
                 Some(def) => {
                     for v in def.vars() {

@@ -194,6 +194,13 @@ enum Cmd {
         /// Also check each payload's hash (reads every byte)
         #[arg(long)]
         verify: bool,
+        /// Keep an SQLite catalogue of the scan in FILE: unchanged files are
+        /// answered from it (schema: `neff index schema`)
+        #[arg(long, value_name = "FILE")]
+        index: Option<PathBuf>,
+        /// Start the --index catalogue over (whatever FILE held)
+        #[arg(long, requires = "index")]
+        rebuild: bool,
     },
     /// Check header sizes and the payload hash
     Verify {
@@ -229,6 +236,21 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// About the `scan --index` catalogue
+    Index {
+        #[command(subcommand)]
+        what: IndexCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCmd {
+    /// Print the catalogue's SQL schema (run it in sqlite3 to make an
+    /// empty catalogue)
+    Schema,
+    /// Print the SQL that folds a shard's catalogue (`scan --shard K/N
+    /// --index SHARD`) into another: `neff index merge-sql s2.db | sqlite3 zoo.db`
+    MergeSql { shard: String },
 }
 
 /// A failure tied to the file it concerns.
@@ -398,6 +420,8 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             sorted,
             strict,
             verify,
+            index,
+            rebuild,
         } => {
             drop(out);
             let sopts = neff::scan::ScanOptions {
@@ -406,7 +430,21 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 shard,
                 verify,
             };
-            return scan::run(&paths, &sopts, json, sorted, strict, no_progress);
+            let how = scan::How {
+                json,
+                sorted,
+                strict,
+                no_progress,
+                index: index.as_deref().map(|db| (db, rebuild)),
+            };
+            return scan::run(&paths, &sopts, &how);
+        }
+        Cmd::Index { what } => {
+            let text = match what {
+                IndexCmd::Schema => neff::index::schema::schema_script(),
+                IndexCmd::MergeSql { shard } => neff::index::schema::merge_sql(&shard),
+            };
+            out.write_all(text.as_bytes()).map_err(stdout_err)?;
         }
         Cmd::Mem {
             files,

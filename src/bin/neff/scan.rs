@@ -2,7 +2,7 @@
 //! bar on a terminal's stderr, and a one-line summary at the end.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -39,24 +39,40 @@ fn table_row(r: &Record) -> String {
     )
 }
 
-pub fn run(
-    roots: &[PathBuf],
-    opts: &ScanOptions,
-    json: bool,
-    sorted: bool,
-    strict: bool,
-    no_progress: bool,
-) -> Result<u8, Failure> {
+/// How to print a scan, and where its catalogue is.
+pub struct How<'a> {
+    pub json: bool,
+    pub sorted: bool,
+    pub strict: bool,
+    pub no_progress: bool,
+    /// `--index FILE`, and `--rebuild`.
+    pub index: Option<(&'a Path, bool)>,
+}
+
+pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, Failure> {
+    let &How {
+        json,
+        sorted,
+        strict,
+        no_progress,
+        index,
+    } = how;
     let t0 = Instant::now();
-    let (paths, walk_errors) = scan::list(roots, opts.shard);
+    // The indexed scan lists the files itself.
+    let (paths, walk_errors) = match index {
+        None => scan::list(roots, opts.shard),
+        Some(_) => (Vec::new(), Vec::new()),
+    };
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(paths.len() as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
+        // The indexed scan lists the files inside the library: no length.
+        let (b, template) = match index {
+            None => (
+                indicatif::ProgressBar::new(paths.len() as u64),
                 "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}",
-            )
-            .expect("static template"),
-        );
+            ),
+            Some(_) => (indicatif::ProgressBar::no_length(), "{pos} NEFFs {per_sec}"),
+        };
+        b.set_style(indicatif::ProgressStyle::with_template(template).expect("static template"));
         b
     });
     let out = Mutex::new(io::BufWriter::new(io::stdout()));
@@ -97,13 +113,26 @@ pub fn run(
             print(&r);
         }
     };
-    for r in walk_errors {
-        emit(r);
+    let mut from_index = None;
+    match index {
+        None => {
+            for r in walk_errors {
+                emit(r);
+            }
+            scan::scan(&paths, opts, &emit).map_err(|err| Failure {
+                path: PathBuf::from("scan"),
+                err,
+            })?;
+        }
+        Some((db, rebuild)) => {
+            let up = neff::index::update::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
+                .map_err(|err| Failure {
+                path: db.to_path_buf(),
+                err,
+            })?;
+            from_index = Some(up.from_index);
+        }
     }
-    scan::scan(&paths, opts, &emit).map_err(|err| Failure {
-        path: PathBuf::from("scan"),
-        err,
-    })?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -121,8 +150,9 @@ pub fn run(
     }
     let secs = t0.elapsed().as_secs_f64();
     let (ok, failed) = (ok.into_inner(), failed.into_inner());
+    let cached = from_index.map_or(String::new(), |n| format!(", {n} from the index"));
     eprintln!(
-        "neff scan: {} files, {ok} ok, {failed} failed, {} with refused questions, {} bytes, {secs:.2} s, {:.0} NEFFs/s",
+        "neff scan: {} files, {ok} ok, {failed} failed, {} with refused questions, {} bytes, {secs:.2} s, {:.0} NEFFs/s{cached}",
         ok + failed,
         refused.into_inner(),
         bytes.into_inner(),

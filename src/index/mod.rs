@@ -1,0 +1,197 @@
+//! The scan's persistent catalogue: an SQLite database (`neff scan --index
+//! FILE`) holding one row per NEFF (its scan record, stat identity and
+//! header), and its members, tensors and aliases, for services to query by
+//! SQL from any language, or through [`Catalog`] from Rust.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | [`schema`] | the SQL schema, its version, safe opening, migration, the shard merge SQL |
+//! | [`update`] | one indexed scan: reuse unchanged files' rows, read and replace the rest |
+//! | this module | [`Catalog`], the read-only API |
+//!
+//! The database is in WAL mode: a [`Catalog`] opened read-only keeps
+//! answering (from the last committed state) while another process updates.
+//!
+//! ```
+//! use neff::index::{Catalog, Filter};
+//! use neff::pack::{pack, PackEntry, PackOptions};
+//! use neff::scan::ScanOptions;
+//!
+//! // A one-NEFF zoo, indexed.
+//! let dir = tempfile::tempdir()?;
+//! let kelf = br#"{"graphs":[{"name":"sg00"}],"target":"sunda"}"#.to_vec();
+//! let bytes = pack(&[PackEntry::file("kelf-0.json", kelf, 0)], &PackOptions::default())?;
+//! let file = dir.path().join("a.neff");
+//! std::fs::write(&file, bytes)?;
+//! let db = dir.path().join("zoo.db");
+//! neff::index::update::scan_indexed(&db, false, &[file.clone()], &ScanOptions::default(), &|_, _| {})?;
+//!
+//! let catalog = Catalog::open(&db)?;
+//! let rec = catalog.by_path(file.to_str().unwrap())?.expect("indexed");
+//! assert!(rec.ok);
+//! assert_eq!(rec.arch.as_deref(), Some("sunda"));
+//! assert_eq!(catalog.by_uuid(rec.uuid.as_deref().unwrap())?.len(), 1);
+//! let sunda = catalog.records(&Filter { arch: Some("sunda".into()), ..Filter::default() })?;
+//! assert_eq!(sunda.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod schema;
+pub mod update;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::Value;
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::scan::Record;
+use schema::err;
+
+/// A read-only view of a catalogue.
+pub struct Catalog {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Which records [`Catalog::records`] returns: every condition given must
+/// hold (the default returns them all), in path order.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// `ok` is this.
+    pub ok: Option<bool>,
+    /// The kelf's target arch is this.
+    pub arch: Option<String>,
+    /// The collective world size is at least this.
+    pub min_cc_world_size: Option<u64>,
+    /// The collective world size is at most this.
+    pub max_cc_world_size: Option<u64>,
+    /// The path starts with this.
+    pub path_prefix: Option<String>,
+    /// Some subgraph takes an input of this name.
+    pub input: Option<String>,
+    /// Some subgraph takes an input of this shape (as JSON, `[1,128]`).
+    pub input_shape: Option<Vec<u64>>,
+    /// The header's uuid is this (32 lower-case hex digits).
+    pub uuid: Option<String>,
+}
+
+impl Catalog {
+    /// Opens the catalogue at `path` read-only. Refuses a file that is not
+    /// a neff catalogue, is corrupt, or has another schema version.
+    pub fn open(path: impl AsRef<Path>) -> Result<Catalog> {
+        let path = path.as_ref().to_path_buf();
+        let conn = schema::open_ro(&path)?;
+        Ok(Catalog { conn, path })
+    }
+
+    fn decode(&self, text: &str) -> Result<Record> {
+        serde_json::from_str(text).map_err(|e| {
+            Error::Refused(format!(
+                "index {}: a stored record does not decode: {e}",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// The record of the file scanned as `path` (exactly as the scan
+    /// printed it), if it is in the catalogue.
+    pub fn by_path(&self, path: &str) -> Result<Option<Record>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT record FROM neffs WHERE path = ?1")
+            .map_err(err(&self.path))?;
+        let mut rows = st.query([path]).map_err(err(&self.path))?;
+        match rows.next().map_err(err(&self.path))? {
+            Some(row) => {
+                let text: String = row.get(0).map_err(err(&self.path))?;
+                self.decode(&text).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The records of every file whose header has this uuid, by path.
+    pub fn by_uuid(&self, uuid: &str) -> Result<Vec<Record>> {
+        self.records(&Filter {
+            uuid: Some(uuid.to_string()),
+            ..Filter::default()
+        })
+    }
+
+    /// Calls `f` with each record matching `filter`, in path order.
+    pub fn for_each(&self, filter: &Filter, mut f: impl FnMut(Record)) -> Result<()> {
+        let mut conds: Vec<&str> = Vec::new();
+        let mut args: Vec<Value> = Vec::new();
+        if let Some(ok) = filter.ok {
+            conds.push("ok = ?");
+            args.push(Value::Integer(ok.into()));
+        }
+        if let Some(a) = &filter.arch {
+            conds.push("arch = ?");
+            args.push(Value::Text(a.clone()));
+        }
+        if let Some(n) = filter.min_cc_world_size {
+            conds.push("CAST(cc_world_size AS REAL) >= ?");
+            args.push(Value::Real(n as f64));
+        }
+        if let Some(n) = filter.max_cc_world_size {
+            conds.push("CAST(cc_world_size AS REAL) <= ?");
+            args.push(Value::Real(n as f64));
+        }
+        if let Some(p) = &filter.path_prefix {
+            conds.push("substr(path, 1, length(?)) = ?");
+            args.push(Value::Text(p.clone()));
+            args.push(Value::Text(p.clone()));
+        }
+        if let Some(u) = &filter.uuid {
+            conds.push("uuid = ?");
+            args.push(Value::Text(u.clone()));
+        }
+        if let Some(name) = &filter.input {
+            conds.push("id IN (SELECT neff_id FROM tensors WHERE direction = 'IN' AND name = ?)");
+            args.push(Value::Text(name.clone()));
+        }
+        if let Some(shape) = &filter.input_shape {
+            conds.push("id IN (SELECT neff_id FROM tensors WHERE direction = 'IN' AND shape = ?)");
+            args.push(Value::Text(
+                serde_json::to_string(shape).expect("numbers serialize"),
+            ));
+        }
+        let sql = format!(
+            "SELECT record FROM neffs{}{} ORDER BY path",
+            if conds.is_empty() { "" } else { " WHERE " },
+            conds.join(" AND ")
+        );
+        let mut st = self.conn.prepare(&sql).map_err(err(&self.path))?;
+        let mut rows = st
+            .query(rusqlite::params_from_iter(args))
+            .map_err(err(&self.path))?;
+        while let Some(row) = rows.next().map_err(err(&self.path))? {
+            let text: String = row.get(0).map_err(err(&self.path))?;
+            f(self.decode(&text)?);
+        }
+        Ok(())
+    }
+
+    /// The records matching `filter`, in path order.
+    pub fn records(&self, filter: &Filter) -> Result<Vec<Record>> {
+        let mut out = Vec::new();
+        self.for_each(filter, |r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// How many files the catalogue holds.
+    pub fn len(&self) -> Result<usize> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
+            .map_err(err(&self.path))?;
+        Ok(n as usize)
+    }
+
+    /// Whether the catalogue holds no file.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}

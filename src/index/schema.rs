@@ -1,0 +1,379 @@
+//! The catalogue's SQL schema, its version, and opening a database file
+//! safely: refusing one that is not ours, corrupt, or from a newer `neff`,
+//! and migrating one from an older `neff`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Error, Result};
+
+/// `PRAGMA application_id` of a neff catalogue ("NEFF" in ASCII).
+pub const APPLICATION_ID: i32 = 0x4E45_4646;
+
+/// `PRAGMA user_version` this `neff` writes. A database with a lower
+/// version is migrated on the next update; a higher one is refused.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// How long a connection waits for another process's write transaction.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The columns of `neffs` after `id`, in table order (used by
+/// [`merge_sql`] and the insert statement).
+pub const NEFF_COLUMNS: &[&str] = &[
+    "path",
+    "dev",
+    "ino",
+    "size",
+    "mtime_ns",
+    "ctime_ns",
+    "options",
+    "ok",
+    "error",
+    "bytes",
+    "pkg_version",
+    "compressed",
+    "members",
+    "arch",
+    "num_cores",
+    "cc_world_size",
+    "hash_ok",
+    "uuid",
+    "name",
+    "data_size",
+    "inputs",
+    "input_bytes",
+    "outputs",
+    "output_bytes",
+    "aliases",
+    "must_alias",
+    "neff_features",
+    "feature_bits",
+    "cache_key",
+    "complete",
+    "errors",
+    "header_size",
+    "version_major",
+    "version_minor",
+    "build_version",
+    "hash",
+    "num_tpb",
+    "requested_tpb_count",
+    "tpb_per_node",
+    "features",
+    "vnc_size",
+    "tar_size",
+    "entries",
+    "record",
+];
+
+/// The schema (version [`SCHEMA_VERSION`]), as `neff index schema` prints it.
+pub const SCHEMA: &str = "\
+-- One row per NEFF file the scan saw (readable or not).
+CREATE TABLE neffs (
+  id            INTEGER PRIMARY KEY,
+  path          TEXT NOT NULL UNIQUE,  -- as the scan prints it
+  -- stat identity: a file whose five values are unchanged is not re-read
+  dev           INTEGER NOT NULL,
+  ino           INTEGER NOT NULL,
+  size          INTEGER NOT NULL,
+  mtime_ns      INTEGER NOT NULL,
+  ctime_ns      INTEGER NOT NULL,
+  options       TEXT NOT NULL,         -- the scan options the row was read with
+  -- the scan record's fields (see `neff scan --json`)
+  ok            INTEGER NOT NULL,      -- 0/1: a readable NEFF
+  error         TEXT,                  -- why not, when ok = 0
+  bytes         INTEGER,
+  pkg_version   INTEGER,
+  compressed    INTEGER,
+  members       INTEGER,               -- count of regular members
+  arch          TEXT,
+  num_cores     INTEGER,
+  cc_world_size INTEGER,               -- NULL: no collectives (or refused); text if > 2^63-1
+  hash_ok       INTEGER,               -- NULL unless scanned with --verify
+  uuid          TEXT,
+  name          TEXT,
+  data_size     INTEGER,
+  inputs        INTEGER,               -- count of input tensors
+  input_bytes   INTEGER,
+  outputs       INTEGER,
+  output_bytes  INTEGER,
+  aliases       INTEGER,               -- count of alias_map entries
+  must_alias    INTEGER,
+  neff_features TEXT,                  -- JSON array
+  feature_bits  INTEGER,
+  cache_key     TEXT,                  -- compile-cache entries only
+  complete      INTEGER,               -- .compilation_complete present
+  errors        TEXT NOT NULL,         -- JSON object: field -> refusal
+  -- header fields `neff info --json` prints (NULL when ok = 0)
+  header_size   INTEGER,
+  version_major INTEGER,
+  version_minor INTEGER,
+  build_version TEXT,
+  hash          TEXT,
+  num_tpb       INTEGER,
+  requested_tpb_count INTEGER,
+  tpb_per_node  TEXT,                  -- JSON array
+  features      TEXT,                  -- JSON array of feature names
+  vnc_size      INTEGER,
+  tar_size      INTEGER,
+  entries       INTEGER,               -- all tar entries
+  record        TEXT NOT NULL          -- the scan's NDJSON line, verbatim
+);
+-- Every tar entry of every readable NEFF, in archive order.
+CREATE TABLE members (
+  neff_id INTEGER NOT NULL REFERENCES neffs(id),
+  name    TEXT NOT NULL,
+  kind    TEXT NOT NULL,               -- file, dir, symlink, hardlink, other
+  size    INTEGER NOT NULL,
+  offset  INTEGER NOT NULL,            -- of the data, in the tar stream
+  mode    INTEGER NOT NULL,
+  mtime   INTEGER NOT NULL,
+  link    TEXT                         -- link target
+);
+-- Every input and output of every sgNN/def.json, as `neff info` shows them.
+CREATE TABLE tensors (
+  neff_id   INTEGER NOT NULL REFERENCES neffs(id),
+  subgraph  TEXT NOT NULL,             -- sg00, sgLnk/sg00, ...
+  name      TEXT NOT NULL,
+  direction TEXT NOT NULL,             -- IN or OUT
+  size      INTEGER,
+  shape     TEXT,                      -- JSON array, e.g. [1,128,768]
+  dtype     TEXT
+);
+-- The tensor map's alias_map (none when `neff get alias` refuses).
+CREATE TABLE aliases (
+  neff_id    INTEGER NOT NULL REFERENCES neffs(id),
+  input      TEXT NOT NULL,
+  output     TEXT NOT NULL,
+  must_alias INTEGER NOT NULL          -- the entry's own must_alias flag
+);
+CREATE INDEX neffs_uuid ON neffs(uuid);
+CREATE INDEX neffs_hash ON neffs(hash);
+CREATE INDEX neffs_arch ON neffs(arch);
+CREATE INDEX members_neff ON members(neff_id);
+CREATE INDEX tensors_neff ON tensors(neff_id);
+CREATE INDEX tensors_name ON tensors(name);
+CREATE INDEX aliases_neff ON aliases(neff_id);
+";
+
+/// The schema as a script that makes an empty catalogue (`neff index
+/// schema`): the pragmas that mark the file as ours, then [`SCHEMA`].
+pub fn schema_script() -> String {
+    format!(
+        "-- neff scan --index catalogue, schema version {SCHEMA_VERSION}\n\
+         PRAGMA application_id = {APPLICATION_ID};\n\
+         PRAGMA user_version = {SCHEMA_VERSION};\n{SCHEMA}"
+    )
+}
+
+/// Steps from each older version to the next: `MIGRATIONS[v]` takes a
+/// database at `user_version` v to v + 1. Version 0 is an empty database.
+const MIGRATIONS: &[&str] = &[SCHEMA];
+
+/// The SQL that folds a shard database (written by `neff scan --shard K/N
+/// --index shard-K.db`) into `main`, renumbering its ids. Shards are
+/// disjoint by construction; a path already in `main` is replaced.
+pub fn merge_sql(shard_file: &str) -> String {
+    let cols = NEFF_COLUMNS.join(", ");
+    let quoted = shard_file.replace('\'', "''");
+    format!(
+        "\
+ATTACH '{quoted}' AS shard;
+BEGIN;
+DELETE FROM members WHERE neff_id IN (SELECT id FROM neffs WHERE path IN (SELECT path FROM shard.neffs));
+DELETE FROM tensors WHERE neff_id IN (SELECT id FROM neffs WHERE path IN (SELECT path FROM shard.neffs));
+DELETE FROM aliases WHERE neff_id IN (SELECT id FROM neffs WHERE path IN (SELECT path FROM shard.neffs));
+DELETE FROM neffs WHERE path IN (SELECT path FROM shard.neffs);
+CREATE TEMP TABLE base AS SELECT coalesce(max(id), 0) AS n FROM neffs;
+INSERT INTO neffs (id, {cols})
+  SELECT id + (SELECT n FROM base), {cols} FROM shard.neffs;
+INSERT INTO members SELECT neff_id + (SELECT n FROM base), name, kind, size, offset, mode, mtime, link FROM shard.members;
+INSERT INTO tensors SELECT neff_id + (SELECT n FROM base), subgraph, name, direction, size, shape, dtype FROM shard.tensors;
+INSERT INTO aliases SELECT neff_id + (SELECT n FROM base), input, output, must_alias FROM shard.aliases;
+DROP TABLE base;
+COMMIT;
+DETACH shard;
+"
+    )
+}
+
+fn sql_err(path: &Path, e: rusqlite::Error) -> Error {
+    let msg = e.to_string().replace('\n', " ");
+    Error::Refused(format!("index {}: {msg}", path.display()))
+}
+
+/// Maps an SQLite error on `path` to the crate's error.
+pub(crate) fn err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |e| sql_err(path, e)
+}
+
+fn pragma_i32(conn: &Connection, name: &str, path: &Path) -> Result<i32> {
+    conn.pragma_query_value(None, name, |r| r.get(0))
+        .map_err(|e| match &e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
+                Error::Refused(format!(
+                    "index {}: not an SQLite database (corrupt, or another kind of file)",
+                    path.display()
+                ))
+            }
+            _ => sql_err(path, e),
+        })
+}
+
+/// Checks that `conn` holds a neff catalogue this build can read: its
+/// `application_id`, its `user_version`, and its tables. Returns the
+/// version; 0 means an empty database (no tables at all).
+fn check(conn: &Connection, path: &Path) -> Result<i32> {
+    let app = pragma_i32(conn, "application_id", path)?;
+    let version = pragma_i32(conn, "user_version", path)?;
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(err(path))?;
+    if app == 0 && version == 0 && tables == 0 {
+        return Ok(0);
+    }
+    if app != APPLICATION_ID {
+        return Err(Error::Refused(format!(
+            "index {}: not a neff index (an SQLite database of something else; --rebuild replaces it)",
+            path.display()
+        )));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(Error::Refused(format!(
+            "index {}: schema version {version} is newer than this neff's ({SCHEMA_VERSION}): use a newer neff, or --rebuild",
+            path.display()
+        )));
+    }
+    if version < 1 {
+        return Err(Error::Refused(format!(
+            "index {}: a neff index without a schema version (damaged; --rebuild replaces it)",
+            path.display()
+        )));
+    }
+    let want = ["neffs", "members", "tensors", "aliases"];
+    for t in want {
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [t],
+                |r| r.get(0),
+            )
+            .map_err(err(path))?;
+        if n != 1 {
+            return Err(Error::Refused(format!(
+                "index {}: table {t} is missing (damaged; --rebuild replaces it)",
+                path.display()
+            )));
+        }
+    }
+    Ok(version)
+}
+
+/// Opens (creating if missing) the catalogue at `path` for updating:
+/// WAL journal, a busy timeout, the schema created or migrated in one
+/// transaction. With `rebuild`, any file at `path` is removed first.
+pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
+    if rebuild {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err(path))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err(path))?;
+    check(&conn, path)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .map_err(err(path))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Refused(format!(
+            "index {}: cannot use a write-ahead log here (journal mode {mode})",
+            path.display()
+        )));
+    }
+    // In WAL mode, NORMAL syncs only at checkpoints (a crash of the
+    // process loses nothing committed; a power loss at most the last
+    // commits). A checkpoint every 64 MiB of log rather than SQLite's 4 MiB:
+    // each costs two fsyncs, which on a busy disk cost more than the scan's
+    // writes themselves (PERF.md, issue 13).
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(err(path))?;
+    conn.pragma_update(None, "wal_autocheckpoint", 16384)
+        .map_err(err(path))?;
+    migrate(&conn, path)?;
+    Ok(conn)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] inside one write transaction
+/// (re-checking the version under the lock: another process may have
+/// created or migrated the database meanwhile).
+fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(err(path))?;
+    let run = || -> Result<()> {
+        let mut v = check(conn, path)?;
+        if v == 0 {
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .map_err(err(path))?;
+        }
+        while v < SCHEMA_VERSION {
+            conn.execute_batch(MIGRATIONS[v as usize])
+                .map_err(err(path))?;
+            v += 1;
+            conn.pragma_update(None, "user_version", v)
+                .map_err(err(path))?;
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(err(path)),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Opens an existing catalogue read-only and checks it is one this build
+/// reads (exactly [`SCHEMA_VERSION`]: an older one needs an update first).
+pub fn open_ro(path: &Path) -> Result<Connection> {
+    if !path.is_file() {
+        return Err(Error::Refused(format!(
+            "index {}: no such index file",
+            path.display()
+        )));
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err(path))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err(path))?;
+    match check(&conn, path)? {
+        SCHEMA_VERSION => Ok(conn),
+        0 => Err(Error::Refused(format!(
+            "index {}: an empty database, not a neff index yet",
+            path.display()
+        ))),
+        v => Err(Error::Refused(format!(
+            "index {}: schema version {v} is older than this neff's ({SCHEMA_VERSION}): run `neff scan --index` on it to migrate it",
+            path.display()
+        ))),
+    }
+}

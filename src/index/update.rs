@@ -1,0 +1,508 @@
+//! Keeping the catalogue current: one `neff scan --index` pass. Files whose
+//! stat identity is unchanged are answered from the database without a
+//! read; new or changed files are read (record and rows from one open) and
+//! their rows replaced, in batched write transactions; rows of files gone
+//! from the walked roots are deleted.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, Transaction};
+
+use super::schema::{self, err, NEFF_COLUMNS};
+use crate::accessors;
+use crate::error::{Error, Result};
+use crate::json::views::TensorMap;
+use crate::neff::Neff;
+use crate::scan::{self, Record, ScanOptions};
+use crate::summary::Summary;
+
+/// Records read are written to the database this many at a time, each
+/// batch one transaction: a killed scan loses at most one batch of work.
+const BATCH: usize = 256;
+
+/// A file's identity: when all five are unchanged, so are its bytes (as far
+/// as the file system can tell), and its row is reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Device the file lives on (`st_dev`).
+    pub dev: i64,
+    /// Inode number (`st_ino`): a file replaced by another has a new one.
+    pub ino: i64,
+    /// Size in bytes.
+    pub size: i64,
+    /// Last modification, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Last status change, nanoseconds since the epoch (moves on any write,
+    /// rename or `touch`, even one that restores the mtime).
+    pub ctime_ns: i64,
+}
+
+impl Stat {
+    /// The identity of the file at `path` (symlinks followed, as the scan
+    /// reads them).
+    pub fn of(path: &Path) -> std::io::Result<Stat> {
+        let m = std::fs::metadata(path)?;
+        Ok(Stat {
+            dev: m.dev() as i64,
+            ino: m.ino() as i64,
+            size: m.size() as i64,
+            mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+            ctime_ns: m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+        })
+    }
+}
+
+/// Where a record of an indexed scan came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The database: the file's identity was unchanged.
+    Index,
+    /// The file was read (new, changed, or not cacheable).
+    Read,
+}
+
+/// What one indexed scan did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Update {
+    /// Records answered from the database.
+    pub from_index: usize,
+    /// Files read.
+    pub read: usize,
+    /// Rows deleted because their file is gone from the walked roots.
+    pub removed: usize,
+}
+
+/// The rows of one readable NEFF besides its record.
+pub(crate) struct Rows {
+    summary: Summary,
+    members: Vec<MemberRow>,
+    aliases: Vec<(String, String, bool)>,
+}
+
+struct MemberRow {
+    name: String,
+    kind: &'static str,
+    size: u64,
+    offset: u64,
+    mode: u32,
+    mtime: i64,
+    link: Option<String>,
+}
+
+impl Rows {
+    pub(crate) fn of(neff: &Neff) -> Rows {
+        let members = neff
+            .entries()
+            .iter()
+            .map(|e| MemberRow {
+                name: neff.name_str(e).into_owned(),
+                kind: e.kind.as_str(),
+                size: e.size,
+                offset: e.offset,
+                mode: e.mode,
+                mtime: e.mtime,
+                link: neff
+                    .link(e)
+                    .map(|l| String::from_utf8_lossy(l).into_owned()),
+            })
+            .collect();
+        // The pairs `neff get alias` prints; none when it refuses (the
+        // record's `errors` says why).
+        let aliases = match (accessors::alias(neff), accessors::tensor_map(neff)) {
+            (Ok(pairs), Ok(tm)) => {
+                let flags: HashMap<(&str, &str), bool> = TensorMap::new(tm.json)
+                    .map(|t| t.aliases())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| ((a.input_name, a.output_name), a.must_alias))
+                    .collect();
+                pairs
+                    .into_iter()
+                    .map(|(i, o)| {
+                        let must = flags.get(&(i, o)).copied().unwrap_or(false);
+                        (i.to_string(), o.to_string(), must)
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        Rows {
+            summary: Summary::of(neff),
+            members,
+            aliases,
+        }
+    }
+}
+
+/// A record read this pass, waiting for its batch's transaction.
+struct Fresh {
+    stat: Stat,
+    record: Record,
+    json: String,
+    rows: Option<Rows>,
+}
+
+/// The key under which options that change a record are stored: a row
+/// read with other caps, or without `--verify` when it is asked for now,
+/// is read again.
+pub fn options_key(opts: &ScanOptions) -> String {
+    format!("{:?} verify={}", opts.open.limits, opts.verify)
+}
+
+struct Cached {
+    stat: Stat,
+    options: String,
+    record: String,
+}
+
+/// Every row's path; with its identity, options and record for the paths
+/// this scan will look at (`wanted`), so that memory follows the scan's own
+/// paths, not the whole catalogue's records.
+fn load(
+    conn: &Connection,
+    db: &Path,
+    wanted: &HashSet<String>,
+) -> Result<HashMap<String, Option<Cached>>> {
+    let mut st = conn
+        .prepare("SELECT path, dev, ino, size, mtime_ns, ctime_ns, options, record FROM neffs")
+        .map_err(err(db))?;
+    let mut rows = st.query([]).map_err(err(db))?;
+    let mut out = HashMap::new();
+    while let Some(r) = rows.next().map_err(err(db))? {
+        let path: String = r.get(0).map_err(err(db))?;
+        let cached = if wanted.contains(&path) {
+            let c = || -> rusqlite::Result<Cached> {
+                Ok(Cached {
+                    stat: Stat {
+                        dev: r.get(1)?,
+                        ino: r.get(2)?,
+                        size: r.get(3)?,
+                        mtime_ns: r.get(4)?,
+                        ctime_ns: r.get(5)?,
+                    },
+                    options: r.get(6)?,
+                    record: r.get(7)?,
+                })
+            };
+            // A row that does not decode is read again (and replaced).
+            c().ok()
+        } else {
+            None
+        };
+        out.insert(path, cached);
+    }
+    Ok(out)
+}
+
+fn delete_path(tx: &Transaction<'_>, path: &str) -> rusqlite::Result<usize> {
+    let id: Option<i64> = tx
+        .prepare_cached("SELECT id FROM neffs WHERE path = ?1")?
+        .query_row([path], |r| r.get(0))
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })?;
+    let Some(id) = id else { return Ok(0) };
+    for t in ["members", "tensors", "aliases"] {
+        tx.prepare_cached(&format!("DELETE FROM {t} WHERE neff_id = ?1"))?
+            .execute([id])?;
+    }
+    tx.prepare_cached("DELETE FROM neffs WHERE id = ?1")?
+        .execute([id])
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("plain data serializes")
+}
+
+/// SQLite integers are 64-bit signed: larger values are stored as text.
+fn int(v: Option<u128>) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    match v {
+        None => Value::Null,
+        Some(n) => i64::try_from(n).map_or_else(|_| Value::Text(n.to_string()), Value::Integer),
+    }
+}
+
+fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<()> {
+    use rusqlite::types::Value;
+    delete_path(tx, &f.record.path)?;
+    let r = &f.record;
+    let s = f.rows.as_ref().map(|rows| &rows.summary);
+    let u = |v: Option<u64>| int(v.map(u128::from));
+    let b = |v: Option<bool>| v.map_or(Value::Null, |b| Value::Integer(b.into()));
+    let t = |v: Option<String>| v.map_or(Value::Null, Value::Text);
+    let values: Vec<Value> = vec![
+        Value::Text(r.path.clone()),
+        Value::Integer(f.stat.dev),
+        Value::Integer(f.stat.ino),
+        Value::Integer(f.stat.size),
+        Value::Integer(f.stat.mtime_ns),
+        Value::Integer(f.stat.ctime_ns),
+        Value::Text(options.to_string()),
+        Value::Integer(r.ok.into()),
+        t(r.error.clone()),
+        u(r.bytes),
+        u(r.pkg_version),
+        b(r.compressed),
+        u(r.members.map(|n| n as u64)),
+        t(r.arch.clone()),
+        u(r.num_cores),
+        int(r.cc_world_size),
+        b(r.hash_ok),
+        t(r.uuid.clone()),
+        t(r.name.clone()),
+        u(r.data_size),
+        u(r.inputs.map(|x| x.count)),
+        u(r.inputs.map(|x| x.bytes)),
+        u(r.outputs.map(|x| x.count)),
+        u(r.outputs.map(|x| x.bytes)),
+        u(r.aliases.map(|n| n as u64)),
+        b(r.must_alias),
+        t(r.neff_features.as_ref().map(json)),
+        u(r.feature_bits),
+        t(r.cache_key.clone()),
+        b(r.complete),
+        Value::Text(json(&r.errors)),
+        u(s.map(|s| s.header_size)),
+        u(s.map(|s| s.version_major)),
+        u(s.map(|s| s.version_minor)),
+        t(s.map(|s| s.build_version.clone())),
+        t(s.map(|s| s.hash.clone())),
+        u(s.map(|s| s.num_tpb.into())),
+        u(s.map(|s| s.requested_tpb_count.into())),
+        t(s.map(|s| json(&s.tpb_per_node))),
+        t(s.map(|s| json(&s.features))),
+        u(s.map(|s| s.vnc_size.into())),
+        u(s.map(|s| s.tar_size)),
+        u(s.map(|s| s.entries as u64)),
+        Value::Text(f.json.clone()),
+    ];
+    debug_assert_eq!(values.len(), NEFF_COLUMNS.len());
+    let sql = format!(
+        "INSERT INTO neffs ({}) VALUES ({})",
+        NEFF_COLUMNS.join(", "),
+        vec!["?"; NEFF_COLUMNS.len()].join(", ")
+    );
+    tx.prepare_cached(&sql)?
+        .execute(rusqlite::params_from_iter(values))?;
+    let id = tx.last_insert_rowid();
+    let Some(rows) = &f.rows else { return Ok(()) };
+    let mut st = tx.prepare_cached(
+        "INSERT INTO members (neff_id, name, kind, size, offset, mode, mtime, link) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for m in &rows.members {
+        st.execute(params![
+            id,
+            m.name,
+            m.kind,
+            int(Some(m.size.into())),
+            int(Some(m.offset.into())),
+            m.mode,
+            m.mtime,
+            m.link
+        ])?;
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT INTO tensors (neff_id, subgraph, name, direction, size, shape, dtype) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for sg in &rows.summary.subgraphs {
+        for (dir, list) in [("IN", &sg.inputs), ("OUT", &sg.outputs)] {
+            for x in list {
+                st.execute(params![
+                    id,
+                    sg.name,
+                    x.name,
+                    dir,
+                    int(x.size.map(u128::from)),
+                    x.shape.as_ref().map(json),
+                    x.dtype
+                ])?;
+            }
+        }
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT INTO aliases (neff_id, input, output, must_alias) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (i, o, m) in &rows.aliases {
+        st.execute(params![id, i, o, m])?;
+    }
+    Ok(())
+}
+
+fn write_batch(conn: &mut Connection, db: &Path, batch: &[Fresh], options: &str) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(err(db))?;
+    for f in batch {
+        insert(&tx, f, options).map_err(err(db))?;
+    }
+    tx.commit().map_err(err(db))
+}
+
+/// The prefix every path found under `root` starts with.
+fn under(root: &Path) -> String {
+    let mut s = root.display().to_string();
+    if !s.ends_with('/') {
+        s.push('/');
+    }
+    s
+}
+
+/// Scans `roots` as [`scan::list`] and [`scan::scan`] do, keeping the
+/// catalogue at `db` current (created if missing; emptied first with
+/// `rebuild`). `emit` gets every record, as the plain scan would make it,
+/// with where it came from; walk errors come first, as in the plain scan.
+pub fn scan_indexed(
+    db: &Path,
+    rebuild: bool,
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    emit: &(dyn Fn(Record, Origin) + Sync),
+) -> Result<Update> {
+    let mut conn = schema::open_rw(db, rebuild)?;
+    let (all, walk_errors) = scan::list(roots, None);
+    let mine = scan::shard_of(all.clone(), opts.shard);
+    let options = options_key(opts);
+    let wanted: HashSet<String> = mine.iter().map(|p| p.display().to_string()).collect();
+    let cached = load(&conn, db, &wanted)?;
+    drop(wanted);
+    for r in walk_errors {
+        emit(r, Origin::Read);
+    }
+
+    // Unchanged files, answered from the rows, on the scan's threads (the
+    // stats are the cost here).
+    let mut update = Update::default();
+    let misses = Mutex::new(Vec::new());
+    let refreshed = Mutex::new(Vec::new());
+    let hits = AtomicUsize::new(0);
+    let check = |p: &PathBuf| {
+        let key = p.display().to_string();
+        let hit = match (cached.get(&key).and_then(Option::as_ref), Stat::of(p)) {
+            (Some(c), Ok(stat)) if c.stat == stat && c.options == options => {
+                serde_json::from_str::<Record>(&c.record).ok()
+            }
+            _ => None,
+        };
+        let Some(mut r) = hit else {
+            misses.lock().expect("lock").push(p.clone());
+            return;
+        };
+        if r.cache_key.is_some() {
+            // `.compilation_complete` beside the file is not part of the
+            // file's identity: look again.
+            let before = r.complete;
+            scan::cache_entry(p, &mut r);
+            if r.complete != before {
+                refreshed.lock().expect("lock").push(r.clone());
+            }
+        }
+        hits.fetch_add(1, Ordering::Relaxed);
+        emit(r, Origin::Index);
+    };
+    {
+        use rayon::prelude::*;
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.jobs)
+            .build()
+            .map_err(|e| Error::Usage(format!("cannot start {} workers: {e}", opts.jobs)))?
+            .install(|| mine.par_iter().for_each(check));
+    }
+    update.from_index = hits.into_inner();
+    let mut misses = misses.into_inner().expect("lock");
+    misses.sort();
+    let refreshed = refreshed.into_inner().expect("lock");
+
+    let conn_m = Mutex::new(&mut conn);
+    let pending: Mutex<Vec<Fresh>> = Mutex::new(Vec::new());
+    let write_err: Mutex<Option<Error>> = Mutex::new(None);
+    let read = AtomicUsize::new(0);
+    let flush = |batch: Vec<Fresh>| {
+        if batch.is_empty() {
+            return;
+        }
+        let mut c = conn_m.lock().expect("lock");
+        if let Err(e) = write_batch(&mut c, db, &batch, &options) {
+            write_err.lock().expect("lock").get_or_insert(e);
+        }
+    };
+    let work = |p: &Path, scratch: &mut crate::neff::Scratch| {
+        // The identity is taken before the read: a file changed during the
+        // read gets a new identity, so the next scan reads it again.
+        let stat = Stat::of(p).ok();
+        let (record, rows) = scan::record_with(p, opts, scratch, Rows::of);
+        (stat, record, rows)
+    };
+    let done = |(stat, record, rows): (Option<Stat>, Record, Option<Rows>)| {
+        read.fetch_add(1, Ordering::Relaxed);
+        if let Some(stat) = stat {
+            let fresh = Fresh {
+                stat,
+                json: json(&record),
+                record: record.clone(),
+                rows,
+            };
+            let full = {
+                let mut p = pending.lock().expect("lock");
+                p.push(fresh);
+                (p.len() >= BATCH).then(|| std::mem::take(&mut *p))
+            };
+            if let Some(batch) = full {
+                flush(batch);
+            }
+        }
+        emit(record, Origin::Read);
+    };
+    scan::scan_with(&misses, opts.jobs, &work, &done)?;
+    flush(std::mem::take(&mut *pending.lock().expect("lock")));
+    if let Some(e) = write_err.into_inner().expect("lock") {
+        return Err(e);
+    }
+    update.read = read.into_inner();
+
+    // Compile-cache entries whose completion marker changed: same rows,
+    // new `complete`.
+    if !refreshed.is_empty() {
+        let tx = conn.transaction().map_err(err(db))?;
+        for r in &refreshed {
+            tx.execute(
+                "UPDATE neffs SET complete = ?2, record = ?3 WHERE path = ?1",
+                params![r.path, r.complete, json(r)],
+            )
+            .map_err(err(db))?;
+        }
+        tx.commit().map_err(err(db))?;
+    }
+
+    // Rows of files gone from under the walked roots.
+    let found: HashSet<String> = all.iter().map(|p| p.display().to_string()).collect();
+    let prefixes: Vec<(String, String)> = roots
+        .iter()
+        .map(|r| (r.display().to_string(), under(r)))
+        .collect();
+    let gone: Vec<&String> = cached
+        .keys()
+        .filter(|k| !found.contains(*k))
+        .filter(|k| {
+            prefixes
+                .iter()
+                .any(|(exact, dir)| *k == exact || k.starts_with(dir.as_str()))
+        })
+        .collect();
+    if !gone.is_empty() {
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err(db))?;
+        for k in gone {
+            update.removed += delete_path(&tx, k).map_err(err(db))?;
+        }
+        tx.commit().map_err(err(db))?;
+    }
+    Ok(update)
+}
