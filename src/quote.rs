@@ -29,17 +29,39 @@ pub fn quote(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
-/// Like [`quote`], for text that is already a `str` (a path shown in a
-/// message, an error's reason).
+/// Like [`quote`], for text that is already a `str`.
 pub fn quote_str(s: &str) -> Cow<'_, str> {
     quote(s.as_bytes())
+}
+
+/// A message (a reason, a path in a message, a table cell) as one line:
+/// control characters escaped as in [`quote`], but a backslash kept as it
+/// is, so that text quoted from elsewhere (a pattern such as
+/// `sg\d+/def\.json`, a guard string) reads verbatim.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(escape_with(s.as_bytes(), false))
+}
+
+/// [`one_line`] for bytes that may not be UTF-8 (a path).
+pub fn one_line_bytes(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => one_line(s),
+        Err(_) => Cow::Owned(escape_with(bytes, false)),
+    }
 }
 
 fn needs_escape(c: char) -> bool {
     c == '\\' || c.is_control()
 }
 
-fn escape(mut bytes: &[u8]) -> String {
+fn escape(bytes: &[u8]) -> String {
+    escape_with(bytes, true)
+}
+
+fn escape_with(mut bytes: &[u8], backslash: bool) -> String {
     let mut out = String::with_capacity(bytes.len() + 8);
     loop {
         let (valid, rest) = match std::str::from_utf8(bytes) {
@@ -51,7 +73,7 @@ fn escape(mut bytes: &[u8]) -> String {
         };
         for c in valid.chars() {
             match c {
-                '\\' => out.push_str("\\\\"),
+                '\\' if backslash => out.push_str("\\\\"),
                 '\u{7}' => out.push_str("\\a"),
                 '\u{8}' => out.push_str("\\b"),
                 '\t' => out.push_str("\\t"),
@@ -103,6 +125,16 @@ mod tests {
         ] {
             assert_eq!(quote(name), want, "{:?}", String::from_utf8_lossy(name));
         }
+    }
+
+    #[test]
+    fn messages_keep_backslashes_and_lose_control_characters() {
+        assert_eq!(
+            one_line(r"no member matches sg\d+/def\.json"),
+            r"no member matches sg\d+/def\.json"
+        );
+        assert_eq!(one_line("a\nb\x1b[2J"), r"a\nb\033[2J");
+        assert_eq!(one_line_bytes(b"p\xff\\q\n"), r"p\377\q\n");
     }
 
     #[test]

@@ -72,7 +72,10 @@ def test_accessor_methods_equal_neff_get(path):
                 continue
             assert p.returncode == 0, p.stderr
             assert (
-                json.dumps(got, separators=(",", ":"), ensure_ascii=False) + "\n"
+                json.dumps(got, separators=(",", ":"), ensure_ascii=False)
+                .encode("utf-8", "backslashreplace")
+                .decode("utf-8")
+                + "\n"
                 == p.stdout.decode()
             )
             assert n.get_json(acc) + b"\n" == p.stdout

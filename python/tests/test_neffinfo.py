@@ -35,7 +35,10 @@ FILES = FIXTURES + HOSTILE
 
 
 def dumps(obj):
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """What `neff get` prints for obj: a lone surrogate, which Python holds
+    but cannot print as UTF-8, stays as its escape."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _cli_answer(job):

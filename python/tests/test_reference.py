@@ -95,6 +95,10 @@ def test_neffinfo_agrees_with_the_reference_reader(ref, path):
         if a[0] == "ok" and b[0] == "ok" and (base, getter) not in CONTRACT_WINS:
             assert dumps(a[1]) == dumps(b[1]), where
         if b[0] == "NeffError" and is_guard(b[1]) and readable:
+            if a[0] == "NeffError" and ": wrong shape: " in a[1]:
+                # CLI.md refuses JSON of the wrong shape for an accessor; the
+                # reference reads some loosely (a CCInfo list is "no CC").
+                continue
             assert a == b, where
         if a[0] == "NeffError" and is_guard(a[1]):
             assert a == b, where

@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod scan;
 mod tools;
-use neff::quote::{quote, quote_str};
+use neff::quote::{one_line as line, one_line_bytes, quote};
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 
 #[derive(Parser)]
@@ -298,13 +298,13 @@ fn main() -> ExitCode {
 /// An error as one line of text: control characters escaped as
 /// `tar tf` escapes them, so no path or name can add a line.
 fn one_line(e: &Error) -> String {
-    quote_str(&e.to_string()).into_owned()
+    line(&e.to_string()).into_owned()
 }
 
 /// A path as one line of text (see [`one_line`]).
 fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
     use std::os::unix::ffi::OsStrExt;
-    quote(p.as_os_str().as_bytes())
+    one_line_bytes(p.as_os_str().as_bytes())
 }
 
 fn stdout_err(e: io::Error) -> Failure {
@@ -363,7 +363,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             let report = neff::unpack::unpack(&neff, &output).at(&file)?;
             neff.check_unchanged().at(&file)?;
             for w in &report.warnings {
-                eprintln!("neff: {}: warning: {}", shown(&file), quote_str(w));
+                eprintln!("neff: {}: warning: {}", shown(&file), line(w));
             }
         }
         Cmd::Pack {
@@ -577,7 +577,7 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
     ];
     writeln!(out, "NEFF Header:")?;
     for (k, v) in rows {
-        writeln!(out, "  {:<24}{}", format!("{k}:"), quote_str(&v))?;
+        writeln!(out, "  {:<24}{}", format!("{k}:"), line(&v))?;
     }
     if s.subgraphs.is_empty() {
         return Ok(());
@@ -596,9 +596,9 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
         "NODE", "Executor", "Name", "Variable", "Size", "Type", "Shape"
     )?;
     for (i, sg) in s.subgraphs.iter().enumerate() {
-        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", quote_str(&sg.name))?;
+        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", line(&sg.name))?;
         if let Some(e) = &sg.error {
-            writeln!(out, "  {:<34}(unreadable: {})", "", quote_str(e))?;
+            writeln!(out, "  {:<34}(unreadable: {})", "", line(e))?;
         }
         for (kind, list) in [("IN", &sg.inputs), ("OUT", &sg.outputs)] {
             for t in list {
@@ -607,17 +607,17 @@ fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()
                     out,
                     "  {:<34}{:<28}{:>14}  {:<5}{:<16}{}",
                     "",
-                    quote_str(&t.name),
+                    line(&t.name),
                     size,
                     kind,
                     dims(t),
-                    quote_str(t.dtype.as_deref().unwrap_or("-"))
+                    line(t.dtype.as_deref().unwrap_or("-"))
                 )?;
             }
         }
         if !sg.features.is_empty() {
             let features = sg.features.join(", ");
-            writeln!(out, "  {:<34}features: {}", "", quote_str(&features))?;
+            writeln!(out, "  {:<34}features: {}", "", line(&features))?;
         }
     }
     Ok(())

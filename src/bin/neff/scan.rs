@@ -19,13 +19,13 @@ fn table_row(r: &Record) -> String {
         opt(r
             .arch
             .as_deref()
-            .map(|a| neff::quote::quote_str(a).into_owned())),
+            .map(|a| neff::quote::one_line(a).into_owned())),
         opt(r.num_cores.map(|n| n.to_string())),
         opt(r.cc_world_size.map(|n| n.to_string())),
         opt(r.members.map(|n| n.to_string())),
-        neff::quote::quote_str(&r.path),
+        neff::quote::one_line(&r.path),
         match &r.error {
-            Some(e) => format!("  ({})", neff::quote::quote_str(e)),
+            Some(e) => format!("  ({})", neff::quote::one_line(e)),
             None if r.has_refusals() => format!(
                 "  (refused: {})",
                 r.errors

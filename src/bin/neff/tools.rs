@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use neff::mem::{self, human, Estimate, Total};
-use neff::quote::quote_str;
+use neff::quote::{one_line, quote_str};
 use neff::{Error, Neff, Options};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -214,7 +214,7 @@ pub fn diff(a: &Path, b: &Path, json: bool, opts: &Options) -> Result<u8, Failur
 }
 
 fn v(x: &serde_json::Value) -> String {
-    quote_str(&x.to_string()).into_owned()
+    one_line(&x.to_string()).into_owned()
 }
 
 fn opt(x: Option<u64>) -> String {
