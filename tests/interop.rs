@@ -7,28 +7,6 @@ use std::process::Command;
 
 use common::*;
 
-/// Names as `tar tf` prints them, with the one leading `./` that `neff`
-/// drops removed (the root entry `./` stays).
-fn tool_list(tool: &str, payload: &std::path::Path) -> Vec<String> {
-    let o = Command::new(tool).arg("tf").arg(payload).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{tool} tf {}: {}",
-        payload.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            l.strip_prefix("./")
-                .filter(|r| !r.is_empty())
-                .unwrap_or(l)
-                .to_string()
-        })
-        .collect()
-}
-
 fn neff_list(f: &std::path::Path) -> Vec<String> {
     let out = neff_ok(&["ls", "--all", f.to_str().unwrap()]);
     String::from_utf8(out)

@@ -25,21 +25,6 @@ fn archives() -> Vec<PathBuf> {
     v
 }
 
-fn gnu_list(tar: &std::path::Path) -> Vec<String> {
-    let o = Command::new("tar").arg("tf").arg(tar).output().unwrap();
-    assert!(o.status.success(), "tar tf {}", tar.display());
-    String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            l.strip_prefix("./")
-                .filter(|r| !r.is_empty())
-                .unwrap_or(l)
-                .to_string()
-        })
-        .collect()
-}
-
 #[test]
 fn every_peer_archive_lists_and_extracts_as_gnu_tar_does_or_is_refused_as_sparse() {
     let tmp = tempfile::tempdir().unwrap();
@@ -47,7 +32,7 @@ fn every_peer_archive_lists_and_extracts_as_gnu_tar_does_or_is_refused_as_sparse
     for tar in archives() {
         let stem = tar.file_stem().unwrap().to_str().unwrap().to_string();
         let bytes = std::fs::read(&tar).unwrap();
-        let want = gnu_list(&tar);
+        let want = tool_list("tar", &tar);
         for (kind, payload) in [("raw", bytes.clone()), ("gz", neff::pack::gzip(&bytes))] {
             let f = tmp.path().join(format!("{stem}-{kind}.neff"));
             std::fs::write(&f, neff::harness::wrap(&payload)).unwrap();

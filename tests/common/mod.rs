@@ -87,3 +87,25 @@ pub fn assert_refused(args: &[&str], path: &Path) -> String {
     );
     err[prefix.len()..].trim_end().to_string()
 }
+
+/// Names as `TOOL tf` lists `archive` (a tar, or a gzip tar), with the one
+/// leading `./` that `neff` drops removed (the root entry `./` stays).
+pub fn tool_list(tool: &str, archive: &Path) -> Vec<String> {
+    let o = Command::new(tool).arg("tf").arg(archive).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{tool} tf {}: {}",
+        archive.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            l.strip_prefix("./")
+                .filter(|r| !r.is_empty())
+                .unwrap_or(l)
+                .to_string()
+        })
+        .collect()
+}
