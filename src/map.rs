@@ -57,14 +57,20 @@ impl Deref for FileBytes {
 /// a FIFO between a directory walk and the open cannot hang the caller).
 /// A directory is the I/O error the OS gives for reading one.
 pub fn open_regular(path: &Path) -> Result<File> {
+    open_sized(path).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with the file's size from the same `fstat`.
+fn open_sized(path: &Path) -> Result<(File, u64)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
-    let t = file.metadata()?.file_type();
+    let meta = file.metadata()?;
+    let t = meta.file_type();
     if t.is_file() {
-        return Ok(file);
+        return Ok((file, meta.len()));
     }
     if t.is_dir() {
         return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EISDIR)));
@@ -110,8 +116,7 @@ impl FileBytes {
     /// [`open`](Self::open), reading into `buf` (cleared first) when the
     /// file is read rather than mapped, so a scan can reuse one buffer.
     pub fn open_reusing(path: &Path, mode: ReadMode, mut buf: Vec<u8>) -> Result<FileBytes> {
-        let file = open_regular(path)?;
-        let len = file.metadata()?.len();
+        let (file, len) = open_sized(path)?;
         let map = match mode {
             ReadMode::Map => len > 0,
             ReadMode::Read => false,

@@ -350,8 +350,8 @@ impl Neff {
         found[k as usize].map(|i| &self.index.entries[i as usize])
     }
 
-    /// Parses a member as JSON (uncached), under the size and depth caps.
-    pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
+    /// Refuses a JSON member over the size cap, before any byte of it is read.
+    fn check_json_size(&self, e: &Entry) -> Result<()> {
         if e.size > self.limits.max_json_size {
             return Err(Error::Limit {
                 what: "JSON member size",
@@ -359,6 +359,12 @@ impl Neff {
                 cap: self.limits.max_json_size,
             });
         }
+        Ok(())
+    }
+
+    /// Parses a member as JSON (uncached), under the size and depth caps.
+    pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
+        self.check_json_size(e)?;
         let cow = match (self.json_source, &self.inflated) {
             (Source::CopyOnWrite, None) => self
                 .file
@@ -394,13 +400,7 @@ impl Neff {
     /// Python's `json.dumps(json.loads(member), separators=(",", ":"),
     /// ensure_ascii=False)` ([`json::python`]), under the size and depth caps.
     pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
-        if e.size > self.limits.max_json_size {
-            return Err(Error::Limit {
-                what: "JSON member size",
-                found: e.size,
-                cap: self.limits.max_json_size,
-            });
-        }
+        self.check_json_size(e)?;
         self.populate(e);
         json::python::dumps(self.data(e), self.limits.max_json_depth, out).map_err(|err| {
             Error::Json {

@@ -293,7 +293,8 @@ impl Index {
             let size = if extended {
                 hsize
             } else {
-                match pending.local.size.or(global.size) {
+                // (A global `size` is refused where its record is read.)
+                match pending.local.size {
                     Some(Some(s)) => s,
                     _ => hsize,
                 }
@@ -388,16 +389,13 @@ fn trim_nul(b: &[u8]) -> Range<usize> {
     0..memchr::memchr(0, b).unwrap_or(b.len())
 }
 
-/// Precedence: PAX `x` > GNU `L`/`K` > PAX `g` > the header's own field. An
-/// empty PAX value unsets the keyword: fall through to the header field.
-fn pick(
-    local: &Option<Option<Name>>,
-    gnu: &Option<Name>,
-    global: &Option<Option<Name>>,
-) -> Option<Name> {
+/// Precedence: PAX `x` > GNU `L`/`K` > the header's own field (a global
+/// `g` record that sets a name is refused by the walk). An empty PAX value
+/// unsets the keyword: fall through to the header field.
+fn pick(local: &Option<Option<Name>>, gnu: &Option<Name>) -> Option<Name> {
     match local {
         Some(v) => v.clone(),
-        None => gnu.clone().or_else(|| global.clone().flatten()),
+        None => gnu.clone(),
     }
 }
 
@@ -414,7 +412,7 @@ fn make_entry<S: Source>(
         let b = Block::field(f);
         src.keep(pos + off..pos + off + b.len(), b)
     };
-    let name = match pick(&pending.local.path, &pending.long_name, &global.path) {
+    let name = match pick(&pending.local.path, &pending.long_name) {
         Some(found) => found,
         None if block.is_ustar() && block.prefix[0] != 0 => {
             let mut v = Block::field(&block.prefix).to_vec();
@@ -424,11 +422,7 @@ fn make_entry<S: Source>(
         }
         None => field(0, &block.name),
     };
-    let link = match pick(
-        &pending.local.linkpath,
-        &pending.long_link,
-        &global.linkpath,
-    ) {
+    let link = match pick(&pending.local.linkpath, &pending.long_link) {
         Some(found) => Some(found),
         None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
         None => None,
