@@ -441,9 +441,13 @@ fn tensor_map(member: &str, a: Obj<'_>, b: Obj<'_>, d: &mut Diff) {
         }
     }
     for (la, lb) in [(ta.inputs(), tb.inputs()), (ta.outputs(), tb.outputs())] {
-        let lb = named(lb);
+        // B's tensors by name (the first of a repeated name, as before).
+        let mut lb_by_name = std::collections::HashMap::new();
+        for (n, o) in named(lb) {
+            lb_by_name.entry(n).or_insert(o);
+        }
         for (name, x) in named(la) {
-            if let Some((_, y)) = lb.iter().find(|(n, _)| *n == name) {
+            if let Some(y) = lb_by_name.get(&name) {
                 io_fields(member, &name, x, *y, d);
             }
         }

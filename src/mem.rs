@@ -228,26 +228,32 @@ pub fn estimate(neff: &Neff) -> Result<Estimate> {
 
 /// (graph name, def.json member name) of every subgraph.
 fn subgraph_definitions(neff: &Neff) -> Result<Vec<(String, String)>> {
-    let mut kelfs: Vec<String> = Vec::new();
+    // Each kelf descriptor once, with its entry (names as found, not
+    // re-encoded: a non-UTF-8 name must still find its member).
+    let mut kelfs: Vec<(String, &crate::tar::Entry)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     if let Some((_, json)) = neff.known_json(Known::Neff)? {
         for k in kelf_names(json) {
             let k = strip_dot(k);
-            if !kelfs.iter().any(|x| x == k) && neff.member(k.as_bytes()).is_some() {
-                kelfs.push(k.to_string());
+            if let Some(e) = neff.member(k.as_bytes()) {
+                if seen.insert(k) {
+                    kelfs.push((k.to_string(), e));
+                }
             }
         }
     }
     if kelfs.is_empty() {
         for k in [Known::Kelf0, Known::KelfAny] {
             if let Some(e) = neff.known(k) {
-                kelfs.push(neff.name_str(e).into_owned());
+                kelfs.push((neff.name_str(e).into_owned(), e));
                 break;
             }
         }
     }
     let mut out: Vec<(String, String)> = Vec::new();
-    for k in &kelfs {
-        let e = neff.member(k.as_bytes()).expect("found above");
+    let mut defs = std::collections::HashSet::new();
+    for (k, e) in &kelfs {
+        let k = k.as_str();
         let parsed = neff.parse_json(e)?;
         let Some(obj) = parsed.root().object() else {
             return Err(Error::shape(k, "the kelf descriptor is not an object"));
@@ -273,7 +279,7 @@ fn subgraph_definitions(neff: &Neff) -> Result<Vec<(String, String)>> {
                 Some(n) => n.to_string(),
                 None => dir_of(&def).trim_end_matches('/').to_string(),
             };
-            if !out.iter().any(|(_, d)| *d == def) {
+            if defs.insert(def.clone()) {
                 out.push((name, def));
             }
         }

@@ -66,7 +66,7 @@ pub fn dropped(neff: &Neff, opts: &OptimizeOptions) -> Vec<usize> {
         .map(|e| is_debug_only(neff.name(e)))
         .collect();
     // Keep the target of any kept hard link.
-    let targets: Vec<&[u8]> = entries
+    let targets: std::collections::HashSet<&[u8]> = entries
         .iter()
         .zip(&drop)
         .filter(|(e, d)| !**d && e.kind == Kind::Hardlink)
@@ -74,7 +74,7 @@ pub fn dropped(neff: &Neff, opts: &OptimizeOptions) -> Vec<usize> {
         .collect();
     if !targets.is_empty() {
         for (e, d) in entries.iter().zip(drop.iter_mut()) {
-            if *d && targets.contains(&neff.name(e)) {
+            if *d && targets.contains(neff.name(e)) {
                 *d = false;
             }
         }

@@ -371,3 +371,26 @@ fn without_any_kelf_descriptor_every_sg_def_json_is_a_subgraph() {
     assert_eq!(subgraph_names(&e), ["sg00/def.json", "sg01/def.json"]);
     assert!(estimate_raw(&[("info.json", "{}")]).is_err());
 }
+
+#[test]
+fn a_kelf_whose_name_is_not_utf8_is_read_not_a_panic() {
+    // `kelf-0\.json` is searched unanchored, so a non-UTF-8 prefix still
+    // selects the member: it must be found by its bytes, not a lossy copy.
+    let mut kelf = PackEntry::file(
+        "x",
+        &br#"{"graphs":[{"definition":"sg00/def.json"}]}"#[..],
+        0,
+    );
+    kelf.name = b"\xffkelf-0.json".to_vec();
+    let entries = vec![
+        kelf,
+        PackEntry::file("sg00/def.json", &br#"{"var":{}}"#[..], 0),
+    ];
+    let opts = PackOptions {
+        mtime: Some(0),
+        ..Default::default()
+    };
+    let n = Neff::from_bytes(pack(&entries, &opts).unwrap(), &Options::default()).unwrap();
+    let e = mem::estimate(&n).unwrap();
+    assert_eq!(e.subgraphs.len(), 1);
+}

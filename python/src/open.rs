@@ -107,15 +107,8 @@ impl Neff {
     /// `KeyError` when there is none.
     fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
         let r = self.reader()?;
-        let found = py.allow_threads(|| {
-            let sorted = r.sorted_files();
-            sorted
-                .binary_search_by(|&i| r.name(&r.entries()[i as usize]).cmp(name.as_bytes()))
-                .ok()
-                .map(|k| sorted[k] as usize)
-        });
-        match found {
-            Some(i) => Ok(PyBytes::new(py, r.data(&r.entries()[i]))),
+        match py.allow_threads(|| r.member(name.as_bytes())) {
+            Some(e) => Ok(PyBytes::new(py, r.data(e))),
             None => Err(PyKeyError::new_err(name.to_string())),
         }
     }

@@ -50,8 +50,14 @@ impl Stat {
             dev: m.dev() as i64,
             ino: m.ino() as i64,
             size: m.size() as i64,
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
-            ctime_ns: m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+            mtime_ns: m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+            ctime_ns: m
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.ctime_nsec()),
         })
     }
 }
