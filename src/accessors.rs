@@ -398,7 +398,7 @@ fn printable<'a>(neff: &Neff, k: Known, strings: impl IntoIterator<Item = &'a st
     let Some(e) = neff.known(k) else {
         return Ok(());
     };
-    if crate::json::lone_surrogate(neff.data(e)).is_none() {
+    if crate::json::lone_surrogate(&neff.data(e)?).is_none() {
         return Ok(());
     }
     let escape = |s: &str| {

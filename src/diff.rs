@@ -164,14 +164,16 @@ const CC_KEYS: [&str; 4] = [
     "CCInfo",
 ];
 
-/// Compares `a` with `b`.
-pub fn diff(a: &Neff, b: &Neff) -> Diff {
+/// Compares `a` with `b`. Fails only when member data cannot be read
+/// again (a streamed payload whose file changed since it was opened).
+pub fn diff(a: &Neff, b: &Neff) -> crate::Result<Diff> {
     let mut d = Diff {
         header: header(a.header(), b.header()),
         ..Diff::default()
     };
     let (ma, mb) = (by_name(a), by_name(b));
     let mut json_pairs = Vec::new();
+    let (mut ca, mut cb) = (a.cursor(), b.cursor());
     for (name, ea) in &ma {
         match mb.get(name) {
             None => d.members.removed.push(Member {
@@ -179,14 +181,14 @@ pub fn diff(a: &Neff, b: &Neff) -> Diff {
                 size: ea.size,
             }),
             Some(eb) => {
-                let (da, db) = (a.data(ea), b.data(eb));
+                let (da, db) = (ca.read(ea)?, cb.read(eb)?);
                 if da != db {
                     d.members.changed.push(Changed {
                         name: name.clone(),
                         size_a: ea.size,
                         size_b: eb.size,
-                        sha256_a: hex(&Sha256::digest(da)),
-                        sha256_b: hex(&Sha256::digest(db)),
+                        sha256_a: hex(&Sha256::digest(&da)),
+                        sha256_b: hex(&Sha256::digest(&db)),
                     });
                     json_pairs.push((name.clone(), *ea, *eb));
                 }
@@ -235,7 +237,7 @@ pub fn diff(a: &Neff, b: &Neff) -> Diff {
     let m = &d.members;
     d.same =
         d.header.is_empty() && m.added.is_empty() && m.removed.is_empty() && m.changed.is_empty();
-    d
+    Ok(d)
 }
 
 /// Regular members by name, one per name.
@@ -477,7 +479,7 @@ mod tests {
     fn identical_neffs_are_the_same() {
         let a = neff(&[("a.bin", "x")]);
         let b = neff(&[("a.bin", "x")]);
-        let d = diff(&a, &b);
+        let d = diff(&a, &b).unwrap();
         assert!(d.same, "{d:?}");
         assert!(d.header.is_empty() && d.accessors.is_empty());
     }
@@ -486,7 +488,7 @@ mod tests {
     fn a_changed_member_changes_the_header_hash_too() {
         let a = neff(&[("a.bin", "x")]);
         let b = neff(&[("a.bin", "y")]);
-        let d = diff(&a, &b);
+        let d = diff(&a, &b).unwrap();
         assert!(!d.same);
         assert_eq!(d.members.changed.len(), 1);
         let fields: Vec<&str> = d.header.iter().map(|c| c.field.as_str()).collect();

@@ -21,6 +21,16 @@ pub struct Limits {
     pub max_json_size: u64,
     /// Deepest nesting of arrays and objects in a JSON member. Default 512.
     pub max_json_depth: usize,
+    /// Not a cap but a budget: the largest gzip payload (by its trailer's
+    /// word, checked as it is inflated) that is inflated whole into one
+    /// buffer. Larger payloads, and payloads whose trailer cannot be the
+    /// real size, are walked as a bounded stream that keeps only names and
+    /// the JSON members the accessors read (each under
+    /// [`max_json_size`](Self::max_json_size)). A scan's peak memory is
+    /// about `jobs` times this budget plus those members. Default 64 MiB
+    /// (PERF.md §10 has the measurements behind it); 0 streams every gzip
+    /// payload.
+    pub inflate_budget: u64,
 }
 
 impl Default for Limits {
@@ -32,6 +42,7 @@ impl Default for Limits {
             max_name_len: 64 << 10,
             max_json_size: 256 << 20,
             max_json_depth: 512,
+            inflate_budget: 64 << 20,
         }
     }
 }

@@ -2,8 +2,14 @@
 //!
 //! [`Neff::open`] maps the file, checks the header, inflates a gzip payload
 //! once and walks the tar headers; every later question is answered from
-//! those, without reading the file again.
+//! those, without reading the file again. A gzip payload over
+//! [`Limits::inflate_budget`] is not held whole: it is walked as a bounded
+//! stream that keeps the names and the JSON members the accessors read
+//! ([`Retained`]), and any other member's data is inflated again when
+//! asked for ([`Neff::data`], [`Neff::copy_data`]).
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -14,9 +20,25 @@ use crate::header::{Compression, Header, PayloadSpan};
 use crate::json::{self, Json, Parsed, Source};
 use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
-use crate::payload::{self, Inflated};
+use crate::payload::stream::GzStream;
+use crate::payload::{self, Inflated, Whole};
 use crate::select::{self, Known};
-use crate::tar::{Entry, FileSource, Index, Kind};
+use crate::tar::{Entry, FileSource, Index, Kind, Retained, StreamSource};
+
+/// Where the tar bytes are.
+#[derive(Debug)]
+enum Tar {
+    /// The stored payload itself (package version 1).
+    Raw,
+    /// The gzip payload, inflated whole.
+    Whole(Inflated),
+    /// The gzip payload, walked as a stream: only retained members are held.
+    Streamed {
+        retained: Retained,
+        len: u64,
+        spare: Option<Vec<u8>>,
+    },
+}
 
 /// Options for opening a NEFF.
 #[derive(Debug, Clone, Copy, Default)]
@@ -83,7 +105,7 @@ impl std::fmt::Debug for Scratch {
 pub struct Neff {
     file: FileBytes,
     span: PayloadSpan,
-    inflated: Option<Inflated>,
+    tar: Tar,
     index: Index,
     limits: Limits,
     sorted: OnceLock<Vec<u32>>,
@@ -135,8 +157,14 @@ impl Neff {
         if let Some(v) = self.file.into_vec() {
             scratch.file = v;
         }
-        if let Some(v) = self.inflated.and_then(Inflated::into_vec) {
-            scratch.tar = v;
+        match self.tar {
+            Tar::Whole(t) => {
+                if let Some(v) = t.into_vec() {
+                    scratch.tar = v;
+                }
+            }
+            Tar::Streamed { spare: Some(v), .. } => scratch.tar = v,
+            _ => {}
         }
     }
 
@@ -154,11 +182,11 @@ impl Neff {
         if file.changed() {
             return Err(changed());
         }
-        let (span, inflated, index, early) = built?;
+        let (span, tar, index, early) = built?;
         let neff = Neff {
             file,
             span,
-            inflated,
+            tar,
             index,
             limits: *limits,
             sorted: OnceLock::new(),
@@ -183,7 +211,7 @@ impl Neff {
         file: &FileBytes,
         opts: &Options,
         reuse: Option<Vec<u8>>,
-    ) -> Result<(PayloadSpan, Option<Inflated>, Index, Option<Early>)> {
+    ) -> Result<(PayloadSpan, Tar, Index, Option<Early>)> {
         let limits = &opts.limits;
         let header = Header::from_file_bytes(file)?;
         let span = header.locate_payload(file)?;
@@ -191,30 +219,44 @@ impl Neff {
             Compression::Gzip => memmap2::Advice::Sequential,
             Compression::None => memmap2::Advice::Random,
         });
-        if span.compression == Compression::Gzip {
-            // Inflation reads every byte: map them in one call.
-            file.populate(span.start, span.len);
-        }
         let stored = &file[span.start..span.start + span.len];
-        let inflated = match span.compression {
-            Compression::Gzip => Some(payload::inflate_reusing(
-                stored,
-                limits.max_inflated,
-                reuse,
-            )?),
-            Compression::None => None,
+        let tar = match span.compression {
+            Compression::Gzip => {
+                if span.len as u64 <= limits.inflate_budget {
+                    // Inflation reads every byte: map them in one call.
+                    file.populate(span.start, span.len);
+                }
+                match payload::inflate_within(
+                    stored,
+                    limits.max_inflated,
+                    limits.inflate_budget,
+                    reuse,
+                )? {
+                    Whole::Done(t) => Tar::Whole(t),
+                    Whole::Stream(spare) => {
+                        let (index, retained, len) = walk_stream(stored, limits)?;
+                        let tar = Tar::Streamed {
+                            retained,
+                            len,
+                            spare,
+                        };
+                        return Ok((span, tar, index, None));
+                    }
+                }
+            }
+            Compression::None => Tar::Raw,
         };
-        let (index, early) = match (&inflated, file.file()) {
-            (Some(tar), _) => (Index::build(tar, limits)?, None),
+        let (index, early) = match (&tar, file.file()) {
+            (Tar::Whole(t), _) => (Index::build(t, limits)?, None),
             // A mapped raw tar is walked with pread: see FileSource.
-            (None, Some(f)) if opts.early_cc => walk_skimming_def(f, span, stored, limits)?,
-            (None, Some(f)) => (
+            (_, Some(f)) if opts.early_cc => walk_skimming_def(f, span, stored, limits)?,
+            (_, Some(f)) => (
                 Index::build_from(FileSource::new(f, span.start as u64, span.len), limits)?,
                 None,
             ),
-            (None, None) => (Index::build(stored, limits)?, None),
+            (_, None) => (Index::build(stored, limits)?, None),
         };
-        Ok((span, inflated, index, early))
+        Ok((span, tar, index, early))
     }
 
     /// Whether the file shrank while it was read (a compile cache rewrites
@@ -255,12 +297,35 @@ impl Neff {
         self.span.compression == Compression::Gzip
     }
 
-    /// The tar bytes: the mapped payload, or its inflation.
-    pub fn tar(&self) -> &[u8] {
-        match &self.inflated {
-            Some(b) => b,
-            None => self.stored_payload(),
+    /// The tar bytes, when they are held whole: the mapped payload, or its
+    /// inflation. `None` for a payload walked as a bounded stream (over
+    /// [`Limits::inflate_budget`]).
+    pub fn tar(&self) -> Option<&[u8]> {
+        match &self.tar {
+            Tar::Raw => Some(self.stored_payload()),
+            Tar::Whole(b) => Some(b),
+            Tar::Streamed { .. } => None,
         }
+    }
+
+    /// Length of the tar stream, whether or not it is held.
+    pub fn tar_len(&self) -> u64 {
+        match &self.tar {
+            Tar::Streamed { len, .. } => *len,
+            _ => self.tar_bytes().len() as u64,
+        }
+    }
+
+    /// Whether the payload was walked as a bounded stream (and only the
+    /// accessors' JSON members are held).
+    pub fn is_streamed(&self) -> bool {
+        matches!(self.tar, Tar::Streamed { .. })
+    }
+
+    /// The tar bytes names are resolved against (empty when streamed: a
+    /// streamed walk keeps its names in the index's arena).
+    fn tar_bytes(&self) -> &[u8] {
+        self.tar().unwrap_or(&[])
     }
 
     /// The whole file's bytes.
@@ -280,7 +345,7 @@ impl Neff {
 
     /// The name of an entry.
     pub fn name<'a>(&'a self, e: &'a Entry) -> &'a [u8] {
-        self.index.resolve(&e.name, self.tar())
+        self.index.resolve(&e.name, self.tar_bytes())
     }
 
     /// The name of an entry as text (lossy for non-UTF-8 names).
@@ -290,18 +355,44 @@ impl Neff {
 
     /// The link target of an entry, if it has one.
     pub fn link<'a>(&'a self, e: &'a Entry) -> Option<&'a [u8]> {
-        e.link.as_ref().map(|l| self.index.resolve(l, self.tar()))
+        e.link.as_ref().map(|l| self.index.resolve(l, self.tar_bytes()))
     }
 
-    /// The data of an entry, borrowed from the map or the inflated buffer.
-    pub fn data(&self, e: &Entry) -> &[u8] {
-        e.data(self.tar())
+    /// The data of an entry if it is in memory: borrowed from the map, the
+    /// inflated buffer, or (for a streamed payload) the retained members.
+    pub fn held(&self, e: &Entry) -> Option<&[u8]> {
+        match &self.tar {
+            Tar::Streamed { retained, .. } => retained.get(e.offset),
+            _ => Some(e.data(self.tar_bytes())),
+        }
+    }
+
+    /// The data of an entry: borrowed when [`held`](Self::held), else
+    /// inflated again from the stored payload into a buffer of its size.
+    pub fn data(&self, e: &Entry) -> Result<Cow<'_, [u8]>> {
+        self.cursor().read(e)
+    }
+
+    /// Writes an entry's data to `out`, in windows as it is inflated when
+    /// it is not held (memory stays bounded whatever the member's size).
+    pub fn copy_data(&self, e: &Entry, out: &mut dyn std::io::Write) -> Result<()> {
+        self.cursor().copy(e, out)
+    }
+
+    /// A reader of member data that inflates a streamed payload once for
+    /// many members taken in archive order (see [`DataCursor`]).
+    pub fn cursor(&self) -> DataCursor<'_> {
+        DataCursor {
+            neff: self,
+            gz: None,
+            window: Vec::new(),
+        }
     }
 
     /// Prefaults a large member of a mapped raw tar that is about to be read
     /// whole (one call instead of a fault per 64 KiB).
     fn populate(&self, e: &Entry) {
-        if self.inflated.is_none() && e.size >= 256 << 10 {
+        if matches!(self.tar, Tar::Raw) && e.size >= 256 << 10 {
             self.file
                 .populate(self.span.start + e.offset as usize, e.size as usize);
         }
@@ -315,7 +406,7 @@ impl Neff {
     /// Indices of the regular members in byte-wise name order, one per name.
     pub fn sorted_files(&self) -> &[u32] {
         self.sorted
-            .get_or_init(|| select::sorted_files(&self.index, self.tar()))
+            .get_or_init(|| select::sorted_files(&self.index, self.tar_bytes()))
     }
 
     /// The regular member named exactly `name` (the last of that name in
@@ -331,7 +422,7 @@ impl Neff {
 
     /// The first regular member, in sorted name order, that `re` matches.
     pub fn find(&self, re: &Regex) -> Option<&Entry> {
-        select::first_match(re, self.sorted_files(), &self.index, self.tar())
+        select::first_match(re, self.sorted_files(), &self.index, self.tar_bytes())
             .map(|i| &self.index.entries[i as usize])
     }
 
@@ -346,7 +437,9 @@ impl Neff {
     pub fn known(&self, k: Known) -> Option<&Entry> {
         let found = self
             .known
-            .get_or_init(|| select::resolve_known(self.sorted_files(), &self.index, self.tar()));
+            .get_or_init(|| {
+                select::resolve_known(self.sorted_files(), &self.index, self.tar_bytes())
+            });
         found[k as usize].map(|i| &self.index.entries[i as usize])
     }
 
@@ -365,8 +458,8 @@ impl Neff {
     /// Parses a member as JSON (uncached), under the size and depth caps.
     pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
         self.check_json_size(e)?;
-        let cow = match (self.json_source, &self.inflated) {
-            (Source::CopyOnWrite, None) => self
+        let cow = match (self.json_source, &self.tar) {
+            (Source::CopyOnWrite, Tar::Raw) => self
                 .file
                 .private_pages(self.span.start + e.offset as usize, e.size as usize),
             _ => None,
@@ -375,7 +468,7 @@ impl Neff {
             Some(pages) => json::Bytes::Mapped(pages?),
             None => {
                 self.populate(e);
-                json::Bytes::Owned(self.data(e).to_vec())
+                json::Bytes::Owned(self.data(e)?.into_owned())
             }
         };
         let name = self.name_str(e);
@@ -385,7 +478,7 @@ impl Neff {
             // form a tape holds, or refuse it with Python's reason.
             Err(Error::Json { .. }) => {
                 let mut text = Vec::new();
-                json::python::for_tape(self.data(e), self.limits.max_json_depth, &mut text)
+                json::python::for_tape(&self.data(e)?, self.limits.max_json_depth, &mut text)
                     .map_err(|err| Error::Json {
                         member: name.to_string(),
                         reason: err.to_string(),
@@ -402,7 +495,7 @@ impl Neff {
     pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
         self.check_json_size(e)?;
         self.populate(e);
-        json::python::dumps(self.data(e), self.limits.max_json_depth, out).map_err(|err| {
+        json::python::dumps(&self.data(e)?, self.limits.max_json_depth, out).map_err(|err| {
             Error::Json {
                 member: self.name_str(e).into_owned(),
                 reason: err.to_string(),
@@ -449,7 +542,8 @@ impl Neff {
         if !skimmable(e.size, &self.limits) {
             return self.known_json(Known::Def);
         }
-        let data = self.data(e);
+        let data = self.data(e)?;
+        let data = &data[..];
         let skim = self.def_skim.get_or_init(|| {
             // Inside a rayon pool (a scan) every CPU already has a NEFF to
             // read: no helper thread.
@@ -467,11 +561,115 @@ impl Neff {
     }
 }
 
+/// Reads member data from a [`Neff`]. Held data is borrowed; a streamed
+/// payload is inflated again from the start, once for all the members a
+/// caller reads in archive order (a member before the last one read starts
+/// the inflation over). Memory is one window, whatever the members' sizes.
+pub struct DataCursor<'n> {
+    neff: &'n Neff,
+    gz: Option<GzStream<'n>>,
+    window: Vec<u8>,
+}
+
+impl std::fmt::Debug for DataCursor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataCursor").field("gz", &self.gz).finish()
+    }
+}
+
+impl<'n> DataCursor<'n> {
+    /// The data of `e`, borrowed when held, else inflated into a buffer.
+    pub fn read(&mut self, e: &Entry) -> Result<Cow<'n, [u8]>> {
+        if let Some(d) = self.neff.held(e) {
+            return Ok(Cow::Borrowed(d));
+        }
+        let mut v = Vec::new();
+        v.try_reserve_exact(usize::try_from(e.size).unwrap_or(usize::MAX))
+            .map_err(|_| Error::Io(std::io::Error::other("no memory for the member's data")))?;
+        self.stream(e, &mut |chunk| {
+            v.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        Ok(Cow::Owned(v))
+    }
+
+    /// Writes the data of `e` to `out`.
+    pub fn copy(&mut self, e: &Entry, out: &mut dyn std::io::Write) -> Result<()> {
+        match self.neff.held(e) {
+            Some(d) => out.write_all(d).map_err(Error::Io),
+            None => self.stream(e, &mut |chunk| out.write_all(chunk).map_err(Error::Io)),
+        }
+    }
+
+    /// Inflates up to `e`'s data and hands it to `sink` a window at a time.
+    fn stream(&mut self, e: &Entry, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let neff = self.neff;
+        let restart = match &self.gz {
+            Some(gz) => gz.produced() > e.offset,
+            None => true,
+        };
+        if restart {
+            self.gz = Some(GzStream::new(
+                neff.stored_payload(),
+                neff.limits.max_inflated,
+            )?);
+        }
+        if self.window.is_empty() {
+            self.window = vec![0u8; crate::tar::STREAM_CHUNK];
+        }
+        let gz = self.gz.as_mut().expect("set above");
+        let skip = e.offset - gz.produced();
+        let mut short = gz.skip(skip, &mut self.window)? < skip;
+        let mut left = e.size;
+        while left > 0 && !short {
+            let want = self.window.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = gz.fill(&mut self.window[..want])?;
+            if n == 0 {
+                short = true;
+                break;
+            }
+            sink(&self.window[..n])?;
+            left -= n as u64;
+        }
+        neff.check_unchanged()?;
+        if short {
+            // The walk saw these bytes: a payload that now inflates shorter
+            // was read from a file that changed.
+            return Err(changed());
+        }
+        Ok(())
+    }
+}
+
 /// Whether a def.json of `size` bytes is skimmed for the CC keys: from
 /// 1 MiB (smaller ones are parsed whole) up to the JSON size cap (larger
 /// ones are refused by the full parse).
 fn skimmable(size: u64, limits: &Limits) -> bool {
     (1 << 20..=limits.max_json_size).contains(&size)
+}
+
+/// Walks a gzip payload as it is inflated ([`StreamSource`]), keeping the
+/// data of the members the accessors would read ([`select::Best`]) when
+/// they are under the JSON size cap. Every gzip trailer is checked, as the
+/// whole path does; when the walk fails, the rest of the payload is still
+/// inflated so that a gzip fault further on is reported first, as the whole
+/// path (which inflates before it walks) would.
+fn walk_stream(gz: &[u8], limits: &Limits) -> Result<(Index, Retained, u64)> {
+    let retained = RefCell::new(Retained::default());
+    let mut best = select::Best::default();
+    let mut src = StreamSource::new(GzStream::new(gz, limits.max_inflated)?, &retained);
+    let walked = Index::build_with(&mut src, limits, &mut |e, name| {
+        e.kind == Kind::File
+            && best.offer(name, e.offset, &mut |old| retained.borrow_mut().release(old))
+            && e.size <= limits.max_json_size
+    });
+    let walked = match walked {
+        Err(e @ (Error::Gzip(_) | Error::Limit { .. })) => return Err(e),
+        other => other,
+    };
+    let len = src.finish()?;
+    let index = walked?;
+    Ok((index, retained.into_inner(), len))
 }
 
 /// Walks a mapped raw tar (as [`FileSource`] does) and, as soon as it meets
@@ -513,6 +711,7 @@ fn walk_skimming_def(
                 // No thread to be had: def_cc skims later, as usual.
                 spec = low.map(|low| (e.offset, low));
             }
+            false
         });
         let index = match walked {
             Ok(index) => index,

@@ -25,7 +25,7 @@ use std::io::{Seek, SeekFrom, Write};
 use sha2::{Digest, Sha256};
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::header::{Header, HEADER_SIZE};
 use crate::neff::Neff;
 use crate::tar::{Kind, BLOCK};
@@ -93,7 +93,13 @@ pub fn optimize_to<W: Write + Seek>(
     opts: &OptimizeOptions,
     w: &mut W,
 ) -> Result<Report> {
-    let tar = neff.tar();
+    let tar = neff.tar().ok_or_else(|| {
+        Error::Usage(
+            "optimize rewrites the tar and needs it whole: open the NEFF with an \
+             inflate_budget over its tar size"
+                .into(),
+        )
+    })?;
     let entries = neff.entries();
     let gone = dropped(neff, opts);
     // Byte ranges of the tar to leave out: each dropped entry's blocks,
@@ -162,7 +168,7 @@ pub fn optimize_to<W: Write + Seek>(
 
 /// The optimized NEFF in memory.
 pub fn optimize(neff: &Neff, opts: &OptimizeOptions) -> Result<(Vec<u8>, Report)> {
-    let mut c = std::io::Cursor::new(Vec::with_capacity(HEADER_SIZE + neff.tar().len()));
+    let mut c = std::io::Cursor::new(Vec::with_capacity(HEADER_SIZE + neff.tar_len() as usize));
     let r = optimize_to(neff, opts, &mut c)?;
     Ok((c.into_inner(), r))
 }

@@ -152,6 +152,46 @@ pub fn sorted_files(index: &Index, tar: &[u8]) -> Vec<u32> {
     out
 }
 
+/// Which members a streamed walk keeps: for each [`Known`] pattern, the
+/// member the accessors would pick among those seen so far (the first
+/// matching name in byte order, the later of two equal names, as
+/// [`resolve_known`] picks from [`sorted_files`]). At most one member per
+/// pattern is held at a time; a better candidate releases the one before.
+#[derive(Debug, Default)]
+pub struct Best {
+    best: [Option<(Box<[u8]>, u64)>; 6],
+}
+
+impl Best {
+    /// Offers a regular member named `name` whose data starts at `offset`.
+    /// Returns whether to keep it, and calls `release` with the offsets of
+    /// members no pattern picks any more.
+    pub fn offer(&mut self, name: &[u8], offset: u64, release: &mut dyn FnMut(u64)) -> bool {
+        if memchr::memmem::find(name, b".json").is_none() {
+            return false;
+        }
+        let mut set = PatternSet::new(Known::ALL.len());
+        known_set(name).which_overlapping_matches(&Input::new(name), &mut set);
+        let mut dropped = Vec::new();
+        let mut keep = false;
+        for p in set.iter() {
+            let slot = &mut self.best[p.as_usize()];
+            if slot.as_ref().is_none_or(|(n, _)| name <= &n[..]) {
+                if let Some((_, old)) = slot.replace((name.into(), offset)) {
+                    dropped.push(old);
+                }
+                keep = true;
+            }
+        }
+        for old in dropped {
+            if !self.best.iter().flatten().any(|(_, o)| *o == old) {
+                release(old);
+            }
+        }
+        keep
+    }
+}
+
 /// The first of `sorted` whose name `re` matches.
 pub fn first_match(re: &Regex, sorted: &[u32], index: &Index, tar: &[u8]) -> Option<u32> {
     sorted

@@ -182,7 +182,7 @@ impl Summary {
             features: h.feature_names(),
             vnc_size: h.vnc_size.get(),
             compressed: neff.is_compressed(),
-            tar_size: neff.tar().len() as u64,
+            tar_size: neff.tar_len(),
             members: neff.files().count(),
             entries: neff.entries().len(),
             subgraphs: subgraphs(neff),

@@ -371,6 +371,7 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
             }
         }
     }
+    let mut cursor = neff.cursor();
     for s in &steps {
         let e: &Entry = &entries[s.entry];
         match &s.action {
@@ -380,7 +381,7 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
             }
             Action::File => {
                 let mut f = root.create(&s.path)?;
-                std::io::Write::write_all(&mut f, neff.data(e))?;
+                cursor.copy(e, &mut f)?;
                 f.set_permissions(fs::Permissions::from_mode(e.mode & 0o777))?;
                 f.set_modified(mtime(e.mtime))?;
                 report.files += 1;

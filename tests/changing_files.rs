@@ -100,7 +100,7 @@ fn a_truncated_mapped_file_is_reported_not_answered() {
     let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
     f.set_len(8192).unwrap();
     // The read survives (zeros where the pages were) and is flagged.
-    let data = n.data(big);
+    let data = n.held(big).unwrap();
     let sum: u64 = data.iter().map(|&b| u64::from(b)).sum();
     assert!(n.changed(), "the fault was recorded (sum {sum})");
     let e = n.check_unchanged().unwrap_err();

@@ -39,6 +39,7 @@ fn cat_picks_the_first_match_in_sorted_order() {
     let n = neff::Neff::open(&f).unwrap();
     let want = n
         .data(n.files().find(|e| n.name(e) == b"sg00/def.json").unwrap())
+        .unwrap()
         .to_vec();
     assert_eq!(neff_ok(&["cat", &f, r"def\.json"]), want);
 }

@@ -46,7 +46,7 @@ fn inflated_size_cap() {
         max_inflated: tar_len,
         ..Limits::default()
     };
-    assert_eq!(open(gz.clone(), at).unwrap().tar().len() as u64, tar_len);
+    assert_eq!(open(gz.clone(), at).unwrap().tar_len(), tar_len);
     is_limit(
         open(
             gz,

@@ -109,7 +109,7 @@ fn pack_of_unpack_keeps_every_member() {
         let (a, b) = (Neff::open(f).unwrap(), Neff::open(&out).unwrap());
         let members = |n: &Neff| -> BTreeMap<Vec<u8>, Vec<u8>> {
             n.files()
-                .map(|e| (n.name(e).to_vec(), n.data(e).to_vec()))
+                .map(|e| (n.name(e).to_vec(), n.data(e).unwrap().to_vec()))
                 .collect()
         };
         let (ma, mut mb) = (members(&a), members(&b));

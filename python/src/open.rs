@@ -107,8 +107,9 @@ impl Neff {
     /// `KeyError` when there is none.
     fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
         let r = self.reader()?;
-        match py.allow_threads(|| r.member(name.as_bytes())) {
-            Some(e) => Ok(PyBytes::new(py, r.data(e))),
+        let found = py.allow_threads(|| r.member(name.as_bytes()).map(|e| r.data(e)));
+        match found {
+            Some(data) => Ok(PyBytes::new(py, &data.map_err(to_py)?)),
             None => Err(PyKeyError::new_err(name.to_string())),
         }
     }
@@ -121,10 +122,10 @@ impl Neff {
         let (name, data) = py
             .allow_threads(|| {
                 r.find_pattern(pattern)
-                    .map(|e| (r.name_str(e).into_owned(), r.data(e)))
+                    .and_then(|e| Ok((r.name_str(e).into_owned(), r.data(e)?)))
             })
             .map_err(to_py)?;
-        Ok((name, PyBytes::new(py, data)))
+        Ok((name, PyBytes::new(py, &data)))
     }
 
     /// An accessor's answer as the compact JSON `neff get` prints (without

@@ -9,10 +9,14 @@
 //! header and the trailer is inflated, and the output is checked once
 //! against the trailer's CRC-32 and `ISIZE`.
 //!
-//! Concatenated gzip members and zero padding after the last member (which
-//! libarchive writes) take a slower path that reserves address space for the
-//! largest output the input could produce (deflate expands at most 1032:1)
-//! and inflates member by member. Either way the output is capped by
+//! A payload larger than [`Limits::inflate_budget`](crate::Limits::inflate_budget),
+//! with more than one member, padded, or whose trailer is not its real
+//! size is not inflated whole by [`Neff`](crate::Neff): it is walked as a
+//! bounded stream ([`stream`]), so memory follows a window, never the
+//! payload. ([`inflate`] itself, for callers who want every byte, takes
+//! such payloads member by member into address space reserved for the
+//! largest output the input could produce, deflate expanding at most
+//! 1032:1.) Either way the output is capped by
 //! [`Limits::max_inflated`](crate::Limits::max_inflated): a bomb is refused, not obeyed.
 
 use std::ops::Deref;
@@ -24,6 +28,7 @@ use crate::error::{Error, Result};
 
 pub mod deflate;
 pub mod parallel;
+pub mod stream;
 
 /// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
 const MAX_RATIO: u64 = 1032;
@@ -136,6 +141,29 @@ pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
 /// [`inflate`], writing into `reuse` when one is given (single-member
 /// payloads; the rare multi-member ones get a fresh mapping).
 pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
+    match inflate_within(gz, cap, u64::MAX, reuse)? {
+        Whole::Done(done) => Ok(done),
+        Whole::Stream(_) => inflate_members(&mut Decompressor::new(), gz, bound(gz.len(), cap), cap),
+    }
+}
+
+/// What [`inflate_within`] did.
+#[derive(Debug)]
+pub enum Whole {
+    /// The payload, inflated whole.
+    Done(Inflated),
+    /// Not inflated: over the budget, more than one member, padded, or a
+    /// trailer that is not the real size. Stream it
+    /// ([`stream::GzStream`]); the reused vector, if one was given, is
+    /// handed back.
+    Stream(Option<Vec<u8>>),
+}
+
+/// Inflates a single-member payload whole when its trailer says it fits
+/// in `budget` bytes (and the input makes that size credible), checking
+/// the output against the trailer; anything else is left to the stream.
+/// A trailer that claims more than `cap` is refused, as [`inflate`] does.
+pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) -> Result<Whole> {
     if gz.len() < 18 {
         return Err(Error::Gzip(format!(
             "truncated gzip input: {} bytes is shorter than the smallest gzip member",
@@ -149,45 +177,49 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
     // address space that fills as bytes are produced, so a trailer that
     // lies costs what the data really inflates to.
     let credible = isize <= (gz.len() as u64).saturating_mul(CREDIBLE_RATIO);
-    let mut d = Decompressor::new();
-    // Large single members: split across cores (checked by length and CRC).
-    if reuse.is_none() && isize > 0 && isize <= bound && gz.len() >= parallel::MIN_PARALLEL {
-        if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
-            return Ok(done);
-        }
-    }
-    // Fast path: one member, no padding, ISIZE is the exact output size.
-    if isize > 0 && isize <= bound {
-        let mut out = match reuse {
-            Some(mut v) if credible || v.len() as u64 >= isize => {
-                // Grow, never clear: libdeflate overwrites what it reports
-                // writing, and only that prefix is ever exposed, so a warm
-                // buffer is reused without zeroing it again.
-                if v.len() < isize as usize {
-                    v.resize(isize as usize, 0);
-                }
-                Buf::Vec(v)
-            }
-            _ => Buf::Map(HugeBuf::new(isize as usize, credible)?),
-        };
-        // Inflate the raw DEFLATE data between the gzip header and the final
-        // trailer, then check that trailer once. (libdeflate's own gzip entry
-        // point would check a trailer too, but cannot say which one, so the
-        // output's CRC-32 would be computed twice.)
-        if let Some(Ok(n)) = raw_deflate(gz).map(|data| d.deflate_decompress(data, out.bytes_mut()))
-        {
-            if trailer_matches(gz, &out.bytes()[..n], isize) {
-                return Ok(Inflated { buf: out, len: n });
-            }
-        }
-    } else if isize > cap && ends_with_gzip_trailer_plausibly(gz) {
+    if isize > cap && ends_with_gzip_trailer_plausibly(gz) {
         return Err(Error::Limit {
             what: "inflated payload size (from the gzip trailer)",
             found: isize,
             cap,
         });
     }
-    inflate_members(&mut d, gz, bound, cap)
+    if isize == 0 || isize > bound || isize > budget {
+        return Ok(Whole::Stream(reuse));
+    }
+    // Large single members: split across cores (checked by length and CRC).
+    if reuse.is_none() && gz.len() >= parallel::MIN_PARALLEL {
+        if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
+            return Ok(Whole::Done(done));
+        }
+    }
+    // Fast path: one member, no padding, ISIZE is the exact output size.
+    let mut out = match reuse {
+        Some(mut v) if credible || v.len() as u64 >= isize => {
+            // Grow, never clear: libdeflate overwrites what it reports
+            // writing, and only that prefix is ever exposed, so a warm
+            // buffer is reused without zeroing it again.
+            if v.len() < isize as usize {
+                v.resize(isize as usize, 0);
+            }
+            Buf::Vec(v)
+        }
+        _ => Buf::Map(HugeBuf::new(isize as usize, credible)?),
+    };
+    // Inflate the raw DEFLATE data between the gzip header and the final
+    // trailer, then check that trailer once. (libdeflate's own gzip entry
+    // point would check a trailer too, but cannot say which one, so the
+    // output's CRC-32 would be computed twice.)
+    let mut d = Decompressor::new();
+    if let Some(Ok(n)) = raw_deflate(gz).map(|data| d.deflate_decompress(data, out.bytes_mut())) {
+        if trailer_matches(gz, &out.bytes()[..n], isize) {
+            return Ok(Whole::Done(Inflated { buf: out, len: n }));
+        }
+    }
+    Ok(Whole::Stream(match out {
+        Buf::Vec(v) => Some(v),
+        Buf::Map(_) => None,
+    }))
 }
 
 /// The parallel path, or `None` when it does not apply or does not check out.

@@ -112,33 +112,58 @@ fn resolve<'a>(name: &'a Name, tar: &'a [u8], arena: &'a [u8]) -> &'a [u8] {
     }
 }
 
-/// Where the walker reads headers from.
+/// Where the walker reads headers from: tar bytes in memory, a raw tar
+/// read with `pread`, or a stream inflated as it is walked. Offsets only
+/// move forward, so a stream need not keep what it has passed.
 pub trait Source {
-    /// Length of the tar stream.
-    fn len(&self) -> usize;
-    /// Whether the tar stream is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Bytes `[off, off + len)`, which the caller has checked lie inside.
+    /// Up to `len` bytes at `off`: fewer only where the tar stream ends.
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]>;
+    /// Passes over an entry's data `[off, off + size)`: `None` when all of
+    /// it exists, else how many bytes were left from `off`. `retain` asks a
+    /// stream to keep the data (a JSON member the accessors will read).
+    fn data(&mut self, off: usize, size: u64, retain: bool) -> Result<Option<u64>>;
     /// Keeps a name found at `at` whose bytes are `bytes`.
     fn keep(&mut self, at: Range<usize>, bytes: &[u8]) -> Name;
     /// The bytes of a name this source kept.
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8];
     /// Hands over the name arena, if any.
-    fn into_names(self) -> Vec<u8>;
+    fn take_names(&mut self) -> Vec<u8>;
+}
+
+impl<S: Source + ?Sized> Source for &mut S {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        (**self).read(off, len)
+    }
+    fn data(&mut self, off: usize, size: u64, retain: bool) -> Result<Option<u64>> {
+        (**self).data(off, size, retain)
+    }
+    fn keep(&mut self, at: Range<usize>, bytes: &[u8]) -> Name {
+        (**self).keep(at, bytes)
+    }
+    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+        (**self).name(name)
+    }
+    fn take_names(&mut self) -> Vec<u8> {
+        (**self).take_names()
+    }
+}
+
+/// [`Source::data`] for a source of known length `len`.
+fn data_in(len: usize, off: usize, size: u64) -> Option<u64> {
+    let left = len.saturating_sub(off) as u64;
+    (size > left).then_some(left)
 }
 
 /// Walks tar bytes already in memory (an inflated buffer): names are spans.
 pub struct SliceSource<'a>(pub &'a [u8]);
 
 impl Source for SliceSource<'_> {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
-        Ok(&self.0[off..off + len])
+        let end = off.saturating_add(len).min(self.0.len());
+        Ok(&self.0[off.min(end)..end])
+    }
+    fn data(&mut self, off: usize, size: u64, _: bool) -> Result<Option<u64>> {
+        Ok(data_in(self.0.len(), off, size))
     }
     fn keep(&mut self, at: Range<usize>, _: &[u8]) -> Name {
         Name::Span(at)
@@ -146,7 +171,7 @@ impl Source for SliceSource<'_> {
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
         resolve(name, self.0, &[])
     }
-    fn into_names(self) -> Vec<u8> {
+    fn take_names(&mut self) -> Vec<u8> {
         Vec::new()
     }
 }
@@ -184,10 +209,14 @@ impl<'a> FileSource<'a> {
 }
 
 impl Source for FileSource<'_> {
-    fn len(&self) -> usize {
-        self.len
+    fn data(&mut self, off: usize, size: u64, _: bool) -> Result<Option<u64>> {
+        Ok(data_in(self.len, off, size))
     }
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        let len = len.min(self.len.saturating_sub(off));
+        if len == 0 {
+            return Ok(&[]);
+        }
         let have = self.window_at..self.window_at + self.window.len();
         if off < have.start || off + len > have.end {
             let n = len.max(WINDOW).min(self.len - off);
@@ -207,8 +236,8 @@ impl Source for FileSource<'_> {
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
         resolve(name, &[], &self.names)
     }
-    fn into_names(self) -> Vec<u8> {
-        self.names
+    fn take_names(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.names)
     }
 }
 
@@ -231,29 +260,30 @@ impl Index {
     /// Walks the tar archive that `src` reads, checking every length
     /// against the bytes that exist, under `limits`.
     pub fn build_from<S: Source>(src: S, limits: &Limits) -> Result<Index> {
-        Index::build_with(src, limits, &mut |_, _| {})
+        Index::build_with(src, limits, &mut |_, _| false)
     }
 
     /// [`build_from`](Self::build_from), showing each entry and its name to
-    /// `on_entry` as soon as it is made (before later headers are read).
+    /// `on_entry` as soon as it is made (before later headers are read);
+    /// `on_entry` answers whether a streamed source should keep its data.
     pub fn build_with<S: Source>(
         mut src: S,
         limits: &Limits,
-        on_entry: &mut dyn FnMut(&Entry, &[u8]),
+        on_entry: &mut dyn FnMut(&Entry, &[u8]) -> bool,
     ) -> Result<Index> {
-        let len = src.len();
         let mut entries = Vec::new();
         let mut global: Overrides<Name> = Overrides::default();
         let mut pending = Pending::default();
         let mut scratch = Vec::new();
         let mut pos = 0usize;
         loop {
-            let rest = len - pos;
+            let got = src.read(pos, BLOCK)?;
+            let rest = got.len();
             if rest == 0 {
                 break; // end of data without end-of-archive blocks
             }
             if rest < BLOCK {
-                if src.read(pos, rest)?.iter().all(|&b| b == 0) {
+                if got.iter().all(|&b| b == 0) {
                     break;
                 }
                 return Err(Error::tar(
@@ -262,7 +292,7 @@ impl Index {
                 ));
             }
             let mut raw = [0u8; BLOCK];
-            raw.copy_from_slice(src.read(pos, BLOCK)?);
+            raw.copy_from_slice(got);
             if raw.iter().all(|&b| b == 0) {
                 break; // end-of-archive marker
             }
@@ -299,16 +329,14 @@ impl Index {
                     _ => hsize,
                 }
             };
-            let avail = (len - data) as u64;
-            if size > avail {
-                return Err(Error::tar(
+            let past_end = |left: u64| {
+                Error::tar(
                     pos,
                     format!(
-                        "entry data of {size} bytes runs past the end of the archive ({avail} bytes left)"
+                        "entry data of {size} bytes runs past the end of the archive ({left} bytes left)"
                     ),
-                ));
-            }
-            let end = data + size as usize;
+                )
+            };
             if extended {
                 if size > limits.max_extended_header {
                     return Err(Error::Limit {
@@ -324,6 +352,9 @@ impl Index {
                 }
                 scratch.clear();
                 scratch.extend_from_slice(src.read(data, size as usize)?);
+                if (scratch.len() as u64) < size {
+                    return Err(past_end(scratch.len() as u64));
+                }
                 let mut keep =
                     |r: Range<usize>| src.keep(data + r.start..data + r.end, &scratch[r]);
                 match typeflag {
@@ -366,11 +397,16 @@ impl Index {
                     });
                 }
                 let entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                on_entry(&entry, src.name(&entry.name));
+                let retain = on_entry(&entry, src.name(&entry.name));
+                if let Some(left) = src.data(data, size, retain)? {
+                    return Err(past_end(left));
+                }
                 entries.push(entry);
                 pending = Pending::default();
             }
-            pos = end.div_ceil(BLOCK).saturating_mul(BLOCK).min(len);
+            let end = data as u64 + size;
+            pos = usize::try_from(end.div_ceil(BLOCK as u64).saturating_mul(BLOCK as u64))
+                .unwrap_or(usize::MAX);
         }
         if let Some(at) = pending.first {
             return Err(Error::tar(
@@ -380,7 +416,7 @@ impl Index {
         }
         Ok(Index {
             entries,
-            names: src.into_names(),
+            names: src.take_names(),
         })
     }
 }

@@ -41,7 +41,9 @@ mod block;
 mod index;
 mod number;
 mod pax;
+mod stream;
 
 pub use block::{Block, BLOCK};
 pub use index::{Entry, FileSource, Index, Kind, Name, SliceSource, Source};
 pub use number::parse_numeric;
+pub use stream::{Retained, StreamSource, CHUNK as STREAM_CHUNK};

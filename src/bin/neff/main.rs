@@ -60,6 +60,10 @@ struct Caps {
     /// Deepest JSON nesting [default: 512]
     #[arg(long, global = true)]
     max_json_depth: Option<usize>,
+    /// Largest gzip payload inflated whole; larger ones are walked as a
+    /// bounded stream (memory per NEFF, and per scan worker) [default: 64M]
+    #[arg(long, global = true, value_parser = parse_size)]
+    inflate_budget: Option<u64>,
 }
 
 impl Caps {
@@ -72,6 +76,7 @@ impl Caps {
             max_name_len: self.max_name_len.map_or(d.max_name_len, |v| v as usize),
             max_json_size: self.max_json_size.unwrap_or(d.max_json_size),
             max_json_depth: self.max_json_depth.unwrap_or(d.max_json_depth),
+            inflate_budget: self.inflate_budget.unwrap_or(d.inflate_budget),
         }
     }
 }
@@ -326,7 +331,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             let re = neff::select::compile(&pattern).at(&file)?;
             let neff = Neff::open_with(&file, opts).at(&file)?;
             let e = neff.find(&re).ok_or(Error::NoMatch(pattern)).at(&file)?;
-            out.write_all(neff.data(e)).map_err(stdout_err)?;
+            neff.copy_data(e, &mut out).at(&file)?;
             // Bytes already written are then zeros from a truncated file:
             // the exit code says so.
             out.flush().map_err(stdout_err)?;

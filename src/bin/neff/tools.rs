@@ -166,7 +166,10 @@ pub fn optimize(
     keep_debug: bool,
     opts: &Options,
 ) -> Result<u8, Failure> {
-    let n = Neff::open_with(file, opts).at(file)?;
+    // Rewriting the tar needs all of it: inflated whole, whatever its size.
+    let mut whole = *opts;
+    whole.limits.inflate_budget = u64::MAX;
+    let n = Neff::open_with(file, &whole).at(file)?;
     let dir = match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -201,7 +204,7 @@ pub fn optimize(
 pub fn diff(a: &Path, b: &Path, json: bool, opts: &Options) -> Result<u8, Failure> {
     let na = Neff::open_with(a, opts).at(a)?;
     let nb = Neff::open_with(b, opts).at(b)?;
-    let d = neff::diff::diff(&na, &nb);
+    let d = neff::diff::diff(&na, &nb).at(if nb.changed() { b } else { a })?;
     let mut out = BufWriter::new(io::stdout().lock());
     if json {
         serde_json::to_writer(&mut out, &d).map_err(|e| stdout_err(e.into()))?;
