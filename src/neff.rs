@@ -355,13 +355,16 @@ impl Neff {
 
     /// The link target of an entry, if it has one.
     pub fn link<'a>(&'a self, e: &'a Entry) -> Option<&'a [u8]> {
-        e.link.as_ref().map(|l| self.index.resolve(l, self.tar_bytes()))
+        e.link
+            .as_ref()
+            .map(|l| self.index.resolve(l, self.tar_bytes()))
     }
 
     /// The data of an entry if it is in memory: borrowed from the map, the
     /// inflated buffer, or (for a streamed payload) the retained members.
     pub fn held(&self, e: &Entry) -> Option<&[u8]> {
         match &self.tar {
+            Tar::Streamed { .. } if e.size == 0 => Some(&[]),
             Tar::Streamed { retained, .. } => retained.get(e.offset),
             _ => Some(e.data(self.tar_bytes())),
         }
@@ -435,11 +438,9 @@ impl Neff {
 
     /// The member an accessor reads, by the reference reader's patterns.
     pub fn known(&self, k: Known) -> Option<&Entry> {
-        let found = self
-            .known
-            .get_or_init(|| {
-                select::resolve_known(self.sorted_files(), &self.index, self.tar_bytes())
-            });
+        let found = self.known.get_or_init(|| {
+            select::resolve_known(self.sorted_files(), &self.index, self.tar_bytes())
+        });
         found[k as usize].map(|i| &self.index.entries[i as usize])
     }
 
@@ -622,7 +623,10 @@ impl<'n> DataCursor<'n> {
         let mut short = gz.skip(skip, &mut self.window)? < skip;
         let mut left = e.size;
         while left > 0 && !short {
-            let want = self.window.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let want = self
+                .window
+                .len()
+                .min(usize::try_from(left).unwrap_or(usize::MAX));
             let n = gz.fill(&mut self.window[..want])?;
             if n == 0 {
                 short = true;
@@ -660,7 +664,9 @@ fn walk_stream(gz: &[u8], limits: &Limits) -> Result<(Index, Retained, u64)> {
     let mut src = StreamSource::new(GzStream::new(gz, limits.max_inflated)?, &retained);
     let walked = Index::build_with(&mut src, limits, &mut |e, name| {
         e.kind == Kind::File
-            && best.offer(name, e.offset, &mut |old| retained.borrow_mut().release(old))
+            && best.offer(name, e.offset, &mut |old| {
+                retained.borrow_mut().release(old)
+            })
             && e.size <= limits.max_json_size
     });
     let walked = match walked {

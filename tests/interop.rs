@@ -119,7 +119,10 @@ fn json_listing_has_the_contract_keys_and_real_offsets() {
                 row["offset"].as_u64().unwrap() as usize,
                 row["size"].as_u64().unwrap() as usize,
             );
-            assert_eq!(&neff.tar().unwrap()[off..off + size], &neff.data(e).unwrap()[..]);
+            assert_eq!(
+                &neff.tar().unwrap()[off..off + size],
+                &neff.data(e).unwrap()[..]
+            );
         }
     }
 }

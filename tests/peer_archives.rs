@@ -75,9 +75,17 @@ fn every_peer_archive_lists_and_extracts_as_gnu_tar_does_or_is_refused_as_sparse
                         .output()
                         .unwrap();
                     assert!(o2.status.success(), "{stem}: tar xOf {name}");
-                    assert_eq!(&n.data(e).unwrap()[..], &o2.stdout[..], "{stem} {kind}: {name}");
+                    assert_eq!(
+                        &n.data(e).unwrap()[..],
+                        &o2.stdout[..],
+                        "{stem} {kind}: {name}"
+                    );
                 } else if want.iter().filter(|w| **w == name).count() == 1 {
-                    assert_eq!(&n.data(e).unwrap()[..], &o.stdout[..], "{stem} {kind}: {name}");
+                    assert_eq!(
+                        &n.data(e).unwrap()[..],
+                        &o.stdout[..],
+                        "{stem} {kind}: {name}"
+                    );
                 }
             }
             read += 1;

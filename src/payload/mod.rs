@@ -143,7 +143,9 @@ pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
 pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
     match inflate_within(gz, cap, u64::MAX, reuse)? {
         Whole::Done(done) => Ok(done),
-        Whole::Stream(_) => inflate_members(&mut Decompressor::new(), gz, bound(gz.len(), cap), cap),
+        Whole::Stream(_) => {
+            inflate_members(&mut Decompressor::new(), gz, bound(gz.len(), cap), cap)
+        }
     }
 }
 
