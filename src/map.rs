@@ -207,6 +207,37 @@ impl FileBytes {
         }
     }
 
+    /// Unmaps the pages of `len` bytes at `offset` from this process
+    /// (`MADV_DONTNEED`), for a range already read that will not be read
+    /// again soon: a large gzip payload inflated as a stream is released
+    /// behind the inflater, so the process's memory does not grow with the
+    /// file. The pages stay in the page cache, and a later read of the range
+    /// faults them back in with the same bytes. A no-op for bytes read into
+    /// memory.
+    pub fn release(&self, offset: usize, len: usize) {
+        if let FileBytes::Mapped(m, _) = self {
+            if len > 0
+                && offset
+                    .checked_add(len)
+                    .is_some_and(|end| end <= m.map.len())
+            {
+                // SAFETY: the map is a read-only MAP_SHARED mapping of a file.
+                // MADV_DONTNEED on such a mapping only drops this process's
+                // page-table entries: the memory stays mapped, and the next
+                // read of any byte in the range faults in the file's page
+                // again (from the page cache), so every reference into the
+                // map keeps seeing the file's bytes, exactly as before the
+                // call. (A file truncated meanwhile faults with SIGBUS on
+                // that read, which the guard handles as for any other read.)
+                // Nothing is written through the map, so nothing is lost.
+                let _ = unsafe {
+                    m.map
+                        .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
+                };
+            }
+        }
+    }
+
     /// The open file behind a mapping.
     pub fn file(&self) -> Option<&File> {
         match self {

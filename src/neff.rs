@@ -234,7 +234,9 @@ impl Neff {
                 )? {
                     Whole::Done(t) => Tar::Whole(t),
                     Whole::Stream(spare) => {
-                        let (index, retained, len) = walk_stream(stored, limits)?;
+                        let release =
+                            |r: std::ops::Range<usize>| file.release(span.start + r.start, r.len());
+                        let (index, retained, len) = walk_stream(stored, limits, &release)?;
                         let tar = Tar::Streamed {
                             retained,
                             len,
@@ -562,6 +564,15 @@ impl Neff {
     }
 }
 
+/// A streamed payload's pages are dropped from the process behind the
+/// inflater (see [`FileBytes::release`]).
+impl payload::stream::Passed for Neff {
+    fn passed(&self, range: std::ops::Range<usize>) {
+        self.file
+            .release(self.span.start + range.start, range.len());
+    }
+}
+
 /// Reads member data from a [`Neff`]. Held data is borrowed; a streamed
 /// payload is inflated again from the start, once for all the members a
 /// caller reads in archive order (a member before the last one read starts
@@ -610,10 +621,10 @@ impl<'n> DataCursor<'n> {
             None => true,
         };
         if restart {
-            self.gz = Some(GzStream::new(
-                neff.stored_payload(),
-                neff.limits.max_inflated,
-            )?);
+            self.gz = Some(
+                GzStream::new(neff.stored_payload(), neff.limits.max_inflated)?
+                    .release_behind(neff),
+            );
         }
         if self.window.is_empty() {
             self.window = vec![0u8; crate::tar::STREAM_CHUNK];
@@ -658,10 +669,29 @@ fn skimmable(size: u64, limits: &Limits) -> bool {
 /// whole path does; when the walk fails, the rest of the payload is still
 /// inflated so that a gzip fault further on is reported first, as the whole
 /// path (which inflates before it walks) would.
-fn walk_stream(gz: &[u8], limits: &Limits) -> Result<(Index, Retained, u64)> {
+/// `release` is told of the input ranges passed (see
+/// [`GzStream::release_behind`]).
+fn walk_stream(
+    gz: &[u8],
+    limits: &Limits,
+    release: &dyn payload::stream::Passed,
+) -> Result<(Index, Retained, u64)> {
+    let parallel = GzStream::new_parallel(gz, limits.max_inflated)?.release_behind(release);
+    let (walked, doubt) = walk_stream_with(parallel, limits);
+    if !doubt {
+        return walked;
+    }
+    // The parallel rounds did not check out: start over, sequentially.
+    let sequential = GzStream::new(gz, limits.max_inflated)?.release_behind(release);
+    walk_stream_with(sequential, limits).0
+}
+
+/// [`walk_stream`] over one stream; also says whether that stream's
+/// parallel rounds failed (and so whether to start over).
+fn walk_stream_with(gz: GzStream<'_>, limits: &Limits) -> (Result<(Index, Retained, u64)>, bool) {
     let retained = RefCell::new(Retained::default());
     let mut best = select::Best::default();
-    let mut src = StreamSource::new(GzStream::new(gz, limits.max_inflated)?, &retained);
+    let mut src = StreamSource::new(gz, &retained);
     let walked = Index::build_with(&mut src, limits, &mut |e, name| {
         e.kind == Kind::File
             && best.offer(name, e.offset, &mut |old| {
@@ -669,13 +699,13 @@ fn walk_stream(gz: &[u8], limits: &Limits) -> Result<(Index, Retained, u64)> {
             })
             && e.size <= limits.max_json_size
     });
-    let walked = match walked {
-        Err(e @ (Error::Gzip(_) | Error::Limit { .. })) => return Err(e),
-        other => other,
+    let result = match walked {
+        Err(e @ (Error::Gzip(_) | Error::Limit { .. })) => Err(e),
+        walked => src
+            .finish()
+            .and_then(|len| walked.map(|index| (index, retained.take(), len))),
     };
-    let len = src.finish()?;
-    let index = walked?;
-    Ok((index, retained.into_inner(), len))
+    (result, src.doubtful())
 }
 
 /// Walks a mapped raw tar (as [`FileSource`] does) and, as soon as it meets

@@ -290,6 +290,20 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
             }
         }
     }
+    // Two scans creating or migrating one database at once: SQLite's busy
+    // handler does not cover every step of that (switching a new file to
+    // WAL, reading the schema version of a database being created), so the
+    // steps up to a ready schema run under an exclusive flock of the file.
+    // (SQLite's own locks are fcntl locks, which flock does not touch.)
+    let guard = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(Error::Io)?;
+    rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| Error::Io(e.into()))?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -318,6 +332,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
     conn.pragma_update(None, "wal_autocheckpoint", 16384)
         .map_err(err(path))?;
     migrate(&conn, path)?;
+    drop(guard);
     Ok(conn)
 }
 

@@ -475,7 +475,9 @@ pub fn scan_indexed(
     // Compile-cache entries whose completion marker changed: same rows,
     // new `complete`.
     if !refreshed.is_empty() {
-        let tx = conn.transaction().map_err(err(db))?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err(db))?;
         for r in &refreshed {
             tx.execute(
                 "UPDATE neffs SET complete = ?2, record = ?3 WHERE path = ?1",

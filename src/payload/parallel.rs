@@ -154,7 +154,15 @@ fn first_chunk(data: &[u8], to: usize, out: &mut [u8]) -> Option<usize> {
 }
 
 /// A later chunk, from bit `from` to bit `to` (or the end of the stream).
-fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Option<Chunk> {
+/// Its libdeflate part goes into `reuse` when given (the chunk's `range`
+/// then indexes `reuse`), else into a fresh buffer of `cap` bytes.
+fn later_chunk(
+    data: &[u8],
+    from: usize,
+    to: Option<usize>,
+    cap: usize,
+    reuse: Option<&mut [u8]>,
+) -> Option<Chunk> {
     let mut d = Decoder::new();
     let mut b = Bits::new(data, from);
     loop {
@@ -173,18 +181,39 @@ fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Optio
     }
     let prefix = deflate::primer(&d.window(), (b.pos % 8) as u32);
     let s = synth(&prefix, data, b.pos, to);
-    let mut bytes = super::HugeBuf::new(cap + WINDOW, false).ok()?;
+    let mut bytes = match reuse {
+        Some(buf) => Bytes::Reused(buf),
+        None => Bytes::Fresh(super::HugeBuf::new(cap + WINDOW, false).ok()?),
+    };
     let n = Decompressor::new()
-        .deflate_decompress(&s, &mut bytes)
+        .deflate_decompress(&s, bytes.as_mut())
         .ok()?;
     let produced = d.produced();
     let symbols = produced[..produced.len() - WINDOW].to_vec();
     Some(Chunk {
         symbols,
         window: d.window(),
-        bytes: Some(bytes),
+        bytes: match bytes {
+            Bytes::Fresh(b) => Some(b),
+            Bytes::Reused(_) => None,
+        },
         range: WINDOW.min(n)..n,
     })
+}
+
+/// Where a later chunk's libdeflate output goes.
+enum Bytes<'b> {
+    Fresh(super::HugeBuf),
+    Reused(&'b mut [u8]),
+}
+
+impl Bytes<'_> {
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            Bytes::Fresh(b) => b,
+            Bytes::Reused(b) => b,
+        }
+    }
 }
 
 /// Inflates the raw DEFLATE stream `data` into `out` on up to `threads`
@@ -221,7 +250,7 @@ pub fn split_inflate(
         || {
             (1..bounds.len())
                 .into_par_iter()
-                .map(|i| later_chunk(data, bounds[i], ends[i], cap))
+                .map(|i| later_chunk(data, bounds[i], ends[i], cap, None))
                 .collect::<Vec<_>>()
         },
     );
@@ -266,6 +295,173 @@ pub fn split_inflate(
         }
     }
     Some(pos)
+}
+
+/// Bounded parallel inflation, for the streamed walk: the raw DEFLATE
+/// stream is inflated in rounds of two segments. Segment A starts at a
+/// known block boundary with the known 32 KiB window and is inflated by
+/// libdeflate; segment B, which starts at the next block boundary, is
+/// marker-decoded at the same time on another core ([`later_chunk`]) and
+/// resolved once A's last 32 KiB are known. Segments are sized from the
+/// ratio seen so far to produce about [`ROUND_TARGET`] bytes each, and
+/// each may produce at most `out_cap`: memory is two segments' output in
+/// two buffers reused from round to round, never the payload. Nothing
+/// here is trusted: any failure is [`RoundFailed`], and the caller checks the
+/// CRC-32 and length of everything produced against the gzip trailer and,
+/// on a mismatch, inflates again sequentially.
+pub struct Rounds<'a> {
+    data: &'a [u8],
+    /// Bit where the next round starts; `None` once the stream is done.
+    next: Option<usize>,
+    window: Vec<u8>,
+    seg: usize,
+    out_cap: usize,
+    a: Vec<u8>,
+    a_range: std::ops::Range<usize>,
+    /// B's resolved marker symbols and its decoded window.
+    b_head: Vec<u8>,
+    b: Vec<u8>,
+    b_range: std::ops::Range<usize>,
+}
+
+/// The next block boundary at least `seg` bytes after bit `from`, when
+/// enough input is left for another segment after it.
+fn cut_after(
+    data: &[u8],
+    seg: usize,
+    from: usize,
+) -> std::result::Result<Option<usize>, RoundFailed> {
+    let at = from / 8 + seg;
+    if data.len().saturating_sub(at) < seg + SEARCH {
+        return Ok(None);
+    }
+    find_block(data, at * 8).map(Some).ok_or(RoundFailed)
+}
+
+/// A round that did not decode: no block boundary near a cut, a window
+/// that never cleared, a segment over its output cap, or corrupt data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoundFailed;
+
+/// Output a segment is sized to produce.
+pub const ROUND_TARGET: usize = 16 << 20;
+
+impl<'a> Rounds<'a> {
+    /// Rounds over the raw DEFLATE stream `data`, starting with segments of
+    /// `seg` compressed bytes.
+    pub fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
+        Rounds {
+            data,
+            next: Some(0),
+            window: Vec::new(),
+            seg: seg.max(1 << 10),
+            out_cap,
+            a: Vec::new(),
+            a_range: 0..0,
+            b_head: Vec::new(),
+            b: Vec::new(),
+            b_range: 0..0,
+        }
+    }
+
+    /// Bytes of input before the next round's start (done with).
+    pub fn consumed(&self) -> usize {
+        self.next.map_or(self.data.len(), |bit| bit / 8)
+    }
+
+    /// Length of the raw DEFLATE input.
+    pub fn data_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The output of the last round, in order.
+    pub fn parts(&self) -> [&[u8]; 3] {
+        [
+            &self.a[self.a_range.clone()],
+            &self.b_head,
+            &self.b[self.b_range.clone()],
+        ]
+    }
+
+    /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
+    /// the stream is done.
+    pub fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+        self.a_range = 0..0;
+        self.b_head.clear();
+        self.b_range = 0..0;
+        let Some(a) = self.next else {
+            return Ok(false);
+        };
+        let (data, seg) = (self.data, self.seg);
+        let b = cut_after(data, seg, a)?;
+        let c = match b {
+            Some(b) => cut_after(data, seg, b)?,
+            None => None,
+        };
+        let size = self.out_cap + WINDOW;
+        for buf in [&mut self.a, &mut self.b] {
+            if buf.len() < size {
+                // Zeroed pages from the kernel, touched only as written.
+                *buf = vec![0u8; size];
+            }
+        }
+        let (window, cap) = (&self.window, self.out_cap);
+        let (buf_a, buf_b) = (&mut self.a, &mut self.b);
+        let (first, second) = rayon::join(
+            || {
+                let s = synth(&deflate::primer(window, (a % 8) as u32), data, a, b);
+                let n = Decompressor::new().deflate_decompress(&s, buf_a).ok()?;
+                (n >= window.len()).then_some(window.len()..n)
+            },
+            || b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b))?))),
+        );
+        self.a_range = first.ok_or(RoundFailed)?;
+        if let Some(found) = second {
+            let (_, chunk) = found.ok_or(RoundFailed)?;
+            // B's window: the 32 KiB before it.
+            let a_out = &self.a[self.a_range.clone()];
+            if self.window.len() + a_out.len() < WINDOW {
+                return Err(RoundFailed);
+            }
+            let mut w = Vec::with_capacity(WINDOW);
+            if a_out.len() < WINDOW {
+                w.extend_from_slice(&self.window[self.window.len() - (WINDOW - a_out.len())..]);
+                w.extend_from_slice(a_out);
+            } else {
+                w.extend_from_slice(&a_out[a_out.len() - WINDOW..]);
+            }
+            self.b_head.extend(chunk.symbols.iter().map(|&s| {
+                if s < MARKER {
+                    s as u8
+                } else {
+                    w[usize::from(s - MARKER)]
+                }
+            }));
+            self.b_head.extend_from_slice(&chunk.window);
+            self.b_range = chunk.range.clone();
+            if chunk.bytes.is_some() {
+                return Err(RoundFailed); // cannot be: B's bytes went into `b`
+            }
+        }
+        // The last 32 KiB produced so far, and the next segment's size.
+        let produced: usize = self.parts().iter().map(|p| p.len()).sum();
+        let mut w = Vec::with_capacity(WINDOW);
+        for part in std::iter::once(&self.window[..]).chain(self.parts()) {
+            w.extend_from_slice(&part[part.len().saturating_sub(WINDOW)..]);
+            if w.len() > WINDOW {
+                w.drain(..w.len() - WINDOW);
+            }
+        }
+        self.window = w;
+        let end = if b.is_some() { c } else { None };
+        let consumed = end.unwrap_or(self.data.len() * 8).saturating_sub(a) / 8;
+        if consumed > 0 && produced > 0 {
+            let ratio = produced.div_ceil(consumed).max(1);
+            self.seg = (ROUND_TARGET / 2 / ratio).clamp(1 << 20, 16 << 20);
+        }
+        self.next = end;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,24 @@
 
 use flate2::{Decompress, FlushDecompress, Status};
 
+use super::parallel::Rounds;
 use crate::error::{Error, Result};
+
+/// Compressed bytes per segment of the parallel rounds.
+const SEGMENT: usize = 4 << 20;
+/// Most output one segment may produce before the rounds give up.
+const SEGMENT_OUT: usize = 64 << 20;
+/// Payloads from this size up are inflated in parallel rounds when a core
+/// is free (PERF.md §10).
+pub const PARALLEL_FROM: usize = 16 << 20;
+
+/// Output of the parallel rounds waiting to be taken.
+struct Par<'a> {
+    rounds: Rounds<'a>,
+    /// Which of the round's parts is being taken, and how far.
+    part: usize,
+    pos: usize,
+}
 
 /// Bytes of the gzip trailer (CRC-32, ISIZE).
 const TRAILER: usize = 8;
@@ -41,7 +58,32 @@ pub struct GzStream<'a> {
     total_out: u64,
     cap: u64,
     done: bool,
+    par: Option<Par<'a>>,
+    /// The parallel rounds failed or their output did not match the
+    /// trailer: what was produced is not to be trusted (see
+    /// [`doubtful`](GzStream::doubtful)).
+    doubt: bool,
+    /// Told of input ranges the inflater has passed (see
+    /// [`release_behind`](GzStream::release_behind)), and how far it was told.
+    release: Option<&'a dyn Passed>,
+    released: usize,
 }
+
+/// What a [`GzStream`] tells of the input it has gone past.
+pub trait Passed {
+    /// The input bytes `range` (offsets into the payload) will not be
+    /// read again by this stream.
+    fn passed(&self, range: std::ops::Range<usize>);
+}
+
+impl<F: Fn(std::ops::Range<usize>)> Passed for F {
+    fn passed(&self, range: std::ops::Range<usize>) {
+        self(range)
+    }
+}
+
+/// Input is released behind the inflater in steps of this many bytes.
+const RELEASE_STEP: usize = 8 << 20;
 
 impl std::fmt::Debug for GzStream<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,7 +114,125 @@ impl<'a> GzStream<'a> {
             total_out: 0,
             cap,
             done: false,
+            par: None,
+            doubt: false,
+            release: None,
+            released: 0,
         })
+    }
+
+    /// Calls `release` with each range of the input (offsets into `gz`)
+    /// that the inflater has gone past, a few MiB at a time, so that the
+    /// caller can drop those pages of a mapped file.
+    pub fn release_behind(mut self, release: &'a dyn Passed) -> Self {
+        self.release = Some(release);
+        self
+    }
+
+    /// Tells the release hook that the input before `upto` is done with.
+    fn passed(&mut self, upto: usize) {
+        if let Some(f) = self.release {
+            if upto >= self.released + RELEASE_STEP {
+                f.passed(self.released..upto);
+                self.released = upto;
+            }
+        }
+    }
+
+    /// [`new`](Self::new), inflating in parallel rounds on two cores
+    /// ([`Rounds`]) when the payload is large, is one gzip member (as far as
+    /// its header shows) and a core is free (not inside a rayon pool that
+    /// already keeps every core busy). The output is checked against the
+    /// trailer at the end; when it does not match, or the rounds fail, the
+    /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
+    /// starts over with [`new`](Self::new).
+    pub fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
+        let free_core =
+            rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
+        if free_core && gz.len() >= PARALLEL_FROM {
+            GzStream::in_rounds(gz, cap, SEGMENT)
+        } else {
+            GzStream::new(gz, cap)
+        }
+    }
+
+    /// A stream inflated in parallel rounds starting with segments of
+    /// `seg` compressed bytes (when the payload starts with a gzip member).
+    fn in_rounds(gz: &'a [u8], cap: u64, seg: usize) -> Result<GzStream<'a>> {
+        let mut s = GzStream::new(gz, cap)?;
+        if let Some(start) = member_header(gz) {
+            let data = &gz[start..gz.len() - TRAILER];
+            s.par = Some(Par {
+                rounds: Rounds::new(data, seg, SEGMENT_OUT),
+                part: 3,
+                pos: 0,
+            });
+        }
+        Ok(s)
+    }
+
+    /// Whether this stream's parallel rounds failed or did not check out:
+    /// its error (and anything read before it) is to be discarded and the
+    /// payload inflated again sequentially.
+    pub fn doubtful(&self) -> bool {
+        self.doubt
+    }
+
+    /// [`fill`](Self::fill) from the parallel rounds.
+    fn fill_par(&mut self, out: &mut [u8]) -> Result<usize> {
+        loop {
+            let par = self.par.as_mut().expect("parallel");
+            if par.part < 3 && par.pos < par.rounds.parts()[par.part].len() {
+                break;
+            }
+            if par.part < 3 {
+                par.part += 1;
+                par.pos = 0;
+                continue;
+            }
+            match par.rounds.next_round() {
+                Ok(true) => {
+                    par.part = 0;
+                    par.pos = 0;
+                    let start = self.gz.len() - TRAILER - par.rounds.data_len();
+                    let upto = start + par.rounds.consumed();
+                    self.passed(upto);
+                }
+                Ok(false) => {
+                    // Done: everything produced must be what the trailer says.
+                    let t = &self.gz[self.gz.len() - TRAILER..];
+                    let crc = u32::from_le_bytes(t[..4].try_into().expect("4 bytes"));
+                    let isize = u32::from_le_bytes(t[4..].try_into().expect("4 bytes"));
+                    if crc != self.crc.sum() || isize != self.total_out as u32 {
+                        self.doubt = true;
+                        return Err(self.corrupt());
+                    }
+                    self.done = true;
+                    return Ok(0);
+                }
+                Err(_) => {
+                    self.doubt = true;
+                    return Err(self.corrupt());
+                }
+            }
+        }
+        let par = self.par.as_mut().expect("parallel");
+        let from = &par.rounds.parts()[par.part][par.pos..];
+        let n = out.len().min(from.len());
+        out[..n].copy_from_slice(&from[..n]);
+        par.pos += n;
+        self.crc.update(&out[..n]);
+        self.total_out += n as u64;
+        if self.total_out > self.cap {
+            // Not checked against the trailer yet: the sequential pass decides.
+            self.doubt = true;
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: self.total_out,
+                cap: self.cap,
+            });
+        }
+        Ok(n)
     }
 
     /// Bytes produced so far.
@@ -122,6 +282,9 @@ impl<'a> GzStream<'a> {
         if out.is_empty() {
             return Ok(0);
         }
+        if self.par.is_some() && !self.done {
+            return self.fill_par(out);
+        }
         loop {
             if self.done {
                 return Ok(0);
@@ -141,6 +304,7 @@ impl<'a> GzStream<'a> {
             let used = (self.inflater.total_in() - in0) as usize;
             let n = (self.inflater.total_out() - out0) as usize;
             self.pos += used;
+            self.passed(self.pos);
             self.crc.update(&out[..n]);
             self.member_out += n as u64;
             self.total_out += n as u64;
@@ -278,6 +442,67 @@ mod tests {
         junk.extend_from_slice(b"junk");
         let e = all(&junk, 64).unwrap_err().to_string();
         assert!(e.contains("neither a gzip member"), "{e}");
+    }
+
+    /// Text-like data with repeats and noise, over 1 MiB.
+    fn corpus() -> Vec<u8> {
+        let mut x = 3u64;
+        let mut v = Vec::new();
+        while v.len() < 3 << 20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 3 {
+                0 => v.extend_from_slice(&x.to_le_bytes()),
+                1 => v.extend_from_slice(b"\"replica_groups\": [[0, 1, 2, 3]], "),
+                _ => v.extend_from_slice(format!("sg{:02}/def.json ", x % 97).as_bytes()),
+            }
+        }
+        v
+    }
+
+    fn drain(mut s: GzStream<'_>) -> (Result<Vec<u8>>, bool) {
+        let mut out = Vec::new();
+        let mut w = vec![0u8; 100_000];
+        loop {
+            match s.fill(&mut w) {
+                Ok(0) => return (Ok(out), s.doubtful()),
+                Ok(n) => out.extend_from_slice(&w[..n]),
+                Err(e) => return (Err(e), s.doubtful()),
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_rounds_give_the_sequential_bytes() {
+        let data = corpus();
+        let gz = crate::pack::gzip(&data);
+        for seg in [4 << 10, 64 << 10, 300 << 10] {
+            let s = GzStream::in_rounds(&gz, 1 << 30, seg).unwrap();
+            assert!(s.par.is_some());
+            let (out, doubt) = drain(s);
+            assert!(!doubt, "segment {seg}");
+            assert!(out.unwrap() == data, "segment {seg}");
+        }
+    }
+
+    #[test]
+    fn parallel_rounds_that_do_not_check_out_are_doubted_not_trusted() {
+        let data = corpus();
+        let mut gz = crate::pack::gzip(&data);
+        let n = gz.len();
+        gz[n - 8] ^= 1; // the CRC: the rounds' bytes cannot be verified
+        let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10).unwrap());
+        assert!(out.is_err() && doubt);
+        // Two members: the rounds stop at the first member's end and the
+        // whole does not match the last trailer; the sequential stream
+        // reads both.
+        let mut two = crate::pack::gzip(&data[..1 << 20]);
+        two.extend(crate::pack::gzip(&data[1 << 20..]));
+        let (out, doubt) = drain(GzStream::in_rounds(&two, 1 << 30, 64 << 10).unwrap());
+        assert!(out.is_err() && doubt);
+        let (out, doubt) = drain(GzStream::new(&two, 1 << 30).unwrap());
+        assert!(!doubt && out.unwrap() == data);
     }
 
     #[test]

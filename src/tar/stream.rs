@@ -71,6 +71,12 @@ impl<'a, 'r> StreamSource<'a, 'r> {
         }
     }
 
+    /// Whether the inflater's parallel rounds failed (see
+    /// [`GzStream::doubtful`]).
+    pub fn doubtful(&self) -> bool {
+        self.gz.doubtful()
+    }
+
     /// Inflates what is left (checking every gzip trailer); the length of
     /// the whole tar stream.
     pub fn finish(&mut self) -> Result<u64> {
