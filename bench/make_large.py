@@ -34,7 +34,7 @@ def huge(out, gib):
         "info.json": b'{"neuron_cc_version":"2.15.128.0","target":"trn1"}',
         "neff.json": b'{"graphs":{"sg00":{"nodes":[]}}}',
         "kelf-0.json": b'{"kelf_version":"1.0","target":"trn1"}',
-        "sg00/def.json": b'{"#rank_world_size":32,"replica_groups":[[0,1,2,3]],'
+        "sg00/def.json": b'{"#rank_world_size":32,"replica_groups":[[[0,1,2,3]]],'
                          b'"var":{"in0":{"type":"input","size":4096}}}',
         "sg00/tensor_map.json": b'{"alias_map":{}}',
     }
