@@ -29,13 +29,44 @@ fn big_raw_neff(mb: usize) -> Vec<u8> {
     pack(&entries, &opts).unwrap()
 }
 
+/// A gzip NEFF of `mb` MiB of noise: over the inflate budget, so it is
+/// walked as a stream, and over 16 MiB of gzip, so in parallel rounds.
+fn big_gzip_neff(mb: usize) -> Vec<u8> {
+    let mut x = 0x9e3779b97f4a7c15u64;
+    let big: Vec<u8> = (0..mb << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let def = br#"{"var":{},"replica_groups":[[[0,1,2,3]]]}"#;
+    let entries = vec![
+        PackEntry::file("kelf-0.json", &br#"{"target":"trn1","graphs":[{}]}"#[..], 0),
+        PackEntry::file("sg00/big.bin", big, 0),
+        PackEntry::file("sg00/def.json", &def[..], 0),
+    ];
+    pack(&entries, &PackOptions::default()).unwrap()
+}
+
 #[test]
 fn truncating_and_rewriting_while_reading_never_kills_a_process() {
+    truncate_while_reading(big_raw_neff(24), &[]);
+}
+
+#[test]
+fn truncating_a_streamed_gzip_neff_while_reading_never_kills_a_process() {
+    truncate_while_reading(big_gzip_neff(20), &["--inflate-budget", "1M"]);
+}
+
+/// 100 rounds of a command over the NEFF `bytes` while the file is
+/// truncated under it, then rewritten: every process exits 0, 1 or 3.
+fn truncate_while_reading(bytes: Vec<u8>, global: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("zoo");
     std::fs::create_dir(&dir).unwrap();
     let p = dir.join("m.neff");
-    let bytes = big_raw_neff(24);
     std::fs::write(&p, &bytes).unwrap();
     let path = p.to_str().unwrap().to_string();
     let dir_s = dir.to_str().unwrap().to_string();
@@ -50,7 +81,7 @@ fn truncating_and_rewriting_while_reading_never_kills_a_process() {
     for round in 0..100 {
         let args = &commands[round % commands.len()];
         let out_dir = tmp.path().join(format!("out{round}"));
-        let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let mut full: Vec<String> = global.iter().chain(args).map(|s| s.to_string()).collect();
         if full.last().is_some_and(|a| a == "-o") {
             full.push(out_dir.to_str().unwrap().to_string());
         }
@@ -73,7 +104,7 @@ fn truncating_and_rewriting_while_reading_never_kills_a_process() {
             matches!(code, Some(0 | 1 | 3)),
             "round {round}: neff {full:?} ended with {status:?}"
         );
-        *outcomes.entry(format!("{} {code:?}", full[0])).or_default() += 1;
+        *outcomes.entry(format!("{} {code:?}", full[global.len()])).or_default() += 1;
         let _ = std::fs::remove_dir_all(&out_dir);
     }
     eprintln!("outcomes: {outcomes:?}");
