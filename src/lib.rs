@@ -9,8 +9,8 @@
 //! |---|---|---|
 //! | file bytes | [`map`] | the memory maps and their SIGBUS guard (every `unsafe` block of the crate is there) |
 //! | header | [`header`] | the zerocopy header struct and structural checks |
-//! | payload | [`payload`] | one libdeflate inflation of a gzip payload (split across cores when large) |
-//! | tar index | [`tar`] | the walk over tar headers into spans |
+//! | payload | [`payload`] | a gzip payload inflated whole (libdeflate, split across cores when large) or as a bounded stream (zlib-rs, parallel rounds on a free core) |
+//! | tar index | [`tar`] | the walk over tar headers (in memory, by `pread`, or over the inflating stream) into spans |
 //! | selection | [`select`] | precompiled patterns over sorted names |
 //! | open NEFF | [`neff`] | [`Neff`], tying the above together |
 //! | JSON | [`json`] | simd-json tapes over member bytes, typed views, a validating skim for a few keys of a large member |

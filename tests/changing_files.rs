@@ -104,7 +104,9 @@ fn truncate_while_reading(bytes: Vec<u8>, global: &[&str]) {
             matches!(code, Some(0 | 1 | 3)),
             "round {round}: neff {full:?} ended with {status:?}"
         );
-        *outcomes.entry(format!("{} {code:?}", full[global.len()])).or_default() += 1;
+        *outcomes
+            .entry(format!("{} {code:?}", full[global.len()]))
+            .or_default() += 1;
         let _ = std::fs::remove_dir_all(&out_dir);
     }
     eprintln!("outcomes: {outcomes:?}");

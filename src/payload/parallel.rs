@@ -301,7 +301,8 @@ pub fn split_inflate(
 /// stream is inflated in rounds of two segments. Segment A starts at a
 /// known block boundary with the known 32 KiB window and is inflated by
 /// libdeflate; segment B, which starts at the next block boundary, is
-/// marker-decoded at the same time on another core ([`later_chunk`]) and
+/// marker-decoded at the same time on another core (as the later chunks of
+/// [`split_inflate`] are) and
 /// resolved once A's last 32 KiB are known. Segments are sized from the
 /// ratio seen so far to produce about [`ROUND_TARGET`] bytes each, and
 /// each may produce at most `out_cap`: memory is two segments' output in

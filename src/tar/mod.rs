@@ -5,7 +5,10 @@
 //! §2.2): POSIX ustar (`prefix/name`), GNU (`ustar  ` magic, `L`/`K`
 //! long-name records, base-256 numbers) and PAX (`x` records for the next
 //! entry, `g` records for all later entries). Nothing is copied except a
-//! ustar name that must be joined from its prefix and name fields.
+//! ustar name that must be joined from its prefix and name fields. The same
+//! walk reads tar bytes in memory, a raw tar in a mapped file by `pread`
+//! ([`FileSource`]), or a gzip payload as it is inflated ([`StreamSource`],
+//! which keeps names and the members asked for, and nothing else).
 //!
 //! Hostile archives are refused with the offset of the header at fault. The
 //! rules learned from the CVEs of other tar readers are applied here: a PAX
