@@ -339,9 +339,17 @@ fn raw_deflate(gz: &[u8]) -> Option<&[u8]> {
 }
 
 /// Whether `out` is what the trailer ending `gz` describes: `isize` bytes
-/// with that CRC-32.
+/// with that CRC-32, and whether that trailer is the first place its 8
+/// bytes occur after the header. (libdeflate does not say where the
+/// DEFLATE data ended: data followed by a copy of its trailer and more
+/// bytes would otherwise pass, where gzip and libarchive stop at the first
+/// trailer. Such a payload is left to the stream, which reads it as they
+/// do.)
 fn trailer_matches(gz: &[u8], out: &[u8], isize: u64) -> bool {
-    out.len() as u64 == isize && gz.ends_with(&trailer(out))
+    let t = trailer(out);
+    out.len() as u64 == isize
+        && gz.ends_with(&t)
+        && memchr::memmem::find(&gz[10..], &t) == Some(gz.len() - TRAILER - 10)
 }
 
 /// Whether the last 8 bytes could be a real trailer (the input is not padded).

@@ -30,26 +30,10 @@ const SEARCH: usize = 1 << 20;
 /// The most symbols a chunk may marker-decode before giving up.
 const MARKER_LIMIT: usize = 4 << 20;
 
-/// Where the raw DEFLATE data of a single-member gzip stream starts.
+/// Where the raw DEFLATE data of a single-member gzip stream starts (the
+/// member header checked strictly: [`super::stream::member_header`]).
 pub fn deflate_start(gz: &[u8]) -> Option<usize> {
-    if gz.len() < 18 || gz[0] != 0x1f || gz[1] != 0x8b || gz[2] != 8 {
-        return None;
-    }
-    let flg = gz[3];
-    let mut p = 10usize;
-    if flg & 4 != 0 {
-        let xlen = usize::from(u16::from_le_bytes([*gz.get(p)?, *gz.get(p + 1)?]));
-        p += 2 + xlen;
-    }
-    for bit in [8u8, 16] {
-        if flg & bit != 0 {
-            p += memchr::memchr(0, gz.get(p..)?)? + 1;
-        }
-    }
-    if flg & 2 != 0 {
-        p += 2;
-    }
-    (p + 8 <= gz.len()).then_some(p)
+    super::stream::member_header(gz)
 }
 
 /// The first plausible block start at or after bit `from`.
