@@ -34,7 +34,7 @@ fn main() {
     let isize = u32::from_le_bytes(gz[gz.len() - 4..].try_into().unwrap()) as usize;
     println!("payload {} bytes, inflates to {isize}", gz.len());
     println!(
-        "touch input pages      {:.3} s",
+        "touch input pages      {:.5} s",
         time(n, || gz
             .iter()
             .step_by(4096)
@@ -42,7 +42,7 @@ fn main() {
             .sum::<u64>())
     );
     println!(
-        "inflate into Vec (4K)  {:.3} s",
+        "inflate into Vec (4K)  {:.5} s",
         time(n, || {
             let mut out = vec![0u8; isize];
             libdeflater::Decompressor::new()
@@ -50,7 +50,7 @@ fn main() {
                 .unwrap()
         })
     );
-    println!("inflate, reused buffer {:.3} s", {
+    println!("inflate, reused buffer {:.5} s", {
         let mut out = vec![0u8; isize];
         time(n, || {
             libdeflater::Decompressor::new()
@@ -59,19 +59,19 @@ fn main() {
         })
     });
     println!(
-        "payload::inflate (THP) {:.3} s",
+        "payload::inflate (THP) {:.5} s",
         time(n, || neff::payload::inflate(gz, 4 << 30).unwrap().len())
     );
     let tar = neff::payload::inflate(gz, 4 << 30).unwrap();
     println!(
-        "tar walk               {:.3} s",
+        "tar walk               {:.5} s",
         time(n, || neff::tar::Index::build(&tar, &Limits::default())
             .unwrap()
             .entries
             .len())
     );
     println!(
-        "crc32 of output        {:.3} s",
+        "crc32 of output        {:.5} s",
         time(n, || libdeflater::crc32(&tar))
     );
     let start = neff::payload::parallel::deflate_start(gz).unwrap();
@@ -91,12 +91,12 @@ fn main() {
             println!("first mismatch at {i}, last at {last}, {n} bytes differ");
         }
         println!(
-            "parallel inflate x{threads}  {:.3} s  result {r:?} matches {ok}",
+            "parallel inflate x{threads}  {:.5} s  result {r:?} matches {ok}",
             t.elapsed().as_secs_f64()
         );
     }
     println!(
-        "fresh 4K pages touched {:.3} s",
+        "fresh 4K pages touched {:.5} s",
         time(n, || {
             let mut v = vec![0u8; isize];
             for i in (0..isize).step_by(4096) {

@@ -174,7 +174,11 @@ pub fn diff(a: &Neff, b: &Neff) -> crate::Result<Diff> {
     let (ma, mb) = (by_name(a), by_name(b));
     let mut json_pairs = Vec::new();
     let (mut ca, mut cb) = (a.cursor(), b.cursor());
-    for (name, ea) in &ma {
+    // In `a`'s archive order, so that a streamed payload is inflated once
+    // (a cursor starts over when asked for an earlier member).
+    let mut in_order: Vec<_> = ma.iter().collect();
+    in_order.sort_by_key(|(_, e)| e.offset);
+    for (name, ea) in in_order {
         match mb.get(name) {
             None => d.members.removed.push(Member {
                 name: name.clone(),
@@ -195,6 +199,10 @@ pub fn diff(a: &Neff, b: &Neff) -> crate::Result<Diff> {
             }
         }
     }
+    // Reported in name order, as before.
+    d.members.removed.sort_by(|x, y| x.name.cmp(&y.name));
+    d.members.changed.sort_by(|x, y| x.name.cmp(&y.name));
+    json_pairs.sort_by(|x, y| x.0.cmp(&y.0));
     for (name, eb) in &mb {
         if !ma.contains_key(name) {
             d.members.added.push(Member {

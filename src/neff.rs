@@ -663,6 +663,10 @@ fn skimmable(size: u64, limits: &Limits) -> bool {
     (1 << 20..=limits.max_json_size).contains(&size)
 }
 
+/// Bytes of JSON members, beyond the accessors' own, that a streamed walk
+/// keeps (see [`walk_stream`]).
+const RETAIN_JSON: u64 = 64 << 20;
+
 /// Walks a gzip payload as it is inflated ([`StreamSource`]), keeping the
 /// data of the members the accessors would read ([`select::Best`]) when
 /// they are under the JSON size cap. Every gzip trailer is checked, as the
@@ -691,16 +695,40 @@ fn walk_stream(
 fn walk_stream_with(gz: GzStream<'_>, limits: &Limits) -> (Result<(Index, Retained, u64)>, bool) {
     let retained = RefCell::new(Retained::default());
     let mut best = select::Best::default();
+    // Other JSON members (every def.json a summary or `mem` reads) are kept
+    // too while they fit in RETAIN_JSON bytes, so that reading them does
+    // not inflate the payload again for each.
+    let mut extra = std::collections::HashSet::new();
+    let mut extra_bytes = 0u64;
     let mut src = StreamSource::new(gz, &retained);
     let walked = Index::build_with(&mut src, limits, &mut |e, name| {
-        e.kind == Kind::File
-            && best.offer(name, e.offset, &mut |old| {
+        if e.kind != Kind::File {
+            return false;
+        }
+        let picked = best.offer(name, e.offset, &mut |old| {
+            if !extra.contains(&old) {
                 retained.borrow_mut().release(old)
-            })
-            && e.size <= limits.max_json_size
+            }
+        });
+        if e.size > limits.max_json_size {
+            return false;
+        }
+        if !picked && name.ends_with(b".json") && extra_bytes + e.size <= RETAIN_JSON {
+            extra.insert(e.offset);
+            extra_bytes += e.size;
+            return true;
+        }
+        picked
     });
     let result = match walked {
-        Err(e @ (Error::Gzip(_) | Error::Limit { .. })) => Err(e),
+        // The stream's own failures (a parallel round's included) end it.
+        Err(e @ Error::Gzip(_)) => Err(e),
+        Err(
+            e @ Error::Limit {
+                what: "inflated payload size",
+                ..
+            },
+        ) => Err(e),
         walked => src
             .finish()
             .and_then(|len| walked.map(|index| (index, retained.take(), len))),
@@ -735,12 +763,19 @@ fn walk_skimming_def(
         let walked = Index::build_with(src, limits, &mut |e, name| {
             // A guess, checked once the walk is done (by the accessors'
             // own pattern and sorted-order rule).
-            if spec.is_none()
-                && e.kind == Kind::File
-                && skimmable(e.size, limits)
-                && name.ends_with(b"/def.json")
-            {
-                let data = e.data(stored);
+            // (Shown before the walk has checked that the data exists: a
+            // member cut short is not skimmed, and the walk refuses it.)
+            let data = usize::try_from(e.offset)
+                .ok()
+                .zip(usize::try_from(e.size).ok())
+                .and_then(|(at, n)| stored.get(at..at.checked_add(n)?));
+            if let (None, Kind::File, true, true, Some(data)) = (
+                &spec,
+                e.kind,
+                skimmable(e.size, limits),
+                name.ends_with(b"/def.json"),
+                data,
+            ) {
                 let low = threads::spawn_on(s, cpu, move || {
                     skim::lower(data, &CC_KEYS, depth, Some(shared))
                 });
@@ -801,6 +836,32 @@ mod tests {
         let path = dir.join("t.neff");
         std::fs::write(&path, pack(&entries, &opts).unwrap()).unwrap();
         FileBytes::open(&path, ReadMode::Map).unwrap()
+    }
+
+    #[test]
+    fn a_def_json_cut_short_is_refused_by_the_early_skim_walk_not_a_panic() {
+        // The walk shows an entry before it checks that its data exists.
+        let dir = tempfile::tempdir().unwrap();
+        let mut def = b"{\"replica_groups\":[[[0,1]]],\"var\":[".to_vec();
+        def.resize(3 << 20, b' ');
+        let entries = [PackEntry::file("sg00/def.json", def, 0)];
+        let opts = PackOptions {
+            no_gzip: true,
+            mtime: Some(0),
+            ..Default::default()
+        };
+        let mut bytes = pack(&entries, &opts).unwrap();
+        bytes.truncate(1024 + (1 << 20));
+        bytes[0x10..0x18].copy_from_slice(&(1u64 << 20).to_le_bytes());
+        let path = dir.path().join("cut.neff");
+        std::fs::write(&path, &bytes).unwrap();
+        let opts = Options {
+            early_cc: true,
+            read_mode: ReadMode::Map,
+            ..Options::default()
+        };
+        let e = Neff::open_with(&path, &opts).unwrap_err().to_string();
+        assert!(e.contains("runs past the end"), "{e}");
     }
 
     #[test]

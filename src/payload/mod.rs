@@ -21,7 +21,7 @@
 
 use std::ops::Deref;
 
-use libdeflater::{DecompressionError, Decompressor};
+use libdeflater::Decompressor;
 use memmap2::{Advice, MmapMut};
 
 use crate::error::{Error, Result};
@@ -143,9 +143,7 @@ pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
 pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
     match inflate_within(gz, cap, u64::MAX, reuse)? {
         Whole::Done(done) => Ok(done),
-        Whole::Stream(_) => {
-            inflate_members(&mut Decompressor::new(), gz, bound(gz.len(), cap), cap)
-        }
+        Whole::Stream(_) => inflate_members(gz, bound(gz.len(), cap), cap),
     }
 }
 
@@ -186,7 +184,13 @@ pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) 
             cap,
         });
     }
+    // A caller whose budget covers anything the input could produce wants
+    // it whole whatever its framing (padding, several members).
+    let whole_anyway = budget >= bound;
     if isize == 0 || isize > bound || isize > budget {
+        if whole_anyway {
+            return inflate_members(gz, bound, cap).map(Whole::Done);
+        }
         return Ok(Whole::Stream(reuse));
     }
     // Large single members: split across cores (checked by length and CRC).
@@ -218,6 +222,9 @@ pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) 
             return Ok(Whole::Done(Inflated { buf: out, len: n }));
         }
     }
+    if whole_anyway {
+        return inflate_members(gz, bound, cap).map(Whole::Done);
+    }
     Ok(Whole::Stream(match out {
         Buf::Vec(v) => Some(v),
         Buf::Map(_) => None,
@@ -240,55 +247,33 @@ fn inflate_parallel(gz: &[u8], isize: usize, credible: bool) -> Result<Option<In
     }
 }
 
-/// Slow path: member by member into a buffer of `bound` bytes of address space.
-fn inflate_members(d: &mut Decompressor, gz: &[u8], bound: u64, cap: u64) -> Result<Inflated> {
+/// Slow path (several members, padding, a trailer that is not the size):
+/// the strict stream ([`stream::GzStream`], which knows where each member's
+/// DEFLATE data ends) into a buffer of `bound` bytes of address space,
+/// filled as bytes are produced. Its answers are the streamed walk's.
+fn inflate_members(gz: &[u8], bound: u64, cap: u64) -> Result<Inflated> {
     let mut out = HugeBuf::new(bound as usize, false)?;
-    let mut pos = 0usize;
+    let mut s = stream::GzStream::new(gz, cap)?;
     let mut len = 0usize;
-    while pos < gz.len() {
-        if pos > 0 {
-            // Zero padding may follow a member (libarchive pads to its block
-            // size); skip it, as Python's gzip module does.
-            match gz[pos..].iter().position(|&b| b != 0) {
-                Some(skip) => pos += skip,
-                None => break,
+    loop {
+        if len == out.len() {
+            // Output up to the bound: the input claims more than deflate
+            // can produce from it, or the cap was reached.
+            let mut probe = [0u8; 1];
+            if s.fill(&mut probe)? == 0 {
+                break;
             }
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: bound.saturating_add(1),
+                cap,
+            });
         }
-        let rest = &gz[pos..];
-        if !rest.starts_with(&[0x1f, 0x8b]) {
-            return Err(Error::Gzip(format!(
-                "bytes at offset {pos} are neither a gzip member nor zero padding"
-            )));
+        let n = s.fill(&mut out[len..])?;
+        if n == 0 {
+            break;
         }
-        let n = match d.gzip_decompress(rest, &mut out[len..]) {
-            Ok(n) => n,
-            Err(DecompressionError::InsufficientSpace) => {
-                return Err(Error::Limit {
-                    what: "inflated payload size",
-                    found: bound.min(cap.saturating_add(1)),
-                    cap,
-                })
-            }
-            Err(DecompressionError::BadData) => {
-                return Err(Error::Gzip(format!(
-                    "corrupt or truncated gzip member at offset {pos}"
-                )))
-            }
-        };
-        let used = member_len(rest, &out[len..len + n]).ok_or_else(|| {
-            Error::Gzip(format!(
-                "cannot find the end of the gzip member at offset {pos}"
-            ))
-        })?;
-        pos += used;
         len += n;
-    }
-    if len as u64 > cap {
-        return Err(Error::Limit {
-            what: "inflated payload size",
-            found: len as u64,
-            cap,
-        });
     }
     Ok(Inflated {
         buf: Buf::Map(out),
@@ -302,26 +287,6 @@ fn bound(compressed: usize, cap: u64) -> u64 {
         .saturating_mul(MAX_RATIO)
         .saturating_add(1 << 16)
         .min(cap)
-}
-
-/// Where the member that produced `out` ends in `gz`: just past the first
-/// trailer (CRC-32 of `out`, then its length) that is followed by the end of
-/// the input, zero padding or another gzip member (else the first trailer,
-/// so that the caller can name the garbage after it). libdeflate verified that
-/// trailer, but does not say where it was.
-fn member_len(gz: &[u8], out: &[u8]) -> Option<usize> {
-    let trailer = trailer(out);
-    let mut first = None;
-    for at in memchr::memmem::find_iter(&gz[10..], &trailer) {
-        let end = 10 + at + TRAILER;
-        let rest = &gz[end..];
-        if rest.is_empty() || rest.starts_with(&[0x1f, 0x8b]) || rest[0] == 0 {
-            return Some(end);
-        }
-        first.get_or_insert(end);
-    }
-    // Followed by garbage: the caller reports what follows.
-    first
 }
 
 /// The gzip trailer that `out` would have: its CRC-32, then its length mod 2^32.

@@ -95,13 +95,56 @@ fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>
         let at = prefix.bit_len() + (t - from);
         out.truncate(at.div_ceil(8));
         out.resize(at.div_ceil(8) + 6, 0);
-        // BFINAL 1, BTYPE 00, pad, LEN 0, NLEN 0xffff.
+        // BFINAL 1, BTYPE 00, pad, LEN, NLEN, then the nonce: the output
+        // ends with it only if the data before the cut had no final block
+        // of its own (libdeflate stops at the first final block and does not
+        // say where; a stream that ended early would otherwise pass).
         put_bits(&mut out, at, 1, 3);
         let body = (at + 3).div_ceil(8);
         out.truncate(body);
-        out.extend_from_slice(&[0, 0, 0xff, 0xff]);
+        let len = NONCE.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(&NONCE[..]);
     }
     out
+}
+
+/// Bytes a synthetic closing block outputs: random per process, so that
+/// no input can end with them by design.
+static NONCE: std::sync::LazyLock<[u8; 16]> = std::sync::LazyLock::new(|| {
+    let mut n = [0u8; 16];
+    if getrandom::fill(&mut n).is_err() {
+        // No entropy source: the time and the process id still differ from
+        // run to run.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        n.copy_from_slice(&(t ^ (u128::from(std::process::id()) << 64)).to_le_bytes());
+    }
+    n
+});
+
+/// Room a synthetic stream's output needs beyond its real bytes.
+pub const NONCE_ROOM: usize = 16;
+
+/// Inflates the synthetic stream `s` (from [`synth`]) into `out`: when it
+/// was cut (`cut`), its output must end with the nonce, which is dropped;
+/// when it runs to the real stream's end, it is inflated by zlib-rs, which
+/// says how much input it used, and it must have used all of it (nothing
+/// may follow the final block but the gzip trailer).
+fn inflate_synth(s: &[u8], out: &mut [u8], cut: bool) -> Option<usize> {
+    if cut {
+        let n = Decompressor::new().deflate_decompress(s, out).ok()?;
+        let real = n.checked_sub(NONCE.len())?;
+        (out[real..n] == NONCE[..]).then_some(real)
+    } else {
+        let mut z = flate2::Decompress::new(false);
+        let done = z.decompress(s, out, flate2::FlushDecompress::Finish);
+        let whole =
+            matches!(done, Ok(flate2::Status::StreamEnd)) && z.total_in() as usize == s.len();
+        whole.then_some(z.total_out() as usize)
+    }
 }
 
 /// One decoded chunk: marker symbols, then plain bytes (`window`, then
@@ -134,7 +177,7 @@ impl Chunk {
 /// Chunk 0: plain libdeflate up to the first boundary, into `out`.
 fn first_chunk(data: &[u8], to: usize, out: &mut [u8]) -> Option<usize> {
     let s = synth(&deflate::BitWriter::default(), data, 0, Some(to));
-    Decompressor::new().deflate_decompress(&s, out).ok()
+    inflate_synth(&s, out, true)
 }
 
 /// A later chunk, from bit `from` to bit `to` (or the end of the stream).
@@ -156,6 +199,8 @@ fn later_chunk(
         match to {
             Some(t) if b.pos == t => return Some(Chunk::markers_only(d.produced().to_vec())),
             Some(t) if b.pos > t || last => return None,
+            // The stream's final block must end in its last byte.
+            None if last && b.pos.div_ceil(8) != data.len() => return None,
             None if last => return Some(Chunk::markers_only(d.produced().to_vec())),
             _ => {}
         }
@@ -167,11 +212,9 @@ fn later_chunk(
     let s = synth(&prefix, data, b.pos, to);
     let mut bytes = match reuse {
         Some(buf) => Bytes::Reused(buf),
-        None => Bytes::Fresh(super::HugeBuf::new(cap + WINDOW, false).ok()?),
+        None => Bytes::Fresh(super::HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
     };
-    let n = Decompressor::new()
-        .deflate_decompress(&s, bytes.as_mut())
-        .ok()?;
+    let n = inflate_synth(&s, bytes.as_mut(), to.is_some())?;
     let produced = d.produced();
     let symbols = produced[..produced.len() - WINDOW].to_vec();
     Some(Chunk {
@@ -250,9 +293,7 @@ pub fn split_inflate(
             let from = bounds[i + 1];
             let prefix = deflate::primer(&out[window_start..pos], (from % 8) as u32);
             let s = synth(&prefix, data, from, None);
-            let n = Decompressor::new()
-                .deflate_decompress(&s, &mut out[window_start..])
-                .ok()?;
+            let n = inflate_synth(&s, &mut out[window_start..], false)?;
             return Some(window_start + n);
         };
         if pos + chunk.len() > out.len() {
@@ -383,7 +424,7 @@ impl<'a> Rounds<'a> {
             Some(b) => cut_after(data, seg, b)?,
             None => None,
         };
-        let size = self.out_cap + WINDOW;
+        let size = self.out_cap + WINDOW + NONCE_ROOM;
         for buf in [&mut self.a, &mut self.b] {
             if buf.len() < size {
                 // Zeroed pages from the kernel, touched only as written.
@@ -395,7 +436,7 @@ impl<'a> Rounds<'a> {
         let (first, second) = rayon::join(
             || {
                 let s = synth(&deflate::primer(window, (a % 8) as u32), data, a, b);
-                let n = Decompressor::new().deflate_decompress(&s, buf_a).ok()?;
+                let n = inflate_synth(&s, buf_a, b.is_some())?;
                 (n >= window.len()).then_some(window.len()..n)
             },
             || b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b))?))),

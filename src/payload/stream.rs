@@ -149,7 +149,10 @@ impl<'a> GzStream<'a> {
     pub fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         let free_core =
             rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
-        if free_core && gz.len() >= PARALLEL_FROM {
+        // A padded payload (zeros where a trailer would be) has more than
+        // the one member the rounds can check: sequential from the start.
+        let trailer_at_end = gz[gz.len() - TRAILER..].iter().any(|&b| b != 0);
+        if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
             GzStream::in_rounds(gz, cap, SEGMENT)
         } else {
             GzStream::new(gz, cap)
@@ -503,6 +506,17 @@ mod tests {
         assert!(out.is_err() && doubt);
         let (out, doubt) = drain(GzStream::new(&two, 1 << 30).unwrap());
         assert!(!doubt && out.unwrap() == data);
+        // A copy of the trailer after the real one: the rounds must not
+        // stop at the final block and match the copy (the sequential
+        // stream refuses the copy as neither a member nor padding).
+        let mut copy = crate::pack::gzip(&data);
+        let n = copy.len();
+        let t = copy[n - 8..].to_vec();
+        copy.extend_from_slice(&t);
+        let (out, _) = drain(GzStream::in_rounds(&copy, 1 << 30, 64 << 10).unwrap());
+        assert!(out.is_err(), "the rounds accepted a trailer copy");
+        let (out, _) = drain(GzStream::new(&copy, 1 << 30).unwrap());
+        assert!(out.is_err());
     }
 
     #[test]

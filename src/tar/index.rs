@@ -128,7 +128,17 @@ pub trait Source {
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8];
     /// Hands over the name arena, if any.
     fn take_names(&mut self) -> Vec<u8>;
+    /// Bytes of names this source holds (its arena).
+    fn held(&self) -> usize {
+        0
+    }
 }
+
+/// Most bytes of names (and of extended-header names superseded before
+/// their entry) a source may hold: a bound on the name arena of a walk that
+/// does not keep the tar (a streamed or `pread` walk), which hostile
+/// archives could otherwise fill with long names up to the payload's size.
+pub const MAX_NAMES_HELD: usize = 256 << 20;
 
 impl<S: Source + ?Sized> Source for &mut S {
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
@@ -145,6 +155,9 @@ impl<S: Source + ?Sized> Source for &mut S {
     }
     fn take_names(&mut self) -> Vec<u8> {
         (**self).take_names()
+    }
+    fn held(&self) -> usize {
+        (**self).held()
     }
 }
 
@@ -238,6 +251,9 @@ impl Source for FileSource<'_> {
     }
     fn take_names(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.names)
+    }
+    fn held(&self) -> usize {
+        self.names.len()
     }
 }
 
@@ -387,6 +403,13 @@ impl Index {
                     }
                     b'L' => pending.long_name = Some(keep(trim_nul(&scratch))),
                     _ => pending.long_link = Some(keep(trim_nul(&scratch))),
+                }
+                if src.held() > MAX_NAMES_HELD {
+                    return Err(Error::Limit {
+                        what: "bytes of member names held",
+                        found: src.held() as u64,
+                        cap: MAX_NAMES_HELD as u64,
+                    });
                 }
             } else {
                 if entries.len() >= limits.max_members {

@@ -154,7 +154,18 @@ impl Source for StreamSource<'_, '_> {
         if self.at < off {
             return Ok(Some(0));
         }
-        let mut kept = retain.then(|| Vec::with_capacity(size.min(CHUNK as u64) as usize));
+        // Retained members are under the JSON size cap: reserve exactly.
+        let mut kept = match retain {
+            true => {
+                let mut v = Vec::new();
+                v.try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
+                    .map_err(|_| {
+                        crate::Error::Io(std::io::Error::other("no memory for a retained member"))
+                    })?;
+                Some(v)
+            }
+            false => None,
+        };
         let mut left = size;
         while left > 0 {
             if self.lo == self.hi {
@@ -195,5 +206,9 @@ impl Source for StreamSource<'_, '_> {
 
     fn take_names(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.names)
+    }
+
+    fn held(&self) -> usize {
+        self.names.len()
     }
 }
