@@ -765,3 +765,47 @@ fn a_stored_row_that_does_not_decode_is_read_again_and_replaced() {
     let (_, err) = scan(&[s(&zoo), "--index", s(&db)]);
     assert_eq!(from_index(&err), 6, "both rows were replaced");
 }
+
+/// The secondary indexes present in `db`.
+fn index_names(db: &Path) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name",
+        )
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn a_cold_load_builds_every_index_at_its_end_and_a_missing_index_is_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Over 4 batches of files: the cold path (indexes dropped, then built).
+    let zoo = good_zoo(tmp.path(), 1100);
+    let db = tmp.path().join("cold.db");
+    let (out, _) = scan(&[s(&zoo), "--index", s(&db)]);
+    let want: Vec<String> = {
+        let mut v: Vec<String> = neff::index::schema::INDEXES
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(index_names(&db), want);
+    // Rows equal those of a load that kept its indexes (files one by one).
+    let (plain, _) = scan(&[s(&zoo)]);
+    assert_eq!(out, plain);
+    assert_eq!(Catalog::open(&db).unwrap().len().unwrap(), 1100);
+    // A cold load killed before its end leaves no index: the next open
+    // puts them back.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("DROP INDEX tensors_name; DROP INDEX neffs_uuid;")
+        .unwrap();
+    scan(&[s(&zoo), "--index", s(&db)]);
+    assert_eq!(index_names(&db), want);
+}

@@ -465,8 +465,21 @@ pub fn scan_indexed(
         }
         emit(record, Origin::Read);
     };
+    // A cold load (an empty catalogue and many files to read) builds the
+    // secondary indexes once at its end instead of row by row.
+    let cold = misses.len() >= 4 * BATCH && {
+        let c = conn_m.lock().expect("lock");
+        let rows: i64 = c
+            .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
+            .map_err(err(db))?;
+        rows == 0 && schema::drop_indexes(&c, db).is_ok()
+    };
     scan::scan_with(&misses, opts.jobs, &work, &done)?;
     flush(std::mem::take(&mut *pending.lock().expect("lock")));
+    if cold {
+        let c = conn_m.lock().expect("lock");
+        schema::create_indexes(&c, db)?;
+    }
     if let Some(e) = write_err.into_inner().expect("lock") {
         return Err(e);
     }
