@@ -32,15 +32,7 @@ fn big_raw_neff(mb: usize) -> Vec<u8> {
 /// A gzip NEFF of `mb` MiB of noise: over the inflate budget, so it is
 /// walked as a stream, and over 16 MiB of gzip, so in parallel rounds.
 fn big_gzip_neff(mb: usize) -> Vec<u8> {
-    let mut x = 0x9e3779b97f4a7c15u64;
-    let big: Vec<u8> = (0..mb << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let big = noise(mb << 20, 0x9e3779b97f4a7c15);
     let def = br#"{"var":{},"replica_groups":[[[0,1,2,3]]]}"#;
     let entries = vec![
         PackEntry::file("kelf-0.json", &br#"{"target":"trn1","graphs":[{}]}"#[..], 0),

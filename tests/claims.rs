@@ -12,15 +12,7 @@ use neff::pack::{pack, PackEntry, PackOptions};
 /// A gzip NEFF of about `mb` MiB of incompressible data whose trailer's
 /// ISIZE is replaced by `isize`.
 fn lying_trailer(mb: usize, isize: u32) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let noise: Vec<u8> = (0..mb << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let noise = common::noise(mb << 20, 0x9e37_79b9_7f4a_7c15);
     let entries = vec![
         PackEntry::file("kelf-0.json", &br#"{"target":"trn1"}"#[..], 0),
         PackEntry::file("sg00/noise.bin", noise, 0),

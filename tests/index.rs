@@ -436,15 +436,7 @@ fn hostile_database_files_are_refused_in_one_line_and_rebuild_replaces_them() {
     let zoo = zoo(tmp.path(), 3);
     // Random bytes (well, a fixed pseudo-random 64 KiB).
     let db = tmp.path().join("random.db");
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let junk: Vec<u8> = (0..65536)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let junk = noise(65536, 0x2545_f491_4f6c_dd1d);
     std::fs::write(&db, junk).unwrap();
     assert_db_refused(&db, &zoo, "not an SQLite database");
 

@@ -109,3 +109,18 @@ pub fn tool_list(tool: &str, archive: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// `n` pseudo-random bytes (xorshift64 from `seed`): incompressible data
+/// that every run makes the same.
+#[allow(dead_code)]
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
