@@ -25,8 +25,7 @@ use crate::json::{Json, Obj};
 use crate::neff::Neff;
 use crate::select::Known;
 
-/// The keys whose presence means the NEFF has collective (CC) metadata.
-pub const CC_KEYS: [&str; 3] = ["replica_groups", "src_target_pairs", "#rank_world_size"];
+pub use crate::json::CC_KEYS;
 
 /// A member's parsed JSON together with its name (for error messages).
 #[derive(Clone, Copy, Debug)]

@@ -156,14 +156,6 @@ const ACCESSORS: [Accessor; 5] = [
     Accessor::NumCores,
 ];
 
-/// The def.json keys holding collective metadata.
-const CC_KEYS: [&str; 4] = [
-    "replica_groups",
-    "src_target_pairs",
-    "#rank_world_size",
-    "CCInfo",
-];
-
 /// Compares `a` with `b`. Fails only when member data cannot be read
 /// again (a streamed payload whose file changed since it was opened).
 pub fn diff(a: &Neff, b: &Neff) -> crate::Result<Diff> {
@@ -352,7 +344,7 @@ fn def_json(member: &str, a: Obj<'_>, b: Obj<'_>, d: &mut Diff) {
             });
         }
     }
-    for key in CC_KEYS {
+    for key in crate::json::CC_TOP_KEYS {
         let (x, y) = (value(a.get(key)), value(b.get(key)));
         if x != y {
             d.cc.push(Keyed {

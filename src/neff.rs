@@ -67,15 +67,6 @@ struct Early {
     def_skim: Option<Option<json::skim::Found>>,
 }
 
-/// The top-level def.json keys the collective accessors read (`CCInfo`
-/// holds them in some producers' layout).
-const CC_KEYS: [&str; 4] = [
-    "replica_groups",
-    "src_target_pairs",
-    "#rank_world_size",
-    "CCInfo",
-];
-
 /// The error for a file that shrank while it was read.
 fn changed() -> Error {
     Error::Io(std::io::Error::other(
@@ -551,14 +542,19 @@ impl Neff {
             // Inside a rayon pool (a scan) every CPU already has a NEFF to
             // read: no helper thread.
             let two_threads = rayon::current_thread_index().is_none();
-            json::skim::top_level_keys(data, &CC_KEYS, self.limits.max_json_depth, two_threads)
+            json::skim::top_level_keys(
+                data,
+                &json::CC_TOP_KEYS,
+                self.limits.max_json_depth,
+                two_threads,
+            )
         });
         let Some(found) = skim else {
             // Not valid JSON (or too deep): the full parse gives the
             // canonical error.
             return self.known_json(Known::Def);
         };
-        let small = json::skim::rebuild(data, &CC_KEYS, found);
+        let small = json::skim::rebuild(data, &json::CC_TOP_KEYS, found);
         let parsed = self.parse_bytes(&self.name_str(e), json::Bytes::Owned(small))?;
         Ok(Some((e, self.json.def_cc.get_or_init(|| parsed).root())))
     }
@@ -777,7 +773,7 @@ fn walk_skimming_def(
                 data,
             ) {
                 let low = threads::spawn_on(s, cpu, move || {
-                    skim::lower(data, &CC_KEYS, depth, Some(shared))
+                    skim::lower(data, &json::CC_TOP_KEYS, depth, Some(shared))
                 });
                 // No thread to be had: def_cc skims later, as usual.
                 spec = low.map(|low| (e.offset, low));
@@ -796,7 +792,7 @@ fn walk_skimming_def(
         let def_skim = match (spec, known[Known::Def as usize]) {
             (Some((offset, low)), Some(i)) if index.entries[i as usize].offset == offset => {
                 let data = index.entries[i as usize].data(stored);
-                let up = skim::upper(data, &CC_KEYS, depth, shared);
+                let up = skim::upper(data, &json::CC_TOP_KEYS, depth, shared);
                 Some(low.join().ok().and_then(|low| skim::finish(low, up)))
             }
             (Some((_, low)), _) => {

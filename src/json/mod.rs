@@ -33,6 +33,15 @@ use simd_json::Buffers;
 
 pub use value::{Json, Obj};
 
+/// The def.json keys whose presence means a NEFF has collective (CC)
+/// metadata (at the top level, or inside `CCInfo` in some producers'
+/// layout).
+pub const CC_KEYS: [&str; 3] = ["replica_groups", "src_target_pairs", "#rank_world_size"];
+
+/// The top-level def.json keys the collective accessors read: [`CC_KEYS`]
+/// and `CCInfo` (what a skim of a large def.json keeps).
+pub const CC_TOP_KEYS: [&str; 4] = [CC_KEYS[0], CC_KEYS[1], CC_KEYS[2], "CCInfo"];
+
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 

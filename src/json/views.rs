@@ -213,7 +213,7 @@ impl<'a> Def<'a> {
     }
     /// The CC keys, from the top level if any is there, else from `CCInfo`.
     pub fn cc(&self) -> Cc<'a> {
-        let keys = crate::accessors::CC_KEYS;
+        let keys = super::CC_KEYS;
         let src = if keys.iter().any(|k| self.raw.has(k)) {
             Some(self.raw)
         } else {
