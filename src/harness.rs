@@ -47,6 +47,50 @@ pub fn whole_neff(data: &[u8]) {
     if let Ok(n) = Neff::from_bytes(data.to_vec(), &fuzz_options()) {
         exercise(&n);
     }
+    same_both_ways(data);
+}
+
+/// What a reader learns of a file, as text: every entry (name, kind,
+/// offsets, size, data length), every accessor's answer or refusal, or the
+/// refusal to open it.
+fn answers(bytes: &[u8], opts: &Options) -> String {
+    let n = match Neff::from_bytes(bytes.to_vec(), opts) {
+        Ok(n) => n,
+        Err(e) => return format!("open: {e}"),
+    };
+    let mut out = String::new();
+    for e in n.entries() {
+        let data = n.data(e).map(|d| d.len()).map_err(|e| e.to_string());
+        out += &format!(
+            "{:?} {:?} {} {} {} {:?}\n",
+            n.name(e),
+            e.kind,
+            e.header_offset,
+            e.offset,
+            e.size,
+            data
+        );
+    }
+    for a in Accessor::ALL {
+        let mut v = Vec::new();
+        let r = a.write_json(&n, &mut v).map_err(|e| e.to_string());
+        out += &format!("{a:?} {r:?} {}\n", String::from_utf8_lossy(&v));
+    }
+    out
+}
+
+/// The whole-payload and streamed reads (budget unlimited, budget 0) give
+/// `bytes` the same answer (`tests/paths.rs` does this for the fixtures).
+fn same_both_ways(bytes: &[u8]) {
+    let mut whole = fuzz_options();
+    whole.limits.inflate_budget = u64::MAX;
+    let mut streamed = fuzz_options();
+    streamed.limits.inflate_budget = 0;
+    assert_eq!(
+        answers(bytes, &whole),
+        answers(bytes, &streamed),
+        "the whole and streamed reads disagree"
+    );
 }
 
 /// A valid header in front of `payload` (pkg 2 if it is gzip, else 1).
@@ -63,9 +107,11 @@ pub fn wrap(payload: &[u8]) -> Vec<u8> {
 /// raw and gzip-compressed.
 pub fn tar_payload(data: &[u8]) {
     for payload in [data.to_vec(), pack::gzip(data)] {
-        if let Ok(n) = Neff::from_bytes(wrap(&payload), &fuzz_options()) {
+        let bytes = wrap(&payload);
+        if let Ok(n) = Neff::from_bytes(bytes.clone(), &fuzz_options()) {
             exercise(&n);
         }
+        same_both_ways(&bytes);
     }
 }
 
