@@ -154,9 +154,18 @@ fn crafted_gzip_framing_gets_one_answer_from_both_paths() {
     let other = gz_tar(&[("kelf-0.json", br#"{"target":"trn1"}"#)]);
     let n = one.len();
     let mut cases: Vec<(&str, Vec<u8>, bool)> = Vec::new();
-    // (Not here: other bytes between the DEFLATE data and its trailer. The
-    // stream refuses them, as gzip does; the whole path's libdeflate does
-    // not say where the data ended, so it cannot see them. PERF.md §10.)
+    let mut between = one[..n - 8].to_vec();
+    between.extend_from_slice(b"stray bytes");
+    between.extend_from_slice(&one[n - 8..]);
+    cases.push((
+        "bytes between the DEFLATE data and its trailer",
+        between,
+        false,
+    ));
+    let mut pre = one[..n - 8].to_vec();
+    pre.extend_from_slice(&one[n - 4..]);
+    pre.extend_from_slice(&one[n - 8..]);
+    cases.push(("an ISIZE copy before the trailer", pre, false));
     let mut copy = one.clone();
     copy.extend_from_slice(&one[n - 8..]);
     cases.push(("a second copy of the trailer", copy, false));

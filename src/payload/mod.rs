@@ -5,9 +5,13 @@
 //! mapping sized from the gzip trailer (`ISIZE`) and advised for transparent
 //! huge pages: libdeflate is the fastest inflater available, and huge pages
 //! cut the page faults of a fresh output buffer 512-fold (PERF.md has the
-//! measurements behind this choice). The raw DEFLATE data between the gzip
-//! header and the trailer is inflated, and the output is checked once
-//! against the trailer's CRC-32 and `ISIZE`.
+//! measurements behind this choice). The member header is parsed strictly
+//! (RFC 1952's reserved flag bits refused), libdeflate inflates the DEFLATE
+//! data and checks the 8 bytes right after it against the output's CRC-32
+//! and `ISIZE`, and those 8 bytes must be the payload's last: nothing between
+//! the data and its trailer, nothing after it (a second member, padding or
+//! stray bytes send the payload to the strict stream, which reads what gzip
+//! and libarchive read or refuses what they refuse).
 //!
 //! A payload larger than [`Limits::inflate_budget`](crate::Limits::inflate_budget),
 //! with more than one member, padded, or whose trailer is not its real
@@ -212,14 +216,17 @@ pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) 
         }
         _ => Buf::Map(HugeBuf::new(isize as usize, credible)?),
     };
-    // Inflate the raw DEFLATE data between the gzip header and the final
-    // trailer, then check that trailer once. (libdeflate's own gzip entry
-    // point would check a trailer too, but cannot say which one, so the
-    // output's CRC-32 would be computed twice.)
+    // libdeflate's gzip entry point checks the 8 bytes right after the
+    // DEFLATE data against the output's CRC-32 and size (as gzip and
+    // libarchive do); `ends_at_its_trailer` then proves those 8 bytes are
+    // the payload's last. The strict header parse (`raw_deflate`) comes
+    // first: libdeflate skips what RFC 1952 says a reader must refuse.
     let mut d = Decompressor::new();
-    if let Some(Ok(n)) = raw_deflate(gz).map(|data| d.deflate_decompress(data, out.bytes_mut())) {
-        if trailer_matches(gz, &out.bytes()[..n], isize) {
-            return Ok(Whole::Done(Inflated { buf: out, len: n }));
+    if raw_deflate(gz).is_some() {
+        if let Ok(n) = d.gzip_decompress(gz, out.bytes_mut()) {
+            if n as u64 == isize && ends_at_its_trailer(gz, &out.bytes()[..n]) {
+                return Ok(Whole::Done(Inflated { buf: out, len: n }));
+            }
         }
     }
     if whole_anyway {
@@ -305,16 +312,37 @@ fn raw_deflate(gz: &[u8]) -> Option<&[u8]> {
 
 /// Whether `out` is what the trailer ending `gz` describes: `isize` bytes
 /// with that CRC-32, and whether that trailer is the first place its 8
-/// bytes occur after the header. (libdeflate does not say where the
-/// DEFLATE data ended: data followed by a copy of its trailer and more
-/// bytes would otherwise pass, where gzip and libarchive stop at the first
-/// trailer. Such a payload is left to the stream, which reads it as they
-/// do.)
+/// bytes occur after the header. (Where the DEFLATE data ended is not known
+/// here: data followed by a copy of its trailer and more bytes would
+/// otherwise pass, where gzip and libarchive stop at the first trailer. Such
+/// a payload is left to the stream, which reads it as they do.)
 fn trailer_matches(gz: &[u8], out: &[u8], isize: u64) -> bool {
     let t = trailer(out);
     out.len() as u64 == isize
         && gz.ends_with(&t)
         && memchr::memmem::find(&gz[10..], &t) == Some(gz.len() - TRAILER - 10)
+}
+
+/// Whether the DEFLATE data of a one-member payload ends right before the
+/// payload's last 8 bytes, given that libdeflate found `out`'s trailer
+/// (CRC-32, `ISIZE`) right after that data, at some offset `e`: nothing may
+/// sit between data and trailer, or after it.
+///
+/// If the 4 `ISIZE` bytes occur only at the very end of the payload, the
+/// `ISIZE` that libdeflate read at `e + 4` is that one, so `e` is the last
+/// trailer's offset: one search of the compressed bytes, no second CRC.
+/// Compressed bytes look random, so another occurrence is rare (about one
+/// payload in 2³² per compressed byte); then the full trailer is computed
+/// and must occur first at the end ([`trailer_matches`]), which again pins
+/// `e` there.
+fn ends_at_its_trailer(gz: &[u8], out: &[u8]) -> bool {
+    let size = (out.len() as u32).to_le_bytes();
+    // Header (>= 10 bytes) then the CRC-32: an ISIZE starts at 14 or later.
+    let from = 14;
+    gz.len() >= from + 4
+        && gz.ends_with(&size)
+        && (memchr::memmem::find(&gz[from..], &size) == Some(gz.len() - 4 - from)
+            || trailer_matches(gz, out, out.len() as u64))
 }
 
 /// Whether the last 8 bytes could be a real trailer (the input is not padded).
@@ -354,6 +382,51 @@ mod tests {
         s.extend_from_slice(b"garbage!");
         let e = inflate(&s, 1 << 30).unwrap_err().to_string();
         assert!(e.contains("neither a gzip member nor zero padding"), "{e}");
+    }
+
+    /// A gzip member holding `data` in one stored DEFLATE block, with
+    /// `between` inserted before its trailer.
+    fn stored(data: &[u8], between: &[u8]) -> Vec<u8> {
+        let mut g = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255, 1];
+        let len = data.len() as u16;
+        g.extend_from_slice(&len.to_le_bytes());
+        g.extend_from_slice(&(!len).to_le_bytes());
+        g.extend_from_slice(data);
+        g.extend_from_slice(between);
+        g.extend_from_slice(&trailer(data));
+        g
+    }
+
+    fn fast_path_takes(g: &[u8]) -> bool {
+        // A budget that covers the output but not the input's bound: only
+        // the one-member fast path may answer `Done`.
+        matches!(inflate_within(g, 1 << 30, 4096, None), Ok(Whole::Done(_)))
+    }
+
+    #[test]
+    fn the_fast_path_takes_only_a_trailer_right_after_the_data() {
+        let data = b"tar bytes, say";
+        assert!(fast_path_takes(&stored(data, b"")));
+        // gzip and libarchive read these 8 stray bytes as the trailer and
+        // refuse; so must the fast path (the stream then refuses them too).
+        assert!(!fast_path_takes(&stored(data, b"8 stray!")));
+        assert!(inflate(&stored(data, b"8 stray!"), 1 << 30).is_err());
+        // A trailer copy first, then more bytes, then the trailer again.
+        let mut copy = trailer(data).to_vec();
+        copy.extend_from_slice(b"xyz");
+        assert!(!fast_path_takes(&stored(data, &copy)));
+    }
+
+    #[test]
+    fn an_isize_inside_the_data_falls_back_to_the_full_trailer_check() {
+        // The stored data holds its own length, so the ISIZE bytes occur
+        // before the trailer: the one-search proof does not apply and the
+        // CRC-32 decides.
+        let data = [8u8, 0, 0, 0, 1, 2, 3, 4];
+        assert!(fast_path_takes(&stored(&data, b"")));
+        let mut between = data[..4].to_vec();
+        between.extend_from_slice(b"more");
+        assert!(!fast_path_takes(&stored(&data, &between)));
     }
 
     #[test]
