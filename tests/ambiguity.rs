@@ -234,3 +234,162 @@ fn a_pax_name_ends_at_its_first_nul_and_global_names_or_sizes_are_refused() {
         }
     }
 }
+
+/// neff's listing of `tar` behind a NEFF header, or `None` when refused
+/// (exit 1 with `reason` in its one-line message).
+fn neff_listed(dir: &Path, label: &str, tar: &[u8], reason: &str) -> Option<Vec<String>> {
+    let p = dir.join(format!("{label}.neff"));
+    std::fs::write(&p, neff::harness::wrap(tar)).unwrap();
+    let o = neff(&["ls", "--all", p.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        return Some(
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect(),
+        );
+    }
+    assert_eq!(o.status.code(), Some(1), "{label}: {err}");
+    assert_eq!(err.lines().count(), 1, "{label}: {err}");
+    assert!(err.contains(reason), "{label}: {err}");
+    None
+}
+
+#[test]
+fn archives_the_differential_fuzzers_found_are_refused_where_a_reader_would_differ() {
+    assert!(have("bsdtar"), "bsdtar is missing: run scripts/test");
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |label: &str, tar: &[u8]| {
+        let p = tmp.path().join(format!("{label}.tar"));
+        std::fs::write(&p, tar).unwrap();
+        p
+    };
+    // Two PAX headers for one entry: GNU tar keeps the last (the entry is
+    // `plain`), libarchive warns; merging them would name it `first`.
+    let two_x = archive(&[
+        pax(&[("path", "first")]),
+        pax(&[("mtime", "5")]),
+        member("plain", b"data"),
+    ]);
+    let p = write("two-x", &two_x);
+    assert_eq!(listed("tar", &p), Some(vec!["plain".to_string()]));
+    assert_eq!(listed("bsdtar", &p), None, "libarchive warns");
+    let r = neff_listed(tmp.path(), "two-x", &two_x, "a second PAX extended header");
+    assert_eq!(r, None);
+
+    // The last entry's data is all there but its padding is cut: libarchive
+    // refuses ("Truncated input file"), so does neff.
+    let mut cut = archive(&[member("a.json", b"{}"), member("b.json", &[b' '; 600])]);
+    cut.truncate(512 + 512 + 512 + 600 + 10);
+    let p = write("cut-padding", &cut);
+    assert_eq!(listed("bsdtar", &p), None);
+    let r = neff_listed(tmp.path(), "cut-padding", &cut, "padding is cut");
+    assert_eq!(r, None);
+
+    // A cut block of zeros after the last entry: GNU tar reads it as the
+    // end, libarchive refuses ("Truncated tar archive"): refused.
+    let mut tail = member("a.json", b"{}");
+    tail.extend([0u8; 100]);
+    let p = write("cut-zero-block", &tail);
+    assert_eq!(listed("tar", &p), Some(vec!["a.json".to_string()]));
+    assert_eq!(listed("bsdtar", &p), None);
+    let r = neff_listed(tmp.path(), "cut-zero-block", &tail, "truncated header");
+    assert_eq!(r, None);
+
+    // No bytes at all: GNU tar refuses (as libarchive's tar reader does).
+    let p = write("empty", b"");
+    assert_eq!(listed("tar", &p), None);
+    let gz = neff::pack::gzip(b"");
+    let np = tmp.path().join("empty.neff");
+    std::fs::write(&np, neff::harness::wrap(&gz)).unwrap();
+    let o = neff(&["ls", np.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("empty tar"));
+
+    // Two GNU long names for one entry: both tools take the last; so does
+    // neff (the tar crate refuses it: a departure of that crate's).
+    let long = |name: &str| {
+        let mut body = name.as_bytes().to_vec();
+        body.push(0);
+        let mut v = header("././@LongLink", b'L', body.len() as u64, "");
+        v.extend(padded(&body));
+        v
+    };
+    let two_l = archive(&[long("first"), long("second"), member("plain", b"data")]);
+    let p = write("two-l", &two_l);
+    let want = Some(vec!["second".to_string()]);
+    assert_eq!(listed("tar", &p), want);
+    assert_eq!(listed("bsdtar", &p), want);
+    assert_eq!(neff_listed(tmp.path(), "two-l", &two_l, ""), want);
+}
+
+/// Recomputes a header block's checksum after its fields were edited.
+fn rechecksum(h: &mut [u8]) {
+    h[148..156].fill(b' ');
+    let sum: u32 = h[..512].iter().map(|&b| u32::from(b)).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+}
+
+#[test]
+fn numeric_fields_the_two_readers_would_read_differently_are_refused() {
+    assert!(have("bsdtar"), "bsdtar is missing: run scripts/test");
+    let tmp = tempfile::tempdir().unwrap();
+    // A size field whose digits follow a NUL: GNU tar skips the NUL and
+    // reads 4 bytes of data; libarchive reads size 0 and then finds a
+    // header where the data is.
+    let mut a = member("a.json", b"{}\n ");
+    a[124..136].copy_from_slice(b"\x000000000004\0");
+    rechecksum(&mut a);
+    let nul_size = archive(&[a, member("b.json", b"{}")]);
+    let p = tmp.path().join("nul-size.tar");
+    std::fs::write(&p, &nul_size).unwrap();
+    let content = |tool: &str| {
+        let o = Command::new(tool)
+            .args(["-xOf", p.to_str().unwrap(), "a.json"])
+            .output()
+            .unwrap();
+        o.stdout
+    };
+    assert_eq!(content("tar"), b"{}\n ");
+    assert_eq!(content("bsdtar"), b"", "libarchive reads size 0");
+    assert_eq!(
+        neff_listed(tmp.path(), "nul-size", &nul_size, "digits after a NUL"),
+        None
+    );
+
+    // A base-256 marker GNU tar does not write (0x81): libarchive reads it
+    // as a number, GNU tar refuses it.
+    let mut b = member("a.json", b"{}");
+    b[124..136].copy_from_slice(&[0x81, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    rechecksum(&mut b);
+    let marker = archive(&[b]);
+    let r = neff_listed(tmp.path(), "marker", &marker, "base-256 marker 0x81");
+    assert_eq!(r, None);
+
+    // A device number field with a space inside its digits: libarchive
+    // does not recognize the archive, GNU tar lists it; refused.
+    let mut c = member("a.json", b"{}");
+    c[329..337].copy_from_slice(b"00000 0\0");
+    rechecksum(&mut c);
+    let dev = archive(&[c]);
+    let p = tmp.path().join("dev.tar");
+    std::fs::write(&p, &dev).unwrap();
+    assert_eq!(listed("tar", &p), Some(vec!["a.json".to_string()]));
+    assert_eq!(listed("bsdtar", &p), None);
+    let r = neff_listed(tmp.path(), "dev", &dev, "devmajor field");
+    assert_eq!(r, None);
+}
+
+#[test]
+fn a_link_name_on_a_regular_file_is_ignored_as_both_readers_ignore_it() {
+    let mut a = member("a.json", b"{}");
+    a[157..163].copy_from_slice(b"target");
+    rechecksum(&mut a);
+    let file = neff::harness::wrap(&archive(&[a]));
+    let n = neff::Neff::from_bytes(file, &Default::default()).unwrap();
+    let e = &n.entries()[0];
+    assert_eq!(e.kind, neff::tar::Kind::File);
+    assert_eq!(n.link(e), None);
+}

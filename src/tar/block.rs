@@ -2,7 +2,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::number::parse_octal;
+use super::number::{parse_numeric, parse_octal};
 
 /// Size of a tar block.
 pub const BLOCK: usize = 512;
@@ -77,6 +77,23 @@ impl Block {
             - field.iter().map(|&b| i64::from(b as i8)).sum::<i64>()
             + blanks as i64;
         stored as i64 == signed
+    }
+
+    /// Checks the numeric fields the index does not otherwise read (uid,
+    /// gid, device numbers): octal digits between spaces and NULs, or GNU
+    /// base-256. libarchive does not recognize a tar whose first header has
+    /// other bytes there, and GNU tar refuses them in any header, so a
+    /// header that has them is refused wherever it is.
+    pub fn check_other_numbers(&self) -> Result<(), String> {
+        for (what, f) in [
+            ("uid", &self.uid),
+            ("gid", &self.gid),
+            ("devmajor", &self.devmajor),
+            ("devminor", &self.devminor),
+        ] {
+            parse_numeric(f).map_err(|e| format!("{what} field: {e}"))?;
+        }
+        Ok(())
     }
 
     /// POSIX ustar (`ustar\0`), whose `prefix` field extends the name.

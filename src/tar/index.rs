@@ -263,6 +263,8 @@ struct Pending {
     /// Offset of the first extended header not yet consumed.
     first: Option<usize>,
     local: Overrides<Name>,
+    /// A PAX `x` header was read for this entry.
+    pax: bool,
     long_name: Option<Name>,
     long_link: Option<Name>,
 }
@@ -296,12 +298,15 @@ impl Index {
             let got = src.read(pos, BLOCK)?;
             let rest = got.len();
             if rest == 0 {
+                if pos == 0 {
+                    // GNU tar and libarchive's tar reader refuse it.
+                    return Err(Error::tar(pos, "empty tar: no header at all"));
+                }
                 break; // end of data without end-of-archive blocks
             }
             if rest < BLOCK {
-                if got.iter().all(|&b| b == 0) {
-                    break;
-                }
+                // Zeros or not: libarchive and the tar crate refuse a cut
+                // block (GNU tar reads a cut block of zeros as the end).
                 return Err(Error::tar(
                     pos,
                     format!("truncated header: {rest} bytes left, a header needs {BLOCK}"),
@@ -319,6 +324,9 @@ impl Index {
                     "bad header checksum (not a tar header, or corrupt)",
                 ));
             }
+            block
+                .check_other_numbers()
+                .map_err(|e| Error::tar(pos, e))?;
             let hsize = parse_numeric(&block.size)
                 .map_err(|e| Error::tar(pos, format!("size field: {e}")))?;
             let data = pos + BLOCK;
@@ -374,6 +382,16 @@ impl Index {
                 let mut keep =
                     |r: Range<usize>| src.keep(data + r.start..data + r.end, &scratch[r]);
                 match typeflag {
+                    b'x' | b'X' if pending.pax => {
+                        // GNU tar keeps only the last; libarchive warns and
+                        // keeps the last; a reader that merged them would
+                        // name the entry from the first.
+                        return Err(Error::tar(
+                            pos,
+                            "a second PAX extended header for one entry (GNU tar and \
+                             libarchive keep only the last)",
+                        ));
+                    }
                     b'x' | b'X' | b'g' => {
                         let o = pax::parse(&scratch, 0..scratch.len())
                             .map_err(|e| Error::tar(pos, e))?
@@ -398,6 +416,7 @@ impl Index {
                             }
                             global.merge(o);
                         } else {
+                            pending.pax = true;
                             pending.local.merge(o);
                         }
                     }
@@ -430,6 +449,16 @@ impl Index {
             let end = data as u64 + size;
             pos = usize::try_from(end.div_ceil(BLOCK as u64).saturating_mul(BLOCK as u64))
                 .unwrap_or(usize::MAX);
+            // The data's padding to a whole block must exist too: GNU tar,
+            // libarchive and the tar crate read whole blocks and refuse an
+            // archive cut inside one, even after the last entry's data.
+            let pad = pos - end as usize;
+            if pad > 0 && src.read(end as usize, pad)?.len() < pad {
+                return Err(Error::tar(
+                    pos - BLOCK,
+                    "archive ends inside the last block of an entry's data (its padding is cut)",
+                ));
+            }
         }
         if let Some(at) = pending.first {
             return Err(Error::tar(
@@ -481,17 +510,20 @@ fn make_entry<S: Source>(
         }
         None => field(0, &block.name),
     };
-    let link = match pick(&pending.local.linkpath, &pending.long_link) {
-        Some(found) => Some(found),
-        None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
-        None => None,
-    };
     let mut kind = match block.typeflag {
         b'0' | 0 | b'7' => Kind::File,
         b'5' => Kind::Dir,
         b'2' => Kind::Symlink,
         b'1' => Kind::Hardlink,
         _ => Kind::Other,
+    };
+    // Only links have a target: a link name on any other entry is ignored
+    // by GNU tar and libarchive alike.
+    let link = match pick(&pending.local.linkpath, &pending.long_link) {
+        _ if !matches!(kind, Kind::Symlink | Kind::Hardlink) => None,
+        Some(found) => Some(found),
+        None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
+        None => None,
     };
     // Old tar marks directories only by a trailing slash.
     if kind == Kind::File && block.typeflag == 0 && src.name(&name).ends_with(b"/") {

@@ -23,7 +23,8 @@
 //! reader's tool) would read an archive differently, the walk refuses it
 //! with a reason; where they agree, it reads exactly what they read. Cases
 //! handled so far (each pinned by `tests/ambiguity.rs`, which lists the
-//! crafted archives with both tools):
+//! crafted archives with both tools; the differential fuzz targets
+//! `vs_libarchive` and `vs_tar_crate` in `fuzz/` found several of them):
 //!
 //! - an entry that carries no data (hard link, symlink, device, directory,
 //!   FIFO) but declares a size, in its ustar field or a PAX `size` record:
@@ -34,6 +35,23 @@
 //!   NUL, and so does the walk (the rest, `../` included, is dropped);
 //! - a global PAX record (`g`) that sets `path`, `linkpath` or `size`: GNU
 //!   tar applies it to every later entry, libarchive ignores it; refused;
+//! - two PAX `x` headers for one entry: GNU tar keeps the last, libarchive
+//!   warns that it is malformed (merging them would name the entry from
+//!   the first); refused;
+//! - a numeric field (size, mode, mtime, checksum, uid, gid, device
+//!   numbers) with digits after a NUL: GNU tar skips one leading NUL and
+//!   reads the digits, libarchive reads 0; refused. So is any other byte
+//!   than spaces around octal digits (libarchive does not recognize a tar
+//!   whose first header has one), and a base-256 marker other than GNU's
+//!   `0x80` (libarchive takes any byte with the top bit set);
+//! - an archive that ends inside a block (the padding of the last entry's
+//!   data, or a cut block of zeros after it): libarchive refuses it (GNU
+//!   tar reads a cut block of zeros as the end); refused. An empty tar
+//!   (no byte at all) is refused as both refuse it;
+//! - a link name on an entry that is not a link: both ignore it, and so
+//!   does the index (only symlinks and hard links have a target);
+//! - two GNU long names for one entry: both take the last, as does the
+//!   walk;
 //! - a GNU sparse file (old `S` entries, or PAX `GNU.sparse.*` records):
 //!   both tools expand it to its real size; listing its stored bytes or its
 //!   PAX 1.0 internal name (`GNUSparseFile.0/…`) would read it differently,

@@ -9,10 +9,15 @@ pub fn parse_numeric(f: &[u8]) -> Result<u64, String> {
     }
 }
 
-/// Octal digits, optionally surrounded by spaces and NULs.
+/// Octal digits after optional spaces, ended by spaces and NULs; a field
+/// of only NULs and spaces is 0.
+///
+/// A NUL before the digits is refused: GNU tar skips one leading NUL and
+/// reads the digits after it, libarchive stops at the NUL and reads 0, so
+/// the two would read different sizes (and find different members after).
 pub(crate) fn parse_octal(f: &[u8]) -> Result<u64, String> {
     let mut i = 0;
-    while i < f.len() && (f[i] == b' ' || f[i] == 0) {
+    while i < f.len() && f[i] == b' ' {
         i += 1;
     }
     let mut v: u64 = 0;
@@ -24,6 +29,12 @@ pub(crate) fn parse_octal(f: &[u8]) -> Result<u64, String> {
         i += 1;
     }
     if f[i..].iter().any(|&b| b != b' ' && b != 0) {
+        if f[i] == 0 {
+            return Err(format!(
+                "digits after a NUL in numeric field \"{}\" (GNU tar reads them, libarchive does not)",
+                f.escape_ascii()
+            ));
+        }
         return Err(format!(
             "non-octal character {:?} in numeric field {:?}",
             f[i] as char,
@@ -35,9 +46,19 @@ pub(crate) fn parse_octal(f: &[u8]) -> Result<u64, String> {
 
 /// GNU base-256: the first byte's top bit marks it, its next bit is the
 /// sign, and the rest of the field is a big-endian two's-complement number.
+///
+/// Only the markers GNU tar writes, `0x80` (positive) and `0xff`
+/// (negative, refused), are read: libarchive reads any byte with the top
+/// bit set as a marker, GNU tar refuses the others.
 fn parse_base256(f: &[u8]) -> Result<u64, String> {
-    if f[0] & 0x40 != 0 {
+    if f[0] == 0xff {
         return Err("negative base-256 number".into());
+    }
+    if f[0] != 0x80 {
+        return Err(format!(
+            "base-256 marker {:#04x} (GNU tar writes and reads only 0x80 and 0xff)",
+            f[0]
+        ));
     }
     let mut v = u64::from(f[0] & 0x3f);
     for &b in &f[1..] {
@@ -58,6 +79,16 @@ mod tests {
         assert_eq!(parse_numeric(b"00000001750\0"), Ok(1000));
         assert_eq!(parse_numeric(b"   1750 \0\0\0\0"), Ok(1000));
         assert_eq!(parse_numeric(b"\0\0\0\0"), Ok(0));
+        assert_eq!(parse_numeric(b"  \0 \0"), Ok(0));
+    }
+
+    #[test]
+    fn digits_after_a_leading_nul_are_refused() {
+        // GNU tar reads 0o2273 here, libarchive reads 0.
+        let e = parse_numeric(b"\x0000000002273").unwrap_err();
+        assert!(e.contains("digits after a NUL"), "{e}");
+        assert!(parse_numeric(b"\0\0123").is_err());
+        assert!(parse_numeric(b"  \0 12").is_err());
     }
 
     #[test]
@@ -75,6 +106,8 @@ mod tests {
         assert_eq!(parse_numeric(&f), Ok(0x0201));
         f[0] = 0xff;
         assert!(parse_numeric(&f).unwrap_err().contains("negative"));
+        f[0] = 0x81;
+        assert!(parse_numeric(&f).unwrap_err().contains("marker 0x81"));
         let mut o = [0xffu8; 12];
         o[0] = 0x80;
         assert!(parse_numeric(&o).unwrap_err().contains("overflow"));
