@@ -17,4 +17,5 @@ run() {
 run whole_neff & run tar_payload & wait
 run json_members & run roundtrip & wait
 run unpack_contained & run json_skim & wait
+run vs_libarchive & run vs_tar_crate & wait
 echo done >> "$LOGDIR/status"

@@ -242,6 +242,21 @@ fn expected_name(name: &[u8], dir: bool) -> Vec<u8> {
     s[..end].to_vec()
 }
 
+/// `pack`'s NEFF of `entries`, or `None` where it refuses them (only a
+/// file named with a trailing slash, which readers take for a directory).
+fn packed(entries: &[PackEntry], opts: &PackOptions) -> Option<Vec<u8>> {
+    match pack::pack(entries, opts) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            let slash = entries
+                .iter()
+                .any(|w| matches!(w.kind, PackKind::File(_)) && w.name.ends_with(b"/"));
+            assert!(slash, "packing in memory: {e}");
+            None
+        }
+    }
+}
+
 /// Target (d): build a valid archive with the library's writer and check
 /// that the index lists exactly what was written (a differential check).
 pub fn roundtrip(data: &[u8]) {
@@ -252,7 +267,9 @@ pub fn roundtrip(data: &[u8]) {
             mtime: Some(0),
             ..Default::default()
         };
-        let bytes = pack::pack(&entries, &opts).expect("packing in memory");
+        let Some(bytes) = packed(&entries, &opts) else {
+            return;
+        };
         crate::verify::verify_file(&bytes).expect("a packed NEFF verifies");
         let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
         assert_eq!(n.entries().len(), entries.len(), "entry count");
@@ -289,7 +306,9 @@ pub fn unpack_contained(data: &[u8], scratch: &Path) {
         mtime: Some(0),
         ..Default::default()
     };
-    let bytes = pack::pack(&entries, &opts).expect("packing in memory");
+    let Some(bytes) = packed(&entries, &opts) else {
+        return;
+    };
     let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
     let parent = tempfile_dir(scratch);
     let out = parent.join("out");

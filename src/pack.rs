@@ -169,7 +169,25 @@ fn file_mtime(meta: &std::fs::Metadata) -> u64 {
 }
 
 /// Builds NEFF bytes from entries (written in the order given).
+///
+/// A regular file whose name ends in `/` is refused: every tar reader
+/// (GNU tar, libarchive, this crate's) reads such an entry as a directory.
 pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
+    if let Some(e) = entries
+        .iter()
+        .find(|e| matches!(e.kind, PackKind::File(_)) && e.name.ends_with(b"/"))
+    {
+        let shown = &e.name[e.name.len().saturating_sub(64)..];
+        return Err(Error::Refused(format!(
+            "a file named \"{}{}\" ends in '/': tar readers read it as a directory",
+            if shown.len() < e.name.len() {
+                "…"
+            } else {
+                ""
+            },
+            shown.escape_ascii()
+        )));
+    }
     let tar = write_tar(entries);
     let graphs = kelf_graphs(entries.iter().filter_map(|e| match &e.kind {
         PackKind::File(d) => Some((&e.name[..], &d[..])),

@@ -380,6 +380,18 @@ fn numeric_fields_the_two_readers_would_read_differently_are_refused() {
     assert_eq!(listed("bsdtar", &p), None);
     let r = neff_listed(tmp.path(), "dev", &dev, "devmajor field");
     assert_eq!(r, None);
+
+    // The same rule holds in a PAX header's own fields: libarchive does not
+    // recognize a tar whose first header's mode has digits after a NUL.
+    let mut x = pax(&[("path", "named.json")]);
+    x[100..108].copy_from_slice(b"0\0\x000000\0");
+    rechecksum(&mut x);
+    let pax_mode = archive(&[x, member("a.json", b"{}")]);
+    let p = tmp.path().join("pax-mode.tar");
+    std::fs::write(&p, &pax_mode).unwrap();
+    assert_eq!(listed("bsdtar", &p), None);
+    let r = neff_listed(tmp.path(), "pax-mode", &pax_mode, "mode field");
+    assert_eq!(r, None);
 }
 
 #[test]
@@ -392,4 +404,57 @@ fn a_link_name_on_a_regular_file_is_ignored_as_both_readers_ignore_it() {
     let e = &n.entries()[0];
     assert_eq!(e.kind, neff::tar::Kind::File);
     assert_eq!(n.link(e), None);
+}
+
+#[test]
+fn entry_types_the_two_readers_list_differently_are_refused_and_old_directories_read() {
+    assert!(have("bsdtar"), "bsdtar is missing: run scripts/test");
+    let tmp = tempfile::tempdir().unwrap();
+    let typed = |name: &str, typeflag: u8, data: &[u8]| {
+        let mut v = header(name, typeflag, data.len() as u64, "");
+        v.extend(padded(data));
+        v
+    };
+    // A Solaris ACL, a volume label: GNU tar lists them as members,
+    // libarchive applies or skips them. An unknown type is "unknown" to GNU
+    // tar and a file to libarchive; a GNU dump directory (`D`) a directory
+    // that carries data to both. NEFF writers make none of them: refused.
+    for (t, name, differ) in [
+        (b'A', "acl", true),
+        (b'V', "label", true),
+        (b'Q', "q", false),
+        (b'D', "dumpdir/", false),
+    ] {
+        let tar = archive(&[typed(name, t, b"Yx\0\0"), member("next", b"x")]);
+        let p = tmp.path().join("t.tar");
+        std::fs::write(&p, &tar).unwrap();
+        let (gnu, bsd) = (listed("tar", &p), listed("bsdtar", &p));
+        assert_eq!(
+            gnu != bsd,
+            differ,
+            "typeflag {}: {gnu:?} {bsd:?}",
+            t as char
+        );
+        let label = format!("type-{}", t as char);
+        assert_eq!(neff_listed(tmp.path(), &label, &tar, "typeflag"), None);
+    }
+    // A regular file named with a trailing slash is a directory to both.
+    let tar = archive(&[typed("old/", b'0', b""), member("next", b"x")]);
+    let p = tmp.path().join("old.tar");
+    std::fs::write(&p, &tar).unwrap();
+    let o = Command::new("tar").arg("tvf").arg(&p).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with('d'));
+    let file = neff::harness::wrap(&tar);
+    let n = neff::Neff::from_bytes(file, &Default::default()).unwrap();
+    assert_eq!(n.entries()[0].kind, neff::tar::Kind::Dir);
+    // A contiguous file so named: a file to GNU tar, a directory to
+    // libarchive.
+    let tar = archive(&[typed("c7/", b'7', b""), member("next", b"x")]);
+    let p = tmp.path().join("c7.tar");
+    std::fs::write(&p, &tar).unwrap();
+    let o = Command::new("tar").arg("tvf").arg(&p).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with('C'));
+    let o = Command::new("bsdtar").arg("tvf").arg(&p).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with('d'));
+    assert_eq!(neff_listed(tmp.path(), "c7", &tar, "contiguous-file"), None);
 }

@@ -79,17 +79,19 @@ impl Block {
         stored as i64 == signed
     }
 
-    /// Checks the numeric fields the index does not otherwise read (uid,
-    /// gid, device numbers): octal digits between spaces and NULs, or GNU
-    /// base-256. libarchive does not recognize a tar whose first header has
-    /// other bytes there, and GNU tar refuses them in any header, so a
-    /// header that has them is refused wherever it is.
-    pub fn check_other_numbers(&self) -> Result<(), String> {
+    /// Checks the numeric fields besides the size, in every header (PAX
+    /// and GNU long-name headers too): octal digits between spaces and
+    /// NULs, or GNU base-256. libarchive does not recognize a tar whose
+    /// first header has other bytes there, and GNU tar refuses them in any
+    /// header, so a header that has them is refused wherever it is.
+    pub fn check_numbers(&self) -> Result<(), String> {
         for (what, f) in [
-            ("uid", &self.uid),
-            ("gid", &self.gid),
-            ("devmajor", &self.devmajor),
-            ("devminor", &self.devminor),
+            ("mode", &self.mode[..]),
+            ("mtime", &self.mtime[..]),
+            ("uid", &self.uid[..]),
+            ("gid", &self.gid[..]),
+            ("devmajor", &self.devmajor[..]),
+            ("devminor", &self.devminor[..]),
         ] {
             parse_numeric(f).map_err(|e| format!("{what} field: {e}"))?;
         }

@@ -17,13 +17,13 @@ use crate::limits::Limits;
 pub enum Kind {
     /// A regular file: typeflag `0`, NUL (v7) or `7` (contiguous file).
     File,
-    /// A directory: typeflag `5`, or a v7 NUL-typeflag entry whose name ends in `/`.
+    /// A directory: typeflag `5`, or a regular-file entry (`0` or NUL) whose name ends in `/`.
     Dir,
     /// A symbolic link (typeflag `2`); its target is [`Entry::link`].
     Symlink,
     /// A hard link to an earlier member (typeflag `1`); its target is [`Entry::link`].
     Hardlink,
-    /// FIFOs, devices, GNU sparse files and anything else.
+    /// FIFOs and character or block devices (typeflags `3`, `4`, `6`).
     Other,
 }
 
@@ -324,13 +324,27 @@ impl Index {
                     "bad header checksum (not a tar header, or corrupt)",
                 ));
             }
-            block
-                .check_other_numbers()
-                .map_err(|e| Error::tar(pos, e))?;
+            block.check_numbers().map_err(|e| Error::tar(pos, e))?;
             let hsize = parse_numeric(&block.size)
                 .map_err(|e| Error::tar(pos, format!("size field: {e}")))?;
             let data = pos + BLOCK;
             let typeflag = block.typeflag;
+            if !matches!(
+                typeflag,
+                0 | b'0'..=b'7' | b'x' | b'X' | b'g' | b'L' | b'K' | b'S'
+            ) {
+                // GNU tar lists an unknown type as such, libarchive reads
+                // one as a file, an ACL or a label for the next entry, a
+                // directory (`D`), or skips it (`V`): they list different
+                // members. NEFF writers use none of them.
+                return Err(Error::tar(
+                    pos,
+                    format!(
+                        "typeflag '{}': GNU tar and libarchive read such entries differently",
+                        [typeflag].escape_ascii()
+                    ),
+                ));
+            }
             if typeflag == b'S' || pending.local.sparse || global.sparse {
                 // GNU tar and libarchive expand a sparse file (holes as
                 // zeros, to its real size); listing its stored bytes, or its
@@ -525,8 +539,18 @@ fn make_entry<S: Source>(
         None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
         None => None,
     };
-    // Old tar marks directories only by a trailing slash.
-    if kind == Kind::File && block.typeflag == 0 && src.name(&name).ends_with(b"/") {
+    // Old tar marks directories only by a trailing slash: GNU tar and
+    // libarchive read a regular file (`0` or NUL) whose name ends in `/` as
+    // a directory. A contiguous file (`7`) so named is a file to GNU tar, a
+    // directory to libarchive: refused.
+    if kind == Kind::File && src.name(&name).ends_with(b"/") {
+        if block.typeflag == b'7' {
+            return Err(Error::tar(
+                pos,
+                "a contiguous-file entry whose name ends in '/': GNU tar reads a file, \
+                 libarchive a directory",
+            ));
+        }
         kind = Kind::Dir;
     }
     // An entry that carries no data (a link, device, directory or FIFO)

@@ -31,7 +31,7 @@ pub(crate) fn parse_octal(f: &[u8]) -> Result<u64, String> {
     if f[i..].iter().any(|&b| b != b' ' && b != 0) {
         if f[i] == 0 {
             return Err(format!(
-                "digits after a NUL in numeric field \"{}\" (GNU tar reads them, libarchive does not)",
+                "digits after a NUL in numeric field \"{}\" (GNU tar and libarchive read such a field differently)",
                 f.escape_ascii()
             ));
         }
@@ -87,7 +87,7 @@ mod tests {
         // GNU tar reads 0o2273 here, libarchive reads 0.
         let e = parse_numeric(b"\x0000000002273").unwrap_err();
         assert!(e.contains("digits after a NUL"), "{e}");
-        assert!(parse_numeric(b"\0\0123").is_err());
+        assert!(parse_numeric(b"\0\x00123").is_err());
         assert!(parse_numeric(b"  \0 12").is_err());
     }
 

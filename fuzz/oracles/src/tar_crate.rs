@@ -1,0 +1,109 @@
+//! The `tar` crate as a pure-Rust oracle, with its known departures from
+//! GNU tar and libarchive (the readers `neff` follows) taken out of the
+//! comparison. Each departure is listed where it is handled:
+//!
+//! - a name or link target (GNU long name, PAX `path`/`linkpath`) with a
+//!   NUL inside: the crate keeps the bytes after it; GNU tar and
+//!   libarchive end the name at the NUL. Cut at the first NUL here.
+//! - a PAX global header (`g`): the crate lists it as an entry; GNU tar
+//!   and libarchive do not. Dropped here.
+//! - two GNU long names (or long link names) for one entry: the crate
+//!   refuses; GNU tar and libarchive both take the last. Not judged.
+//! - a numeric field of only NULs (or spaces): the crate refuses it as
+//!   "not a number"; GNU tar and libarchive read 0. Not judged.
+//! - a regular file (`0` or NUL) whose name ends in `/`: the crate lists a
+//!   file, GNU tar and libarchive a directory. Listed as a directory here.
+//! - a header whose checksum is the signed byte sum (old writers): the
+//!   crate checks the unsigned sum only; GNU tar and libarchive accept
+//!   either. Not judged.
+//! - a PAX header with a record the crate cannot parse: it skips records
+//!   (the path among them) that GNU tar and libarchive read. Not judged.
+//! - a GNU sparse file: the crate expands old-format maps; `neff` refuses
+//!   sparse files (the `tar` module docs), which is always allowed.
+
+use std::io::Read;
+
+use tar::EntryType;
+
+use crate::{Listed, Listing};
+
+/// The crate's listing of `tar`, or `None` where it is known to read the
+/// archive differently from GNU tar and libarchive, or where an entry's
+/// data is larger than [`MAX_DATA`](crate::MAX_DATA).
+pub fn list(tar: &[u8]) -> Option<Listing> {
+    let mut ar = tar::Archive::new(tar);
+    let entries = match ar.entries() {
+        Ok(e) => e,
+        Err(e) => return Some(Err(format!("open: {e}"))),
+    };
+    let mut out = Vec::new();
+    for (i, e) in entries.enumerate() {
+        let mut e = match e {
+            Ok(e) => e,
+            Err(err) if departs(&err.to_string()) => return None,
+            Err(err) => return Some(Err(format!("entry {i}: {err}"))),
+        };
+        let t = e.header().entry_type();
+        let malformed_pax = match e.pax_extensions() {
+            Ok(Some(recs)) => recs.into_iter().any(|r| r.is_err()),
+            Ok(None) => false,
+            Err(_) => true,
+        };
+        if malformed_pax {
+            return None;
+        }
+        let kind = match t {
+            EntryType::XGlobalHeader => continue,
+            EntryType::Regular | EntryType::Continuous => "file",
+            EntryType::Directory => "dir",
+            EntryType::Symlink => "symlink",
+            EntryType::Link => "hardlink",
+            EntryType::GNUSparse => "sparse",
+            _ => "other",
+        };
+        let name = cut_at_nul(&e.path_bytes());
+        let kind = match kind {
+            "file" if t == EntryType::Regular && name.ends_with(b"/") => "dir",
+            k => k,
+        };
+        let link = e.link_name_bytes().map(|l| cut_at_nul(&l));
+        let size = e.size();
+        let mut data = Vec::new();
+        if let Err(err) = (&mut e)
+            .take(crate::MAX_DATA as u64 + 1)
+            .read_to_end(&mut data)
+        {
+            return Some(Err(format!("data of entry {i}: {err}")));
+        }
+        if data.len() > crate::MAX_DATA {
+            return None;
+        }
+        out.push(Listed {
+            name,
+            kind,
+            size,
+            link: if matches!(kind, "symlink" | "hardlink") {
+                link
+            } else {
+                None
+            },
+            data,
+        });
+    }
+    Some(Ok(out))
+}
+
+/// The crate's errors that mark one of its known departures.
+fn departs(err: &str) -> bool {
+    err.contains("two long name entries")
+        || err.contains("numeric field was not a number:  ")
+        || err.contains("archive header checksum mismatch")
+}
+
+fn cut_at_nul(b: &[u8]) -> Vec<u8> {
+    b[..memchr(b)].to_vec()
+}
+
+fn memchr(b: &[u8]) -> usize {
+    b.iter().position(|&c| c == 0).unwrap_or(b.len())
+}
