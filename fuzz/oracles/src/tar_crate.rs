@@ -18,6 +18,9 @@
 //!   either. Not judged.
 //! - a PAX header with a record the crate cannot parse: it skips records
 //!   (the path among them) that GNU tar and libarchive read. Not judged.
+//! - an extension header (PAX `x`, GNU `L`/`K`) without the ustar or GNU
+//!   magic: the crate lists it as an entry; GNU tar and libarchive apply
+//!   it to the next entry. Not judged.
 //! - a GNU sparse file: the crate expands old-format maps; `neff` refuses
 //!   sparse files (the `tar` module docs), which is always allowed.
 
@@ -54,6 +57,7 @@ pub fn list(tar: &[u8]) -> Option<Listing> {
         }
         let kind = match t {
             EntryType::XGlobalHeader => continue,
+            EntryType::XHeader | EntryType::GNULongName | EntryType::GNULongLink => return None,
             EntryType::Regular | EntryType::Continuous => "file",
             EntryType::Directory => "dir",
             EntryType::Symlink => "symlink",
