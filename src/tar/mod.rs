@@ -50,6 +50,9 @@
 //!   (no byte at all) is refused as both refuse it;
 //! - a link name on an entry that is not a link: both ignore it, and so
 //!   does the index (only symlinks and hard links have a target);
+//! - a PAX record whose keyword is empty or holds a NUL: GNU tar reads
+//!   the record's path (after a warning or an error), libarchive drops the
+//!   whole header; refused;
 //! - two GNU long names for one entry: both take the last, as does the
 //!   walk;
 //! - a GNU sparse file (old `S` entries, or PAX `GNU.sparse.*` records):

@@ -105,6 +105,14 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
         let kv = &tar[kv_start..kv_end];
         let eq = memchr::memchr(b'=', kv).ok_or("PAX record has no '='")?;
         let key = &kv[..eq];
+        if key.is_empty() || key.contains(&0) {
+            // GNU tar reads the keyword as a C string and finds no '=';
+            // libarchive calls the header invalid and drops all of it.
+            return Err(format!(
+                "PAX record keyword \"{}\" is empty or holds a NUL (GNU tar and libarchive refuse it)",
+                key.escape_ascii()
+            ));
+        }
         let val = kv_start + eq + 1..kv_end;
         let text = &tar[val.clone()];
         // A name ends at its first NUL, as GNU tar and libarchive read it
@@ -199,6 +207,16 @@ mod tests {
     #[test]
     fn record_without_equals_is_refused() {
         assert!(p(b"11 pathxyz\n").unwrap_err().contains("no '='"));
+    }
+
+    #[test]
+    fn a_keyword_that_is_empty_or_holds_a_nul_is_refused() {
+        // GNU tar: "missing equal sign" / "unknown keyword ''"; libarchive:
+        // "malformed pax extended attribute" (and drops the path).
+        assert!(p(b"14 path=named\n10 k\0=vle\n")
+            .unwrap_err()
+            .contains("NUL"));
+        assert!(p(b"14 path=named\n9 =value\n").is_err());
     }
 
     #[test]
