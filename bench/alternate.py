@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Two neff builds side by side on one scan, in alternating pairs.
+
+    python3 bench/alternate.py BEFORE_NEFF AFTER_NEFF ZOO [PAIRS]
+
+Runs `scan --jobs 2 ZOO` with each binary PAIRS times (default 8),
+alternating which goes first, drops the first pair (warm-up), and prints
+the median wall and CPU time of each and their ratio. Warm the page cache
+first (e.g. `find ZOO -type f -exec cat {} + >/dev/null`).
+"""
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+before, after, zoo = sys.argv[1:4]
+pairs = int(sys.argv[4]) if len(sys.argv) > 4 else 8
+cmds = {"before": [before, "scan", "--jobs", "2", zoo], "after": [after, "scan", "--jobs", "2", zoo]}
+wall = {k: [] for k in cmds}
+cpu = {k: [] for k in cmds}
+for i in range(pairs):
+    for k in (list(cmds) if i % 2 == 0 else list(cmds)[::-1]):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(cmds[k], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        dt = time.perf_counter() - t
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if i > 0:
+            wall[k].append(dt)
+            cpu[k].append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+for k in cmds:
+    print(f"{k}: wall median {statistics.median(wall[k]):.3f} s "
+          f"(min {min(wall[k]):.3f}, max {max(wall[k]):.3f}), "
+          f"CPU median {statistics.median(cpu[k]):.2f} s, n={len(wall[k])}")
+print(f"after/before: wall {statistics.median(wall['after']) / statistics.median(wall['before']):.3f}, "
+      f"CPU {statistics.median(cpu['after']) / statistics.median(cpu['before']):.3f}")
