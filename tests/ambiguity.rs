@@ -24,9 +24,7 @@ fn header(name: &str, typeflag: u8, size: u64, link: &str) -> Vec<u8> {
     h[157..157 + link.len()].copy_from_slice(link.as_bytes());
     h[257..263].copy_from_slice(b"ustar\0");
     h[263..265].copy_from_slice(b"00");
-    h[148..156].fill(b' ');
-    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
-    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    rechecksum(&mut h);
     h
 }
 
@@ -63,9 +61,7 @@ fn pax(records: &[(&str, &str)]) -> Vec<u8> {
 fn global(records: &[(&str, &str)]) -> Vec<u8> {
     let mut g = pax(records);
     g[156] = b'g';
-    g[148..156].fill(b' ');
-    let sum: u32 = g[..512].iter().map(|&b| u32::from(b)).sum();
-    g[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    rechecksum(&mut g);
     g
 }
 

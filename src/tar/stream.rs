@@ -154,18 +154,11 @@ impl Source for StreamSource<'_, '_> {
         if self.at < off {
             return Ok(Some(0));
         }
-        // Retained members are under the JSON size cap: reserve exactly.
-        let mut kept = match retain {
-            true => {
-                let mut v = Vec::new();
-                v.try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
-                    .map_err(|_| {
-                        crate::Error::Io(std::io::Error::other("no memory for a retained member"))
-                    })?;
-                Some(v)
-            }
-            false => None,
-        };
+        // A retained member grows with the bytes the stream produces, never
+        // with the size its header claims (which may run past the end).
+        let mut kept = retain.then(Vec::new);
+        let no_memory =
+            |_| crate::Error::Io(std::io::Error::other("no memory for a retained member"));
         let mut left = size;
         while left > 0 {
             if self.lo == self.hi {
@@ -176,6 +169,7 @@ impl Source for StreamSource<'_, '_> {
             }
             let take = (self.hi - self.lo).min(usize::try_from(left).unwrap_or(usize::MAX));
             if let Some(k) = kept.as_mut() {
+                k.try_reserve(take).map_err(no_memory)?;
                 k.extend_from_slice(&self.buf[self.lo..self.lo + take]);
             }
             self.seek(off + (size - left) as usize + take)?;
