@@ -6,17 +6,21 @@
 Runs `scan --jobs 2 ZOO` with each binary PAIRS times (default 8),
 alternating which goes first, drops the first pair (warm-up), and prints
 the median wall and CPU time of each and their ratio. Warm the page cache
-first (e.g. `find ZOO -type f -exec cat {} + >/dev/null`).
+first (e.g. `find ZOO -type f -exec cat {} + >/dev/null`). SCAN_ARGS adds
+options to both scans (e.g. SCAN_ARGS="--inflate-budget 0" to stream every
+payload).
 """
 import resource
 import statistics
 import subprocess
+import os
 import sys
 import time
 
 before, after, zoo = sys.argv[1:4]
 pairs = int(sys.argv[4]) if len(sys.argv) > 4 else 8
-cmds = {"before": [before, "scan", "--jobs", "2", zoo], "after": [after, "scan", "--jobs", "2", zoo]}
+extra = os.environ.get("SCAN_ARGS", "").split()
+cmds = {k: [b, "scan", "--jobs", "2", *extra, zoo] for k, b in (("before", before), ("after", after))}
 wall = {k: [] for k in cmds}
 cpu = {k: [] for k in cmds}
 for i in range(pairs):
