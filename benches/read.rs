@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use neff::json::Source;
+use neff::fuzzing::steps::Source;
 use neff::pack::{pack, PackEntry, PackOptions};
 use neff::{accessors, Neff, Options, ReadMode};
 
@@ -133,7 +133,7 @@ fn index(c: &mut Criterion, inp: &Inputs) {
         .to_vec();
     g.bench_function("walk_only/gzip_3000", |b| {
         b.iter(|| {
-            neff::tar::Index::build(black_box(&tar), &neff::Limits::default())
+            neff::fuzzing::steps::Index::build(black_box(&tar), &neff::Limits::default())
                 .unwrap()
                 .entries
                 .len()
@@ -162,7 +162,7 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
         g.throughput(Throughput::Bytes(isize as u64));
         g.bench_function(BenchmarkId::new("libdeflate_thp_buffer", name), |b| {
             b.iter(|| {
-                neff::payload::inflate(black_box(&gz), 4 << 30)
+                neff::fuzzing::steps::inflate(black_box(&gz), 4 << 30)
                     .unwrap()
                     .len()
             })
@@ -183,11 +183,11 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
                     .unwrap()
             })
         });
-        let start = neff::payload::parallel::deflate_start(&gz).unwrap();
+        let start = neff::fuzzing::steps::parallel::deflate_start(&gz).unwrap();
         let data = &gz[start..gz.len() - 8];
         let threads = rayon::current_num_threads();
         g.bench_function(BenchmarkId::new("parallel_reused_vec", name), |b| {
-            b.iter(|| neff::payload::parallel::inflate(data, &mut reused, threads))
+            b.iter(|| neff::fuzzing::steps::parallel::inflate(data, &mut reused, threads))
         });
         g.bench_function(BenchmarkId::new("zlib_rs_stream_1mib", name), |b| {
             let mut buf = vec![0u8; 1 << 20];
@@ -267,7 +267,9 @@ fn json(c: &mut Criterion, inp: &Inputs) {
         ("skim_cc_keys_2_threads", true),
     ] {
         g.bench_function(BenchmarkId::new(name, "def_20m"), |b| {
-            b.iter(|| neff::json::skim::top_level_keys(black_box(big), &keys, 512, two).is_some())
+            b.iter(|| {
+                neff::fuzzing::steps::top_level_keys(black_box(big), &keys, 512, two).is_some()
+            })
         });
     }
     for (name, early_cc) in [

@@ -3,7 +3,8 @@
 
 use std::time::Instant;
 
-use neff::map::{FileBytes, ReadMode};
+use neff::fuzzing::steps::FileBytes;
+use neff::ReadMode;
 use neff::{Header, Limits};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -60,26 +61,31 @@ fn main() {
     });
     println!(
         "payload::inflate (THP) {:.5} s",
-        time(n, || neff::payload::inflate(gz, 4 << 30).unwrap().len())
+        time(n, || neff::fuzzing::steps::inflate(gz, 4 << 30)
+            .unwrap()
+            .len())
     );
-    let tar = neff::payload::inflate(gz, 4 << 30).unwrap();
+    let tar = neff::fuzzing::steps::inflate(gz, 4 << 30).unwrap();
     println!(
         "tar walk               {:.5} s",
-        time(n, || neff::tar::Index::build(&tar, &Limits::default())
-            .unwrap()
-            .entries
-            .len())
+        time(n, || neff::fuzzing::steps::Index::build(
+            &tar,
+            &Limits::default()
+        )
+        .unwrap()
+        .entries
+        .len())
     );
     println!(
         "crc32 of output        {:.5} s",
         time(n, || libdeflater::crc32(&tar))
     );
-    let start = neff::payload::parallel::deflate_start(gz).unwrap();
+    let start = neff::fuzzing::steps::parallel::deflate_start(gz).unwrap();
     let data = &gz[start..gz.len() - 8];
     for threads in [2, 4] {
         let mut out = vec![0u8; isize];
         let t = Instant::now();
-        let r = neff::payload::parallel::split_inflate(data, &mut out, threads, 256 << 10);
+        let r = neff::fuzzing::steps::parallel::split_inflate(data, &mut out, threads, 256 << 10);
         let ok = r == Some(isize) && out[..] == tar[..];
         if let Some(i) = out.iter().zip(tar.iter()).position(|(a, b)| a != b) {
             let last = out

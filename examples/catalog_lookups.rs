@@ -1,4 +1,4 @@
-//! N lookups by path through `neff::index::Catalog`, for measuring their CPU
+//! N lookups by path through `neff::catalog::Catalog`, for measuring their CPU
 //! cost apart from the wait for a CPU on a busy machine (PERF.md, issue 13):
 //!
 //! ```sh
@@ -15,9 +15,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let db = args.next().ok_or("usage: catalog_lookups DB N")?;
     let n: usize = args.next().ok_or("usage: catalog_lookups DB N")?.parse()?;
-    let cat = neff::index::Catalog::open(&db)?;
+    let cat = neff::catalog::Catalog::open(&db)?;
     let paths: Vec<String> = cat
-        .records(&neff::index::Filter::default())?
+        .records(&neff::catalog::Filter::default())?
         .into_iter()
         .map(|r| r.path)
         .collect();

@@ -24,10 +24,10 @@ fn main() {
         let _: serde::de::IgnoredAny = serde_json::from_slice(&data).unwrap();
         let b = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let one = neff::json::skim::top_level_keys(&data, &keys, 512, false).unwrap();
+        let one = neff::fuzzing::steps::top_level_keys(&data, &keys, 512, false).unwrap();
         let c = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let two = neff::json::skim::top_level_keys(&data, &keys, 512, true).unwrap();
+        let two = neff::fuzzing::steps::top_level_keys(&data, &keys, 512, true).unwrap();
         let d = t.elapsed().as_secs_f64();
         assert_eq!(one, two);
         println!(

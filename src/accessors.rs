@@ -22,7 +22,7 @@
 
 use crate::error::{Error, Result};
 use crate::json::{Json, Obj};
-use crate::neff::Neff;
+use crate::reader::Neff;
 use crate::select::Known;
 
 pub use crate::json::CC_KEYS;
@@ -56,7 +56,7 @@ fn find(neff: &Neff, k: Known) -> Result<Option<Member<'_>>> {
 }
 
 fn require(neff: &Neff, k: Known) -> Result<Member<'_>> {
-    find(neff, k)?.ok_or_else(|| Error::NoMatch(k.pattern().to_string()))
+    find(neff, k)?.ok_or_else(|| Error::no_match(k.pattern().to_string()))
 }
 
 /// `info.json`.
@@ -88,7 +88,7 @@ fn kelf_member(neff: &Neff) -> Result<Option<Member<'_>>> {
 
 /// `kelf-0.json`, else the first `kelf-*.json`.
 pub fn kelf(neff: &Neff) -> Result<Member<'_>> {
-    kelf_member(neff)?.ok_or_else(|| Error::NoMatch(Known::KelfAny.pattern().to_string()))
+    kelf_member(neff)?.ok_or_else(|| Error::no_match(Known::KelfAny.pattern().to_string()))
 }
 
 /// The tensor map and its `alias_map` entries, shape-checked in full.
@@ -126,8 +126,8 @@ pub fn alias(neff: &Neff) -> Result<Vec<(&str, &str)>> {
     let mut seen = std::collections::HashSet::with_capacity(pairs.len());
     for (input, _) in &pairs {
         if !seen.insert(*input) {
-            return Err(Error::Guard(
-                "1 input aliasing to multiple outputs is not supported".into(),
+            return Err(Error::guard(
+                "1 input aliasing to multiple outputs is not supported",
             ));
         }
     }
@@ -170,9 +170,7 @@ pub fn arch(neff: &Neff) -> Result<&str> {
         }
         let first = first.ok_or_else(|| k.shape("kelf target is an empty list"))?;
         if mixed {
-            return Err(Error::Guard(
-                "mixed accelerator usage is not supported".into(),
-            ));
+            return Err(Error::guard("mixed accelerator usage is not supported"));
         }
         return Ok(first);
     }
@@ -180,7 +178,7 @@ pub fn arch(neff: &Neff) -> Result<&str> {
         .and_then(Json::object)
         .and_then(|m| m.get("target_arch"))
         .and_then(Json::str)
-        .ok_or_else(|| Error::Guard("kelf has no target".into()))
+        .ok_or_else(|| Error::guard("kelf has no target"))
 }
 
 /// The object holding the CC keys: def.json itself when any is at its top
@@ -192,7 +190,7 @@ fn cc(neff: &Neff) -> Result<(Member<'_>, Obj<'_>)> {
             name: std::str::from_utf8(neff.name(e)).unwrap_or("member"),
             json,
         })
-        .ok_or_else(|| Error::NoMatch(Known::Def.pattern().to_string()))?;
+        .ok_or_else(|| Error::no_match(Known::Def.pattern().to_string()))?;
     let obj = d.object("def.json")?;
     if CC_KEYS.iter().any(|k| obj.has(k)) {
         return Ok((d, obj));
@@ -221,7 +219,7 @@ pub fn has_cc(neff: &Neff) -> Result<bool> {
 pub fn cc_world_size(neff: &Neff) -> Result<u128> {
     let (d, obj) = cc(neff)?;
     if !CC_KEYS.iter().any(|k| obj.has(k)) {
-        return Err(Error::Guard("NEFF does not have CC op".into()));
+        return Err(Error::guard("NEFF does not have CC op"));
     }
     let mut rg: usize = 0;
     if let Some(groups) = obj.get("replica_groups") {
@@ -229,14 +227,14 @@ pub fn cc_world_size(neff: &Neff) -> Result<u128> {
             .array()
             .ok_or_else(|| d.shape("replica_groups is not a list"))?;
         if topos.len() == 0 {
-            return Err(Error::Guard("Empty replica_groups found".into()));
+            return Err(Error::guard("Empty replica_groups found"));
         }
         for (idx, topo) in topos.enumerate() {
             let groups = topo
                 .array()
                 .ok_or_else(|| d.shape(format!("replica_groups[{idx}] is not a list")))?;
             if groups.len() == 0 {
-                return Err(Error::Guard(format!(
+                return Err(Error::guard(format!(
                     "Empty topology found at index {idx}, possible MPMD neff file. Try --stopAfter=compile"
                 )));
             }
@@ -255,7 +253,7 @@ pub fn cc_world_size(neff: &Neff) -> Result<u128> {
                 }
             }
             if rg != 0 && size != rg {
-                return Err(Error::Guard(format!(
+                return Err(Error::guard(format!(
                     "Inconsistent worker count across topologies: {rg} vs {size}. Possible MPMD neff file"
                 )));
             }
@@ -268,7 +266,7 @@ pub fn cc_world_size(neff: &Neff) -> Result<u128> {
             .array()
             .ok_or_else(|| d.shape("src_target_pairs is not a list"))?;
         if top.len() == 0 {
-            return Err(Error::Guard("Empty src_target_pairs found".into()));
+            return Err(Error::guard("Empty src_target_pairs found"));
         }
         // Iterative flatten: nesting is bounded by the depth cap, but a
         // stack of iterators keeps this loop free of recursion anyway.
@@ -286,7 +284,7 @@ pub fn cc_world_size(neff: &Neff) -> Result<u128> {
                 }
             }
         }
-        let max = max.ok_or_else(|| Error::Guard("Empty src_target_pairs found".into()))?;
+        let max = max.ok_or_else(|| Error::guard("Empty src_target_pairs found"))?;
         pairs = u128::from(max) + 1;
     }
     let expl: u64 = match obj.get("#rank_world_size") {
@@ -376,7 +374,7 @@ pub fn num_cores(neff: &Neff) -> Result<u64> {
         if nj.is_some() {
             return Ok(0);
         }
-        return Err(Error::NoMatch(Known::KelfAny.pattern().to_string()));
+        return Err(Error::no_match(Known::KelfAny.pattern().to_string()));
     };
     let obj = k.object("kelf")?;
     match obj.get("graphs") {
@@ -506,7 +504,7 @@ impl Accessor {
         let member = |k: Known, out: &mut Vec<u8>| {
             let e = neff
                 .known(k)
-                .ok_or_else(|| Error::NoMatch(k.pattern().to_string()))?;
+                .ok_or_else(|| Error::no_match(k.pattern().to_string()))?;
             neff.dumps_json(e, out)
         };
         match self {

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::accessors::Accessor;
 use crate::header::{hex, Header};
 use crate::json::{Json, Obj};
-use crate::neff::Neff;
+use crate::reader::Neff;
 use crate::tar::Entry;
 
 /// One value that differs: `a` in the first NEFF, `b` in the second.

@@ -1,8 +1,10 @@
-//! The one error type of the crate, and how each kind maps to an exit code.
+//! The crate's one error type: what went wrong, as data a caller can match.
 //!
-//! Every refusal names what was wrong in one line, so that the CLI can print
+//! Every refusal reads as one line, so that a client can print
 //! `neff: <path>: <reason>` and stop. The path is added by the caller, which
-//! knows it; the library describes the bytes.
+//! knows it; the library describes the bytes. How an error maps to an exit
+//! code or an exception class is the client's business (the binary and the
+//! Python package each map [`ErrorKind`]).
 
 use std::io;
 
@@ -10,17 +12,37 @@ use std::io;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong reading, writing or querying a NEFF.
+///
+/// Match on [`Error::kind`] for the broad class; the variants carry the
+/// details. New variants may be added (`#[non_exhaustive]`).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The operating system refused (no such file, permission denied, disk full).
     #[error("{0}")]
     Io(#[from] io::Error),
+    /// The file shrank or was rewritten while it was being read: the bytes
+    /// seen so far may mix two versions, so nothing read is trusted.
+    #[error("the file was truncated while being read")]
+    Changed,
+    /// An allocation the input justified could not be made.
+    #[error("no memory for {what}")]
+    OutOfMemory {
+        /// What was being allocated (e.g. `the member's data`).
+        what: &'static str,
+    },
     /// The 1024-byte header is not a NEFF header, or its sizes do not fit the file.
-    #[error("{0}")]
-    Header(String),
+    #[error("{reason}")]
+    Header {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The gzip payload is corrupt or truncated.
-    #[error("gzip payload: {0}")]
-    Gzip(String),
+    #[error("gzip payload: {reason}")]
+    Gzip {
+        /// What is wrong with it (with the offset into the payload where known).
+        reason: String,
+    },
     /// The tar archive is malformed at `offset` (bytes into the tar stream).
     #[error("tar at byte {offset}: {reason}")]
     Tar {
@@ -41,8 +63,11 @@ pub enum Error {
         cap: u64,
     },
     /// No regular member's name matches a pattern.
-    #[error("no member matches {0}")]
-    NoMatch(String),
+    #[error("no member matches {pattern}")]
+    NoMatch {
+        /// The pattern, as given.
+        pattern: String,
+    },
     /// A JSON member is not valid JSON.
     #[error("invalid JSON in {member}: {reason}")]
     Json {
@@ -59,36 +84,114 @@ pub enum Error {
         /// What is not as expected, naming the key (e.g. `alias_map is not a list`).
         what: String,
     },
-    /// An accessor's guard fired (the reference reader's refusal strings).
-    #[error("{0}")]
-    Guard(String),
+    /// An accessor's guard fired: `message` is the reference reader's own
+    /// refusal string (docs/FORMAT.md §4.3), kept verbatim.
+    #[error("{message}")]
+    Guard {
+        /// The refusal, word for word.
+        message: String,
+    },
     /// The payload's hash does not match the header.
-    #[error("{0}")]
-    Hash(String),
+    #[error("{algorithm} mismatch! header has {expected}, payload hashes to {actual}")]
+    Hash {
+        /// `MD5` (package version 2) or `SHA256` (version 1).
+        algorithm: &'static str,
+        /// The digest the header holds, in hex.
+        expected: String,
+        /// The digest of the payload as stored, in hex.
+        actual: String,
+    },
     /// Unpacking would write outside the target directory, or over itself.
     #[error("unsafe member {name:?}: {reason}")]
-    Unsafe {
+    UnsafePath {
         /// The member's name as stored in the archive.
         name: String,
         /// Why writing it would be unsafe (e.g. an absolute path, a `..` component).
         reason: String,
     },
+    /// The SQLite catalogue refused or failed (`scan --index`).
+    #[error("{context}")]
+    Catalog {
+        /// What was being done, and what went wrong, in one line.
+        context: String,
+        /// SQLite's own error, when it was SQLite that failed.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The request was refused for a reason not tied to the file's bytes
-    /// (for example a non-empty unpack target).
-    #[error("{0}")]
-    Refused(String),
+    /// (for example a non-empty unpack target, or a path that is a device).
+    #[error("{reason}")]
+    Refused {
+        /// Why.
+        reason: String,
+    },
     /// A usage error detected by the library (for example a bad regular expression).
-    #[error("{0}")]
-    Usage(String),
+    #[error("{reason}")]
+    Usage {
+        /// What is wrong with the request.
+        reason: String,
+    },
+}
+
+/// The broad class of an [`Error`], for callers that branch on it (the
+/// binary's exit code, the Python package's exception class).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Io`].
+    Io,
+    /// [`Error::Changed`].
+    Changed,
+    /// [`Error::OutOfMemory`].
+    OutOfMemory,
+    /// [`Error::Header`].
+    Header,
+    /// [`Error::Gzip`].
+    Gzip,
+    /// [`Error::Tar`].
+    Tar,
+    /// [`Error::Limit`].
+    Limit,
+    /// [`Error::NoMatch`].
+    NoMatch,
+    /// [`Error::Json`].
+    Json,
+    /// [`Error::Shape`].
+    Shape,
+    /// [`Error::Guard`].
+    Guard,
+    /// [`Error::Hash`].
+    Hash,
+    /// [`Error::UnsafePath`].
+    UnsafePath,
+    /// [`Error::Catalog`].
+    Catalog,
+    /// [`Error::Refused`].
+    Refused,
+    /// [`Error::Usage`].
+    Usage,
 }
 
 impl Error {
-    /// The CLI exit code for this error: 3 for I/O, 2 for usage, 1 for refusals.
-    pub fn exit_code(&self) -> i32 {
+    /// The broad class of this error.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Io(_) => 3,
-            Error::Usage(_) => 2,
-            _ => 1,
+            Error::Io(_) => ErrorKind::Io,
+            Error::Changed => ErrorKind::Changed,
+            Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+            Error::Header { .. } => ErrorKind::Header,
+            Error::Gzip { .. } => ErrorKind::Gzip,
+            Error::Tar { .. } => ErrorKind::Tar,
+            Error::Limit { .. } => ErrorKind::Limit,
+            Error::NoMatch { .. } => ErrorKind::NoMatch,
+            Error::Json { .. } => ErrorKind::Json,
+            Error::Shape { .. } => ErrorKind::Shape,
+            Error::Guard { .. } => ErrorKind::Guard,
+            Error::Hash { .. } => ErrorKind::Hash,
+            Error::UnsafePath { .. } => ErrorKind::UnsafePath,
+            Error::Catalog { .. } => ErrorKind::Catalog,
+            Error::Refused { .. } => ErrorKind::Refused,
+            Error::Usage { .. } => ErrorKind::Usage,
         }
     }
 
@@ -104,5 +207,53 @@ impl Error {
             member: member.to_string(),
             what: what.into(),
         }
+    }
+
+    pub(crate) fn header(reason: impl Into<String>) -> Error {
+        Error::Header {
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn gzip(reason: impl Into<String>) -> Error {
+        Error::Gzip {
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn guard(message: impl Into<String>) -> Error {
+        Error::Guard {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn refused(reason: impl Into<String>) -> Error {
+        Error::Refused {
+            reason: reason.into(),
+        }
+    }
+
+    #[cfg(feature = "catalog")]
+    pub(crate) fn catalog(context: impl Into<String>) -> Error {
+        Error::Catalog {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    pub(crate) fn usage(reason: impl Into<String>) -> Error {
+        Error::Usage {
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn no_match(pattern: impl Into<String>) -> Error {
+        Error::NoMatch {
+            pattern: pattern.into(),
+        }
+    }
+
+    pub(crate) fn no_memory(what: &'static str) -> Error {
+        Error::OutOfMemory { what }
     }
 }

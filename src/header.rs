@@ -13,12 +13,6 @@ use crate::error::{Error, Result};
 /// Size of the header every NEFF starts with.
 pub const HEADER_SIZE: usize = 1024;
 
-/// Feature bits a current runtime understands (bits 0..26); a major-2 NEFF
-/// with any of bits 27..62 set would be refused by the runtime.
-pub const SUPPORTED_FEATURES: u64 = 0x7FF_FFFF;
-/// Bits 27..62: "compiled by a newer version of Neuron compiler".
-pub const UNSUPPORTED_FEATURES: u64 = 0x7FFF_FFFF_F800_0000;
-
 /// The on-disk header, field for field (NEFF-FORMAT.md §1.1).
 #[derive(Clone, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned)]
 #[repr(C)]
@@ -110,7 +104,7 @@ impl Header {
     pub fn from_file_bytes(file: &[u8]) -> Result<&Header> {
         match Header::ref_from_prefix(file) {
             Ok((h, _)) => Ok(h),
-            Err(_) => Err(Error::Header(format!(
+            Err(_) => Err(Error::header(format!(
                 "file is {} bytes, shorter than the {HEADER_SIZE}-byte NEFF header",
                 file.len()
             ))),
@@ -167,21 +161,19 @@ impl Header {
         let file_len = file.len() as u64;
         let pkg = self.pkg_version.get();
         if pkg != 1 && pkg != 2 {
-            return Err(Error::Header(format!(
+            return Err(Error::header(format!(
                 "unsupported NEFF package version {pkg} (expected 1 or 2): not a NEFF"
             )));
         }
         let header_size = self.header_size.get();
         if header_size >= file_len {
-            return Err(Error::Header(format!(
+            return Err(Error::header(format!(
                 "header_size {header_size} is not inside the {file_len}-byte file"
             )));
         }
         let data_size = self.data_size.get();
         if data_size == 0 {
-            return Err(Error::Header(
-                "data_size is 0: the NEFF has no payload".into(),
-            ));
+            return Err(Error::header("data_size is 0: the NEFF has no payload"));
         }
         let mut start = HEADER_SIZE as u64;
         if header_size != start
@@ -193,7 +185,7 @@ impl Header {
         }
         let room = file_len - start;
         if data_size > room {
-            return Err(Error::Header(format!(
+            return Err(Error::header(format!(
                 "data_size {data_size} runs past the end of the file ({room} bytes after the header)"
             )));
         }
@@ -201,8 +193,8 @@ impl Header {
         let compression = match sniff(payload) {
             Some(c) => c,
             None => {
-                return Err(Error::Header(
-                    "payload is neither a gzip stream nor a tar archive".into(),
+                return Err(Error::header(
+                    "payload is neither a gzip stream nor a tar archive",
                 ))
             }
         };

@@ -1,36 +1,31 @@
 //! `neff` reads AWS Neuron NEFF files (the compiled programs Trainium and
 //! Inferentia run) from a memory map, without copying.
 //!
-//! A NEFF is a 1024-byte binary [`header`] followed by a tar archive, gzip
-//! compressed in package version 2 and raw in version 1. The crate follows
-//! the data's path, one module per step:
+//! A NEFF is a 1024-byte binary [`Header`] followed by a tar archive, gzip
+//! compressed in package version 2 and raw in version 1 (`docs/FORMAT.md`).
+//! [`Neff::open`] maps the file, checks the header, inflates a gzip payload
+//! once (or walks it as a bounded stream when it is large) and indexes the
+//! tar's members; the reference reader's questions ([`accessors`]) are then
+//! answered from that one open file.
 //!
-//! | step | module | what it owns |
-//! |---|---|---|
-//! | file bytes | [`map`] | the memory maps and their SIGBUS guard (every `unsafe` block of the crate is there) |
-//! | header | [`header`] | the zerocopy header struct and structural checks |
-//! | payload | [`payload`] | a gzip payload inflated whole (libdeflate, split across cores when large) or as a bounded stream (zlib-rs, parallel rounds on a free core) |
-//! | tar index | [`tar`] | the walk over tar headers (in memory, by `pread`, or over the inflating stream) into spans |
-//! | selection | [`select`] | precompiled patterns over sorted names |
-//! | open NEFF | [`neff`] | [`Neff`], tying the above together |
-//! | JSON | [`json`] | simd-json tapes over member bytes, typed views, a validating skim for a few keys of a large member |
-//! | accessors | [`accessors`] | the reference reader's roster |
-//! | hash | [`verify`] | MD5 / SHA-256 of the stored payload |
-//! | caps | [`limits`] | what hostile input may make the reader allocate |
-//! | report | [`summary`] | what `neff info` shows |
-//! | zoo | [`scan`] | parallel records over directories of NEFFs |
-//! | catalogue | [`index`] | the scan remembered in SQLite (`scan --index`), and [`index::Catalog`] to query it |
-//! | writing | [`pack`] | PAX tar + gzip + header, reproducibly |
-//! | extracting | [`unpack`] | validated, contained extraction |
-//! | device memory | [`mem`] | the §7 estimate per subgraph, NEFF and set |
-//! | fast loading | [`optimize`] | raw payload, debug-only members dropped |
-//! | comparing | [`diff`] | header, member and JSON-structure differences |
-//! | text | [`quote`] | names and paths escaped for plain-text output, as `tar tf` escapes them |
-//! | helpers | [`threads`] | short-lived helper threads placed on another CPU |
+//! The API, in one screen:
 //!
-//! Users of the Python NeffInfo reader: the table mapping each of its
-//! getters (`getDefJson`, `getCCRankWorldSize`, …) to a function here is in
-//! [`accessors`].
+//! | what | where |
+//! |---|---|
+//! | open a NEFF, list and read its members | [`Neff`], [`Options`], [`Entry`], [`Kind`], [`Limits`], [`ReadMode`] |
+//! | the reference `NeffInfo` getters | [`accessors`], [`Accessor`], [`Known`] |
+//! | typed views of the JSON sidecars | [`views`] |
+//! | what `neff info` shows | [`Summary`] |
+//! | check the payload hash | [`verify()`] |
+//! | a directory of NEFFs in parallel | [`scan`] |
+//! | the SQLite catalogue of a scan (feature `catalog`) | `catalog` |
+//! | write and extract | [`pack`], [`unpack`] |
+//! | device memory, fast loading, comparing | [`mem`], [`optimize`], [`diff`] |
+//! | errors | [`Error`], [`ErrorKind`] |
+//!
+//! How the crate is built inside (one private module per step of the data's
+//! path: header → payload → tar → select → json → reader → accessors) is
+//! `docs/ARCHITECTURE.md`.
 //!
 //! ```
 //! use neff::{Accessor, Neff};
@@ -52,36 +47,56 @@
 //! ```
 
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
+// The data's path, lowest first. Private: what users need is re-exported
+// below; docs/ARCHITECTURE.md says what each owns, and tests/layering.rs
+// keeps every module from importing one above it.
 pub mod accessors;
+mod error;
+mod header;
+mod json;
+mod limits;
+#[allow(unsafe_code)] // Memory maps: the crate's only unsafe code.
+mod map;
+mod payload;
+mod reader;
+mod select;
+mod tar;
+mod threads;
+
+// Beside the path: tasks built on an open NEFF.
+#[cfg(feature = "catalog")]
+pub mod catalog;
 pub mod diff;
-pub mod error;
-#[doc(hidden)]
-pub mod harness;
-pub mod header;
-pub mod index;
-pub mod json;
-pub mod limits;
-pub mod map;
 pub mod mem;
-pub mod neff;
 pub mod optimize;
 pub mod pack;
-pub mod payload;
-pub mod quote;
 pub mod scan;
-pub mod select;
 pub mod summary;
-pub mod tar;
-pub mod threads;
 pub mod unpack;
-pub mod verify;
+mod verify;
+
+/// Internals driven by the fuzz targets in `fuzz/` (feature `fuzzing`);
+/// not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use accessors::Accessor;
-pub use error::{Error, Result};
-pub use header::Header;
+pub use error::{Error, ErrorKind, Result};
+pub use header::{Compression, Header};
 pub use limits::Limits;
 pub use map::ReadMode;
-pub use neff::{Neff, Options};
-pub use select::Known;
+pub use reader::{DataCursor, Neff, Options, Scratch};
+pub use select::{Known, Pattern};
+pub use summary::Summary;
 pub use tar::{Entry, Kind};
+pub use verify::{verify, verify_bytes};
+
+/// Typed views of the JSON sidecars (`def.json`, `kelf-*.json`,
+/// `tensor_map.json`), borrowed from a parsed member.
+pub mod views {
+    pub use crate::json::views::*;
+    pub use crate::json::{Json, Parsed};
+}

@@ -86,7 +86,7 @@ fn open_sized(path: &Path) -> Result<(File, u64)> {
     } else {
         "not a regular file"
     };
-    Err(Error::Refused(format!(
+    Err(Error::refused(format!(
         "{what}, not a regular file: refused without reading it"
     )))
 }

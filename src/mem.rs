@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::json::{Json, Obj};
-use crate::neff::Neff;
+use crate::reader::Neff;
 use crate::select::Known;
 
 /// Bytes per DMA descriptor (as the compiler's analyser counts).
@@ -165,7 +165,7 @@ impl Total {
 /// `bytes` rounded up to a whole number of `page`-byte pages.
 pub fn paged(bytes: u64, page: u64) -> Result<u64> {
     if page == 0 {
-        return Err(Error::Usage("the scratchpad page must not be 0".into()));
+        return Err(Error::usage("the scratchpad page must not be 0"));
     }
     mul(bytes.div_ceil(page), page)
 }
@@ -181,19 +181,19 @@ pub fn page_bytes(flag_mib: Option<u64>, env: impl Fn(&str) -> Option<String>) -
                 let m = v
                     .trim()
                     .parse::<u64>()
-                    .map_err(|_| Error::Usage(format!("{k}={v:?} is not a whole number of MiB")))?;
+                    .map_err(|_| Error::usage(format!("{k}={v:?} is not a whole number of MiB")))?;
                 (m, k.to_string())
             }
             None => return Ok(DEFAULT_SCRATCHPAD_PAGE_BYTES),
         },
     };
     if mib == 0 {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{from}: the page must be at least 1 MiB"
         )));
     }
     mib.checked_mul(1 << 20)
-        .ok_or_else(|| Error::Usage(format!("{from}: {mib} MiB is too large")))
+        .ok_or_else(|| Error::usage(format!("{from}: {mib} MiB is too large")))
 }
 
 /// The estimate for one NEFF (NEFF-FORMAT.md §7).
@@ -205,8 +205,8 @@ pub fn page_bytes(flag_mib: Option<u64>, env: impl Fn(&str) -> Option<String>) -
 pub fn estimate(neff: &Neff) -> Result<Estimate> {
     let defs = subgraph_definitions(neff)?;
     if defs.is_empty() {
-        return Err(Error::Refused(
-            "no subgraph: no kelf graphs[] and no sgNN/def.json member".into(),
+        return Err(Error::refused(
+            "no subgraph: no kelf graphs[] and no sgNN/def.json member",
         ));
     }
     let mut subgraphs = Vec::with_capacity(defs.len());
@@ -355,7 +355,7 @@ fn subgraph(
 ) -> Result<(Subgraph, Vec<Input>)> {
     let e = neff
         .member(def.as_bytes())
-        .ok_or_else(|| Error::Refused(format!("kelf names {def}, which the NEFF lacks")))?;
+        .ok_or_else(|| Error::refused(format!("kelf names {def}, which the NEFF lacks")))?;
     let parsed = neff.parse_json(e)?;
     let obj = parsed
         .root()
@@ -593,12 +593,12 @@ fn count(from: Option<&[u64]>, to: Option<&[u64]>) -> Result<u64, String> {
 
 fn add(a: u64, b: u64) -> Result<u64> {
     a.checked_add(b)
-        .ok_or_else(|| Error::Refused("memory estimate overflows 64 bits".into()))
+        .ok_or_else(|| Error::refused("memory estimate overflows 64 bits"))
 }
 
 fn mul(a: u64, b: u64) -> Result<u64> {
     a.checked_mul(b)
-        .ok_or_else(|| Error::Refused("memory estimate overflows 64 bits".into()))
+        .ok_or_else(|| Error::refused("memory estimate overflows 64 bits"))
 }
 
 fn sum(it: impl IntoIterator<Item = u64>) -> Result<u64> {

@@ -27,7 +27,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::error::{Error, Result};
 use crate::header::{Header, HEADER_SIZE};
-use crate::neff::Neff;
+use crate::reader::Neff;
 use crate::tar::{Kind, BLOCK};
 
 /// What [`optimize_to`] does.
@@ -94,10 +94,9 @@ pub fn optimize_to<W: Write + Seek>(
     w: &mut W,
 ) -> Result<Report> {
     let tar = neff.tar().ok_or_else(|| {
-        Error::Usage(
+        Error::usage(
             "optimize rewrites the tar and needs it whole: open the NEFF with an \
-             inflate_budget over its tar size"
-                .into(),
+             inflate_budget over its tar size",
         )
     })?;
     let entries = neff.entries();

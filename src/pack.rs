@@ -140,7 +140,7 @@ pub fn pack_dir_to(dir: &Path, opts: &PackOptions, w: &mut impl std::io::Write) 
                 .take(it.len)
                 .read_to_end(&mut tar)?;
             if n as u64 != it.len {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "{} changed size while being packed",
                     it.path.display()
                 )));
@@ -178,7 +178,7 @@ pub fn pack(entries: &[PackEntry], opts: &PackOptions) -> Result<Vec<u8>> {
         .find(|e| matches!(e.kind, PackKind::File(_)) && e.name.ends_with(b"/"))
     {
         let shown = &e.name[e.name.len().saturating_sub(64)..];
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "a file named \"{}{}\" ends in '/': tar readers read it as a directory",
             if shown.len() < e.name.len() {
                 "…"

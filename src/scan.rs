@@ -20,7 +20,7 @@ use crate::accessors;
 use crate::error::{Error, Result};
 use crate::header::hex;
 use crate::json::views::{Def, VarType};
-use crate::neff::{Neff, Options, Scratch};
+use crate::reader::{Neff, Options, Scratch};
 
 /// Count and total bytes of a set of tensors.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -126,7 +126,7 @@ pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, 
             }
             Ok(m) if !m.is_dir() => {
                 // A FIFO or device would block or never end: refuse it.
-                let e = Error::Refused("not a regular file or directory".into());
+                let e = Error::refused("not a regular file or directory");
                 errors.lock().expect("lock").push(failed(root, &e, None));
                 continue;
             }
@@ -216,7 +216,7 @@ pub fn scan_with<T: Send>(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
-        .map_err(|e| Error::Usage(format!("cannot start {jobs} workers: {e}")))?;
+        .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
     pool.install(|| {
         paths
             .par_iter()
@@ -287,7 +287,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
         ..Record::default()
     };
     if opts.verify {
-        r.hash_ok = Some(crate::verify::verify_file(neff.file_bytes()).is_ok());
+        r.hash_ok = Some(crate::verify::verify_bytes(neff.file_bytes()).is_ok());
     }
     match accessors::arch(neff) {
         Ok(a) => r.arch = Some(a.to_string()),

@@ -113,13 +113,46 @@ pub fn matches(k: Known, name: &[u8]) -> bool {
     set.contains(regex_automata::PatternID::must(k as usize))
 }
 
+/// A user's member pattern, compiled once (the reference reader's
+/// `re.search` over member names: unanchored, first match in sorted name
+/// order; see [`Neff::find`](crate::Neff::find)).
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    text: String,
+    re: Regex,
+}
+
+impl Pattern {
+    /// Compiles `pattern`; a bad one is a usage error.
+    ///
+    /// ```
+    /// assert!(neff::Pattern::new(r"sg\d+/def\.json$").is_ok());
+    /// assert_eq!(neff::Pattern::new("(").unwrap_err().kind(), neff::ErrorKind::Usage);
+    /// ```
+    pub fn new(pattern: &str) -> Result<Pattern> {
+        Ok(Pattern {
+            text: pattern.to_string(),
+            re: compile(pattern)?,
+        })
+    }
+
+    /// The pattern as given.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub(crate) fn regex(&self) -> &Regex {
+        &self.re
+    }
+}
+
 /// Compiles a user's pattern; a bad one is a usage error.
-pub fn compile(pattern: &str) -> Result<Regex> {
+pub(crate) fn compile(pattern: &str) -> Result<Regex> {
     builder().build(pattern).map_err(|e| {
         let why = e
             .syntax_error()
             .map_or_else(|| e.to_string(), |s| s.to_string());
-        Error::Usage(format!(
+        Error::usage(format!(
             "invalid pattern {pattern:?}: {}",
             why.replace('\n', " ")
         ))

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::header::hex;
 use crate::json::views::{Def, VarType};
-use crate::neff::Neff;
+use crate::reader::Neff;
 
 /// The decoded header and archive summary of one NEFF.
 #[derive(Debug, Clone, Serialize)]
@@ -118,7 +118,7 @@ pub fn subgraphs(neff: &Neff) -> Vec<Subgraph> {
             owned = neff.parse_json(e);
             match &owned {
                 Ok(parsed) => Ok(Some(parsed.root())),
-                Err(err) => Err(Error::Refused(err.to_string())),
+                Err(err) => Err(Error::refused(err.to_string())),
             }
         };
         match root {

@@ -30,7 +30,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 use crate::error::{Error, Result};
-use crate::neff::Neff;
+use crate::reader::Neff;
 use crate::tar::{Entry, Kind};
 
 /// What to do with one entry.
@@ -61,7 +61,7 @@ pub struct Step {
 }
 
 fn unsafe_name(name: &[u8], reason: impl Into<String>) -> Error {
-    Error::Unsafe {
+    Error::UnsafePath {
         name: String::from_utf8_lossy(name).into_owned(),
         reason: reason.into(),
     }
@@ -338,7 +338,7 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
     match fs::read_dir(dir) {
         Ok(mut it) => {
             if it.next().is_some() {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "target directory {} is not empty",
                     dir.display()
                 )));

@@ -9,6 +9,8 @@ use sha2::Sha256;
 
 use crate::error::{Error, Result};
 use crate::header::{hex, Header};
+use crate::map::FileBytes;
+use crate::reader::{Neff, Options};
 
 /// The digest of `payload` that a header of package version `pkg` holds.
 pub fn digest(pkg: u64, payload: &[u8]) -> Vec<u8> {
@@ -19,8 +21,32 @@ pub fn digest(pkg: u64, payload: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Checks a whole NEFF file: header sizes against the file, then the hash.
-pub fn verify_file(file: &[u8]) -> Result<()> {
+/// What `neff verify` checks of the file at `path`: the header's sizes
+/// against the file, the payload's hash against the header, and then that
+/// the payload reads (every gzip trailer, every tar header), as the runtime
+/// will read it.
+///
+/// ```
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/interop/gnutar-pax-gz.neff");
+/// neff::verify(path, &neff::Options::default())?;
+/// # Ok::<(), neff::Error>(())
+/// ```
+pub fn verify(path: impl AsRef<std::path::Path>, opts: &Options) -> Result<()> {
+    let path = path.as_ref();
+    let bytes = FileBytes::open(path, opts.read_mode)?;
+    let verdict = verify_bytes(&bytes);
+    if bytes.changed() {
+        return Err(Error::Changed);
+    }
+    verdict?;
+    drop(bytes);
+    Neff::open_with(path, opts).map(drop)
+}
+
+/// Checks a whole NEFF file held in memory: header sizes against the
+/// bytes, then the payload's hash against the header (the payload is not
+/// read further; [`verify`] also reads it).
+pub fn verify_bytes(file: &[u8]) -> Result<()> {
     let header = Header::from_file_bytes(file)?;
     let span = header.locate_payload(file)?;
     let payload = &file[span.start..span.start + span.len];
@@ -28,12 +54,11 @@ pub fn verify_file(file: &[u8]) -> Result<()> {
     let got = digest(pkg, payload);
     let want = header.hash_bytes();
     if got != want {
-        let algo = if pkg == 2 { "MD5" } else { "SHA256" };
-        return Err(Error::Hash(format!(
-            "{algo} mismatch! header has {}, payload hashes to {}",
-            hex(want),
-            hex(&got)
-        )));
+        return Err(Error::Hash {
+            algorithm: if pkg == 2 { "MD5" } else { "SHA256" },
+            expected: hex(want),
+            actual: hex(&got),
+        });
     }
     Ok(())
 }

@@ -135,7 +135,7 @@ fn entries_that_carry_no_data_but_declare_a_size_are_refused_or_read_as_both_too
         let gnu = listed("tar", &tar_path);
         let bsd = listed("bsdtar", &tar_path);
         let neff_path = tmp.path().join(format!("{label}.neff"));
-        std::fs::write(&neff_path, neff::harness::wrap(tar)).unwrap();
+        std::fs::write(&neff_path, wrap(tar)).unwrap();
         let o = neff(&["ls", "--all", neff_path.to_str().unwrap()]);
         if o.status.success() {
             let ours: Vec<String> = String::from_utf8(o.stdout)
@@ -211,7 +211,7 @@ fn a_pax_name_ends_at_its_first_nul_and_global_names_or_sizes_are_refused() {
         let gnu = listed("tar", &tar_path);
         let bsd = listed("bsdtar", &tar_path);
         let neff_path = tmp.path().join(format!("{label}.neff"));
-        std::fs::write(&neff_path, neff::harness::wrap(tar)).unwrap();
+        std::fs::write(&neff_path, wrap(tar)).unwrap();
         let o = neff(&["ls", "--all", neff_path.to_str().unwrap()]);
         if *label == "nul-path" {
             // Both tools end the name at the NUL: so does neff.
@@ -235,7 +235,7 @@ fn a_pax_name_ends_at_its_first_nul_and_global_names_or_sizes_are_refused() {
 /// (exit 1 with `reason` in its one-line message).
 fn neff_listed(dir: &Path, label: &str, tar: &[u8], reason: &str) -> Option<Vec<String>> {
     let p = dir.join(format!("{label}.neff"));
-    std::fs::write(&p, neff::harness::wrap(tar)).unwrap();
+    std::fs::write(&p, wrap(tar)).unwrap();
     let o = neff(&["ls", "--all", p.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     if o.status.success() {
@@ -299,7 +299,7 @@ fn archives_the_differential_fuzzers_found_are_refused_where_a_reader_would_diff
     assert_eq!(listed("tar", &p), None);
     let gz = neff::pack::gzip(b"");
     let np = tmp.path().join("empty.neff");
-    std::fs::write(&np, neff::harness::wrap(&gz)).unwrap();
+    std::fs::write(&np, wrap(&gz)).unwrap();
     let o = neff(&["ls", np.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("empty tar"));
@@ -395,10 +395,10 @@ fn a_link_name_on_a_regular_file_is_ignored_as_both_readers_ignore_it() {
     let mut a = member("a.json", b"{}");
     a[157..163].copy_from_slice(b"target");
     rechecksum(&mut a);
-    let file = neff::harness::wrap(&archive(&[a]));
+    let file = wrap(&archive(&[a]));
     let n = neff::Neff::from_bytes(file, &Default::default()).unwrap();
     let e = &n.entries()[0];
-    assert_eq!(e.kind, neff::tar::Kind::File);
+    assert_eq!(e.kind, neff::Kind::File);
     assert_eq!(n.link(e), None);
 }
 
@@ -440,9 +440,9 @@ fn entry_types_the_two_readers_list_differently_are_refused_and_old_directories_
     std::fs::write(&p, &tar).unwrap();
     let o = Command::new("tar").arg("tvf").arg(&p).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).starts_with('d'));
-    let file = neff::harness::wrap(&tar);
+    let file = wrap(&tar);
     let n = neff::Neff::from_bytes(file, &Default::default()).unwrap();
-    assert_eq!(n.entries()[0].kind, neff::tar::Kind::Dir);
+    assert_eq!(n.entries()[0].kind, neff::Kind::Dir);
     // A contiguous file so named: a file to GNU tar, a directory to
     // libarchive.
     let tar = archive(&[typed("c7/", b'7', b""), member("next", b"x")]);

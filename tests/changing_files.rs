@@ -130,7 +130,7 @@ fn a_truncated_mapped_file_is_reported_not_answered() {
     assert!(n.changed(), "the fault was recorded (sum {sum})");
     let e = n.check_unchanged().unwrap_err();
     assert!(e.to_string().contains("truncated while being read"), "{e}");
-    assert_eq!(e.exit_code(), 3);
+    assert_eq!(e.kind(), neff::ErrorKind::Changed);
 }
 
 #[test]

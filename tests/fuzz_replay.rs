@@ -27,34 +27,34 @@ fn replay(dir: &str, f: impl Fn(&[u8])) {
 
 #[test]
 fn whole_neff_corpus_and_hostile_set() {
-    replay("fuzz/corpus/whole_neff", neff::harness::whole_neff);
-    replay("tests/hostile", neff::harness::whole_neff);
+    replay("fuzz/corpus/whole_neff", neff::fuzzing::whole_neff);
+    replay("tests/hostile", neff::fuzzing::whole_neff);
 }
 
 #[test]
 fn tar_payload_corpus() {
-    replay("fuzz/corpus/tar_payload", neff::harness::tar_payload);
+    replay("fuzz/corpus/tar_payload", neff::fuzzing::tar_payload);
 }
 
 #[test]
 fn json_members_corpus() {
-    replay("fuzz/corpus/json_members", neff::harness::json_members);
+    replay("fuzz/corpus/json_members", neff::fuzzing::json_members);
 }
 
 #[test]
 fn roundtrip_corpus() {
-    replay("fuzz/corpus/roundtrip", neff::harness::roundtrip);
+    replay("fuzz/corpus/roundtrip", neff::fuzzing::roundtrip);
 }
 
 #[test]
 fn unpack_contained_corpus() {
     let tmp = tempfile::tempdir().unwrap();
     replay("fuzz/corpus/unpack_contained", |d| {
-        neff::harness::unpack_contained(d, tmp.path())
+        neff::fuzzing::unpack_contained(d, tmp.path())
     });
 }
 
 #[test]
 fn json_skim_corpus() {
-    replay("fuzz/corpus/json_skim", neff::harness::json_skim);
+    replay("fuzz/corpus/json_skim", neff::fuzzing::json_skim);
 }

@@ -114,7 +114,7 @@ fn library_survives_every_entry_point_on_hostile_files() {
     };
     for f in neffs("tests/hostile") {
         let bytes = std::fs::read(&f).unwrap();
-        let _ = neff::verify::verify_file(&bytes);
+        let _ = neff::verify_bytes(&bytes);
         if let Ok(n) = Neff::from_bytes(
             bytes,
             &Options {

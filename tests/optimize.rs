@@ -52,7 +52,7 @@ fn output_is_raw_verifies_and_keeps_the_header_identity() {
     for f in all_fixtures() {
         let n = Neff::open(&f).unwrap();
         let (o, bytes, _) = optimized(&n, false);
-        neff::verify::verify_file(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        neff::verify_bytes(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(!o.is_compressed());
         let (h, g) = (n.header(), o.header());
         assert_eq!(g.pkg_version.get(), 1);
@@ -248,7 +248,7 @@ fn hostile_files_are_optimized_or_refused_without_a_panic() {
     for f in common::neffs("tests/hostile") {
         let Ok(n) = Neff::open(&f) else { continue };
         if let Ok((bytes, _)) = optimize(&n, &OptimizeOptions::default()) {
-            neff::verify::verify_file(&bytes).unwrap();
+            neff::verify_bytes(&bytes).unwrap();
             let o = Neff::from_bytes(bytes, &Options::default())
                 .unwrap_or_else(|e| panic!("{}: output does not open: {e}", f.display()));
             assert!(!o.is_compressed());

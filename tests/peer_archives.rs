@@ -35,7 +35,7 @@ fn every_peer_archive_lists_and_extracts_as_gnu_tar_does_or_is_refused_as_sparse
         let want = tool_list("tar", &tar);
         for (kind, payload) in [("raw", bytes.clone()), ("gz", neff::pack::gzip(&bytes))] {
             let f = tmp.path().join(format!("{stem}-{kind}.neff"));
-            std::fs::write(&f, neff::harness::wrap(&payload)).unwrap();
+            std::fs::write(&f, wrap(&payload)).unwrap();
             let fs = f.to_str().unwrap();
             let o = neff(&["ls", "--all", fs]);
             if stem.starts_with("sparse") {

@@ -122,7 +122,7 @@ fn every_wrong_shape_is_refused_with_member_and_path() {
                 ),
                 Err(e) => {
                     let msg = e.to_string();
-                    assert_eq!(e.exit_code(), 1, "{msg}");
+                    assert_eq!(e.kind(), neff::ErrorKind::Shape, "{msg}");
                     assert_eq!(
                         msg,
                         format!("{member}: wrong shape: {want}"),

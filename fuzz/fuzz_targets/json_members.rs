@@ -1,3 +1,3 @@
 #![no_main]
-//! See `neff::harness::json_members`.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| neff::harness::json_members(data));
+//! See `neff::fuzzing::json_members`.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| neff::fuzzing::json_members(data));

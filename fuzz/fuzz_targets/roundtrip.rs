@@ -1,3 +1,3 @@
 #![no_main]
-//! See `neff::harness::roundtrip`.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| neff::harness::roundtrip(data));
+//! See `neff::fuzzing::roundtrip`.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| neff::fuzzing::roundtrip(data));

@@ -1,3 +1,3 @@
 #![no_main]
-//! See `neff::harness::tar_payload`.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| neff::harness::tar_payload(data));
+//! See `neff::fuzzing::tar_payload`.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| neff::fuzzing::tar_payload(data));

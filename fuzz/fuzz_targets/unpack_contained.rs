@@ -1,6 +1,6 @@
 #![no_main]
-//! See `neff::harness::unpack_contained`.
+//! See `neff::fuzzing::unpack_contained`.
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let scratch = std::env::temp_dir().join("neff-fuzz-unpack");
-    neff::harness::unpack_contained(data, &scratch);
+    neff::fuzzing::unpack_contained(data, &scratch);
 });

@@ -185,7 +185,7 @@ pub fn finish(lower: Lower<'_>, upper: Option<Upper<'_>>) -> Option<Found> {
 /// The two-walk answer with the split point forced to `p` (any byte
 /// offset): what [`top_level_keys`] gives whatever point it picks. For the
 /// tests and the fuzz target that pin that.
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn with_split(bytes: &[u8], keys: &[&str], max_depth: usize, p: usize) -> Option<Found> {
     if p == CANCEL || p > bytes.len() {
         return finish(lower(bytes, keys, max_depth, None), None);

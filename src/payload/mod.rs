@@ -138,12 +138,14 @@ impl Inflated {
 
 /// Inflates a whole gzip payload (one or more members, optionally followed
 /// by zero padding) into one buffer of at most `cap` bytes.
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
     inflate_reusing(gz, cap, None)
 }
 
 /// [`inflate`], writing into `reuse` when one is given (single-member
 /// payloads; the rare multi-member ones get a fresh mapping).
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
     match inflate_within(gz, cap, u64::MAX, reuse)? {
         Whole::Done(done) => Ok(done),
@@ -169,7 +171,7 @@ pub enum Whole {
 /// A trailer that claims more than `cap` is refused, as [`inflate`] does.
 pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) -> Result<Whole> {
     if gz.len() < 18 {
-        return Err(Error::Gzip(format!(
+        return Err(Error::gzip(format!(
             "truncated gzip input: {} bytes is shorter than the smallest gzip member",
             gz.len()
         )));

@@ -98,7 +98,7 @@ impl<'a> GzStream<'a> {
     /// A stream over the gzip payload `gz`, producing at most `cap` bytes.
     pub fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         if gz.len() < 18 {
-            return Err(Error::Gzip(format!(
+            return Err(Error::gzip(format!(
                 "truncated gzip input: {} bytes is shorter than the smallest gzip member",
                 gz.len()
             )));
@@ -244,7 +244,7 @@ impl<'a> GzStream<'a> {
     }
 
     fn corrupt(&self) -> Error {
-        Error::Gzip(format!(
+        Error::gzip(format!(
             "corrupt or truncated gzip member at offset {}",
             self.member_at
         ))
@@ -265,7 +265,7 @@ impl<'a> GzStream<'a> {
         let at = self.pos;
         let rest = &self.gz[at..];
         if !rest.starts_with(&[0x1f, 0x8b]) {
-            return Err(Error::Gzip(format!(
+            return Err(Error::gzip(format!(
                 "bytes at offset {at} are neither a gzip member nor zero padding"
             )));
         }

@@ -68,6 +68,5 @@ mod pax;
 mod stream;
 
 pub use block::{Block, BLOCK};
-pub use index::{Entry, FileSource, Index, Kind, Name, SliceSource, Source};
-pub use number::parse_numeric;
+pub use index::{Entry, FileSource, Index, Kind};
 pub use stream::{Retained, StreamSource, CHUNK as STREAM_CHUNK};

@@ -36,11 +36,6 @@ impl Retained {
     pub fn release(&mut self, offset: u64) {
         self.members.remove(&offset);
     }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.members.values().map(|b| b.len()).sum()
-    }
 }
 
 /// A tar stream inflated as it is walked.
@@ -157,8 +152,7 @@ impl Source for StreamSource<'_, '_> {
         // A retained member grows with the bytes the stream produces, never
         // with the size its header claims (which may run past the end).
         let mut kept = retain.then(Vec::new);
-        let no_memory =
-            |_| crate::Error::Io(std::io::Error::other("no memory for a retained member"));
+        let no_memory = |_| crate::Error::no_memory("a retained member");
         let mut left = size;
         while left > 0 {
             if self.lo == self.hi {

@@ -5,7 +5,7 @@ fn main() {
     for path in std::env::args().skip(1) {
         let data = std::fs::read(&path).expect("a readable file");
         println!("== {path} ({} bytes)", data.len());
-        let neff = neff_oracles::neff_listing(&neff::harness::wrap(&data));
+        let neff = neff_oracles::neff_listing(&neff::fuzzing::wrap(&data));
         show("neff", &neff);
         match neff_oracles::libarchive::list(&data) {
             Some(l) => show("libarchive", &l),

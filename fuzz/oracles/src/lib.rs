@@ -40,7 +40,7 @@ pub type Listing = Result<Vec<Listed>, String>;
 
 /// `neff`'s listing of a whole NEFF file.
 pub fn neff_listing(file: &[u8]) -> Listing {
-    let n = Neff::from_bytes(file.to_vec(), &neff::harness::fuzz_options())
+    let n = Neff::from_bytes(file.to_vec(), &neff::fuzzing::fuzz_options())
         .map_err(|e| e.to_string())?;
     n.entries()
         .iter()
@@ -60,8 +60,8 @@ pub fn neff_listing(file: &[u8]) -> Listing {
 /// version 1) and gzip-compressed (version 2).
 pub fn neff_reads(tar: &[u8]) -> [Listing; 2] {
     [
-        neff_listing(&neff::harness::wrap(tar)),
-        neff_listing(&neff::harness::wrap(&neff::pack::gzip(tar))),
+        neff_listing(&neff::fuzzing::wrap(tar)),
+        neff_listing(&neff::fuzzing::wrap(&neff::pack::gzip(tar))),
     ]
 }
 

@@ -10,10 +10,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod quote;
 mod scan;
 mod tools;
-use neff::quote::{one_line as line, one_line_bytes, quote};
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
+use quote::{one_line as line, one_line_bytes, quote};
 
 #[derive(Parser)]
 #[command(
@@ -295,7 +296,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("neff: {}: {}", shown(&f.path), one_line(&f.err));
-            ExitCode::from(f.err.exit_code() as u8)
+            ExitCode::from(exit_code(&f.err))
         }
     }
 }
@@ -328,9 +329,9 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             ls(&neff, json, all, &mut out).map_err(stdout_err)?;
         }
         Cmd::Cat { file, pattern } => {
-            let re = neff::select::compile(&pattern).at(&file)?;
+            let pattern = neff::Pattern::new(&pattern).at(&file)?;
             let neff = Neff::open_with(&file, opts).at(&file)?;
-            let e = neff.find(&re).ok_or(Error::NoMatch(pattern)).at(&file)?;
+            let e = neff.find(&pattern).at(&file)?;
             neff.copy_data(e, &mut out).at(&file)?;
             // Bytes already written are then zeros from a truncated file:
             // the exit code says so.
@@ -354,7 +355,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         }
         Cmd::Info { file, json } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;
-            let s = neff::summary::Summary::of(&neff);
+            let s = neff::Summary::of(&neff);
             neff.check_unchanged().at(&file)?;
             if json {
                 serde_json::to_writer(&mut out, &s).map_err(|e| stdout_err(e.into()))?;
@@ -384,9 +385,11 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 None => match std::env::var("SOURCE_DATE_EPOCH") {
                     Ok(v) => Some(v.trim().parse().map_err(|_| Failure {
                         path: dir.clone(),
-                        err: Error::Usage(format!(
-                            "SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds"
-                        )),
+                        err: Error::Usage {
+                            reason: format!(
+                                "SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds"
+                            ),
+                        },
                     })?),
                     Err(_) => None,
                 },
@@ -446,8 +449,8 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         }
         Cmd::Index { what } => {
             let text = match what {
-                IndexCmd::Schema => neff::index::schema::schema_script(),
-                IndexCmd::MergeSql { shard } => neff::index::schema::merge_sql(&shard),
+                IndexCmd::Schema => neff::catalog::schema::schema_script(),
+                IndexCmd::MergeSql { shard } => neff::catalog::schema::merge_sql(&shard),
             };
             out.write_all(text.as_bytes()).map_err(stdout_err)?;
         }
@@ -474,18 +477,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Verify { files } => {
             let mut failed = false;
             for f in &files {
-                let res = neff::map::FileBytes::open(f, opts.read_mode).and_then(|b| {
-                    let verdict = neff::verify::verify_file(&b);
-                    if b.changed() {
-                        return Err(Error::Io(io::Error::other(
-                            "the file was truncated while being read",
-                        )));
-                    }
-                    verdict
-                });
-                // The hash holds: the payload must also read (every gzip
-                // trailer, every tar header), as the runtime will read it.
-                let res = res.and_then(|()| Neff::open_with(f, opts).map(drop));
+                let res = neff::verify(f, opts);
                 match res {
                     Ok(()) => writeln!(out, "OK {}", shown(f)),
                     Err(e) => {
@@ -552,7 +544,19 @@ fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()
     Ok(())
 }
 
-fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()> {
+/// The exit code of the command-line contract (docs/CLI.md): 3 when the
+/// operating system failed us (I/O, the file changed under the read, no
+/// memory), 2 for usage errors, 1 for every refusal of the input.
+fn exit_code(e: &Error) -> u8 {
+    use neff::ErrorKind as K;
+    match e.kind() {
+        K::Io | K::Changed | K::OutOfMemory => 3,
+        K::Usage => 2,
+        _ => 1,
+    }
+}
+
+fn info_table(s: &neff::Summary, out: &mut impl Write) -> io::Result<()> {
     let features = if s.features.is_empty() {
         "N/A".to_string()
     } else {

@@ -19,13 +19,13 @@ fn table_row(r: &Record) -> String {
         opt(r
             .arch
             .as_deref()
-            .map(|a| neff::quote::one_line(a).into_owned())),
+            .map(|a| crate::quote::one_line(a).into_owned())),
         opt(r.num_cores.map(|n| n.to_string())),
         opt(r.cc_world_size.map(|n| n.to_string())),
         opt(r.members.map(|n| n.to_string())),
-        neff::quote::one_line(&r.path),
+        crate::quote::one_line(&r.path),
         match &r.error {
-            Some(e) => format!("  ({})", neff::quote::one_line(e)),
+            Some(e) => format!("  ({})", crate::quote::one_line(e)),
             None if r.has_refusals() => format!(
                 "  (refused: {})",
                 r.errors
@@ -125,11 +125,11 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             })?;
         }
         Some((db, rebuild)) => {
-            let up = neff::index::update::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
+            let up = neff::catalog::update::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
                 .map_err(|err| Failure {
-                path: db.to_path_buf(),
-                err,
-            })?;
+                    path: db.to_path_buf(),
+                    err,
+                })?;
             from_index = Some(up.from_index);
         }
     }

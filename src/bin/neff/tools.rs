@@ -5,8 +5,8 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::quote::{one_line, quote_str};
 use neff::mem::{self, human, Estimate, Total};
-use neff::quote::{one_line, quote_str};
 use neff::{Error, Neff, Options};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -40,7 +40,7 @@ pub fn mem(
     let page = mem::page_bytes(page_mib, |k| std::env::var(k).ok()).at(Path::new("neff mem"))?;
     let estimates: Vec<Result<Estimate, Failure>> = files
         .par_iter()
-        .map_init(neff::neff::Scratch::default, |scratch, f| {
+        .map_init(neff::Scratch::default, |scratch, f| {
             // Reused buffers per worker, as `scan` does for a zoo.
             let n = Neff::open_scratch(f, opts, scratch).at(f)?;
             let e = mem::estimate(&n).at(f);

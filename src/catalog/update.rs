@@ -16,7 +16,7 @@ use super::schema::{self, err, NEFF_COLUMNS};
 use crate::accessors;
 use crate::error::{Error, Result};
 use crate::json::views::TensorMap;
-use crate::neff::Neff;
+use crate::reader::Neff;
 use crate::scan::{self, Record, ScanOptions};
 use crate::summary::Summary;
 
@@ -417,7 +417,7 @@ pub fn scan_indexed(
         rayon::ThreadPoolBuilder::new()
             .num_threads(opts.jobs)
             .build()
-            .map_err(|e| Error::Usage(format!("cannot start {} workers: {e}", opts.jobs)))?
+            .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?
             .install(|| mine.par_iter().for_each(check));
     }
     update.from_index = hits.into_inner();
@@ -438,7 +438,7 @@ pub fn scan_indexed(
             write_err.lock().expect("lock").get_or_insert(e);
         }
     };
-    let work = |p: &Path, scratch: &mut crate::neff::Scratch| {
+    let work = |p: &Path, scratch: &mut crate::reader::Scratch| {
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
         let stat = Stat::of(p).ok();

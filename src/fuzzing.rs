@@ -7,10 +7,21 @@
 
 use std::path::Path;
 
+/// Steps of the read path, for the benches and examples that time them
+/// one by one (`--features fuzzing`).
+pub mod steps {
+    pub use crate::json::skim::top_level_keys;
+    pub use crate::json::Source;
+    pub use crate::map::FileBytes;
+    pub use crate::payload::inflate;
+    pub use crate::payload::parallel;
+    pub use crate::tar::Index;
+}
+
 use crate::accessors::Accessor;
 use crate::limits::Limits;
-use crate::neff::{Neff, Options};
 use crate::pack::{self, PackEntry, PackKind, PackOptions};
+use crate::reader::{Neff, Options};
 use crate::tar::Kind;
 
 /// Caps small enough that a fuzzer's input cannot exhaust memory.
@@ -43,7 +54,7 @@ pub fn exercise(n: &Neff) {
 
 /// Target (a): arbitrary bytes as a whole NEFF.
 pub fn whole_neff(data: &[u8]) {
-    let _ = crate::verify::verify_file(data);
+    let _ = crate::verify::verify_bytes(data);
     if let Ok(n) = Neff::from_bytes(data.to_vec(), &fuzz_options()) {
         exercise(&n);
     }
@@ -270,7 +281,7 @@ pub fn roundtrip(data: &[u8]) {
         let Some(bytes) = packed(&entries, &opts) else {
             return;
         };
-        crate::verify::verify_file(&bytes).expect("a packed NEFF verifies");
+        crate::verify::verify_bytes(&bytes).expect("a packed NEFF verifies");
         let n = Neff::from_bytes(bytes, &fuzz_options()).expect("a packed NEFF opens");
         assert_eq!(n.entries().len(), entries.len(), "entry count");
         for (e, w) in n.entries().iter().zip(&entries) {
@@ -323,7 +334,7 @@ pub fn unpack_contained(data: &[u8], scratch: &Path) {
             vec![std::ffi::OsString::from("out")],
             "wrote beside the target"
         ),
-        Err(crate::Error::Unsafe { .. }) => assert!(beside.is_empty(), "refused but wrote"),
+        Err(crate::Error::UnsafePath { .. }) => assert!(beside.is_empty(), "refused but wrote"),
         Err(_) => {}
     }
     // Every path under the target resolves inside it.

@@ -201,7 +201,10 @@ DETACH shard;
 
 fn sql_err(path: &Path, e: rusqlite::Error) -> Error {
     let msg = e.to_string().replace('\n', " ");
-    Error::Refused(format!("index {}: {msg}", path.display()))
+    Error::Catalog {
+        context: format!("index {}: {msg}", path.display()),
+        source: Some(Box::new(e)),
+    }
 }
 
 /// Maps an SQLite error on `path` to the crate's error.
@@ -213,7 +216,7 @@ fn pragma_i32(conn: &Connection, name: &str, path: &Path) -> Result<i32> {
     conn.pragma_query_value(None, name, |r| r.get(0))
         .map_err(|e| match &e {
             rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
-                Error::Refused(format!(
+                Error::catalog(format!(
                     "index {}: not an SQLite database (corrupt, or another kind of file)",
                     path.display()
                 ))
@@ -239,19 +242,19 @@ fn check(conn: &Connection, path: &Path) -> Result<i32> {
         return Ok(0);
     }
     if app != APPLICATION_ID {
-        return Err(Error::Refused(format!(
+        return Err(Error::catalog(format!(
             "index {}: not a neff index (an SQLite database of something else; --rebuild replaces it)",
             path.display()
         )));
     }
     if version > SCHEMA_VERSION {
-        return Err(Error::Refused(format!(
+        return Err(Error::catalog(format!(
             "index {}: schema version {version} is newer than this neff's ({SCHEMA_VERSION}): use a newer neff, or --rebuild",
             path.display()
         )));
     }
     if version < 1 {
-        return Err(Error::Refused(format!(
+        return Err(Error::catalog(format!(
             "index {}: a neff index without a schema version (damaged; --rebuild replaces it)",
             path.display()
         )));
@@ -266,7 +269,7 @@ fn check(conn: &Connection, path: &Path) -> Result<i32> {
             )
             .map_err(err(path))?;
         if n != 1 {
-            return Err(Error::Refused(format!(
+            return Err(Error::catalog(format!(
                 "index {}: table {t} is missing (damaged; --rebuild replaces it)",
                 path.display()
             )));
@@ -317,7 +320,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
         .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
         .map_err(err(path))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(Error::Refused(format!(
+        return Err(Error::catalog(format!(
             "index {}: cannot use a write-ahead log here (journal mode {mode})",
             path.display()
         )));
@@ -410,7 +413,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<()> {
 /// reads (exactly [`SCHEMA_VERSION`]: an older one needs an update first).
 pub fn open_ro(path: &Path) -> Result<Connection> {
     if !path.is_file() {
-        return Err(Error::Refused(format!(
+        return Err(Error::catalog(format!(
             "index {}: no such index file",
             path.display()
         )));
@@ -423,11 +426,11 @@ pub fn open_ro(path: &Path) -> Result<Connection> {
     conn.busy_timeout(BUSY_TIMEOUT).map_err(err(path))?;
     match check(&conn, path)? {
         SCHEMA_VERSION => Ok(conn),
-        0 => Err(Error::Refused(format!(
+        0 => Err(Error::catalog(format!(
             "index {}: an empty database, not a neff index yet",
             path.display()
         ))),
-        v => Err(Error::Refused(format!(
+        v => Err(Error::catalog(format!(
             "index {}: schema version {v} is older than this neff's ({SCHEMA_VERSION}): run `neff scan --index` on it to migrate it",
             path.display()
         ))),

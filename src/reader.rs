@@ -22,7 +22,7 @@ use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
 use crate::payload::stream::GzStream;
 use crate::payload::{self, Inflated, Whole};
-use crate::select::{self, Known};
+use crate::select::{self, Known, Pattern};
 use crate::tar::{Entry, FileSource, Index, Kind, Retained, StreamSource};
 
 /// Where the tar bytes are.
@@ -69,9 +69,7 @@ struct Early {
 
 /// The error for a file that shrank while it was read.
 fn changed() -> Error {
-    Error::Io(std::io::Error::other(
-        "the file was truncated while being read",
-    ))
+    Error::Changed
 }
 
 /// Buffers a caller reuses across many [`Neff::open_scratch`] calls.
@@ -416,17 +414,21 @@ impl Neff {
             .map(|k| &entries[sorted[k] as usize])
     }
 
-    /// The first regular member, in sorted name order, that `re` matches.
-    pub fn find(&self, re: &Regex) -> Option<&Entry> {
+    /// The first regular member, in sorted name order, that `pattern`
+    /// matches; no match is [`Error::NoMatch`].
+    pub fn find(&self, pattern: &Pattern) -> Result<&Entry> {
+        self.find_re(pattern.regex())
+            .ok_or_else(|| Error::no_match(pattern.as_str()))
+    }
+
+    pub(crate) fn find_re(&self, re: &Regex) -> Option<&Entry> {
         select::first_match(re, self.sorted_files(), &self.index, self.tar_bytes())
             .map(|i| &self.index.entries[i as usize])
     }
 
-    /// Like [`find`](Self::find) with a pattern string; no match is an error.
+    /// Like [`find`](Self::find) with a pattern string.
     pub fn find_pattern(&self, pattern: &str) -> Result<&Entry> {
-        let re = select::compile(pattern)?;
-        self.find(&re)
-            .ok_or_else(|| Error::NoMatch(pattern.to_string()))
+        self.find(&Pattern::new(pattern)?)
     }
 
     /// The member an accessor reads, by the reference reader's patterns.
@@ -593,7 +595,7 @@ impl<'n> DataCursor<'n> {
         }
         let mut v = Vec::new();
         v.try_reserve_exact(usize::try_from(e.size).unwrap_or(usize::MAX))
-            .map_err(|_| Error::Io(std::io::Error::other("no memory for the member's data")))?;
+            .map_err(|_| Error::no_memory("the member's data"))?;
         self.stream(e, &mut |chunk| {
             v.extend_from_slice(chunk);
             Ok(())
@@ -718,7 +720,7 @@ fn walk_stream_with(gz: GzStream<'_>, limits: &Limits) -> (Result<(Index, Retain
     });
     let result = match walked {
         // The stream's own failures (a parallel round's included) end it.
-        Err(e @ Error::Gzip(_)) => Err(e),
+        Err(e @ Error::Gzip { .. }) => Err(e),
         Err(
             e @ Error::Limit {
                 what: "inflated payload size",

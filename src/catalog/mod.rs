@@ -13,7 +13,7 @@
 //! answering (from the last committed state) while another process updates.
 //!
 //! ```
-//! use neff::index::{Catalog, Filter};
+//! use neff::catalog::{Catalog, Filter};
 //! use neff::pack::{pack, PackEntry, PackOptions};
 //! use neff::scan::ScanOptions;
 //!
@@ -24,7 +24,7 @@
 //! let file = dir.path().join("a.neff");
 //! std::fs::write(&file, bytes)?;
 //! let db = dir.path().join("zoo.db");
-//! neff::index::update::scan_indexed(&db, false, &[file.clone()], &ScanOptions::default(), &|_, _| {})?;
+//! neff::catalog::update::scan_indexed(&db, false, &[file.clone()], &ScanOptions::default(), &|_, _| {})?;
 //!
 //! let catalog = Catalog::open(&db)?;
 //! let rec = catalog.by_path(file.to_str().unwrap())?.expect("indexed");
@@ -87,7 +87,7 @@ impl Catalog {
 
     fn decode(&self, text: &str) -> Result<Record> {
         serde_json::from_str(text).map_err(|e| {
-            Error::Refused(format!(
+            Error::catalog(format!(
                 "index {}: a stored record does not decode: {e}",
                 self.path.display()
             ))
