@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use neff::fuzzing::steps::Source;
 use neff::pack::{pack, PackEntry, PackOptions};
 use neff::{accessors, Neff, Options, ReadMode};
 
@@ -210,15 +209,11 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
 fn json(c: &mut Criterion, inp: &Inputs) {
     let mut g = c.benchmark_group("json");
     g.sample_size(20).measurement_time(Duration::from_secs(5));
-    let open = |src| {
-        let opts = Options {
-            read_mode: ReadMode::Map,
-            json_source: src,
-            ..Options::default()
-        };
-        Neff::open_with(&inp.raw, &opts).unwrap()
+    let opts = Options {
+        read_mode: ReadMode::Map,
+        ..Options::default()
     };
-    let n = open(Source::Copy);
+    let n = Neff::open_with(&inp.raw, &opts).unwrap();
     for (name, member) in [("def_100k", "sg01/def.json"), ("def_20m", "sg00/def.json")] {
         let e = n.find_pattern(member).unwrap();
         g.throughput(Throughput::Bytes(e.size));
@@ -232,18 +227,6 @@ fn json(c: &mut Criterion, inp: &Inputs) {
             })
         });
     }
-    let cow = open(Source::CopyOnWrite);
-    let e = cow.find_pattern("sg00/def.json").unwrap();
-    g.throughput(Throughput::Bytes(e.size));
-    g.bench_function(BenchmarkId::new("simd_json_cow_map", "def_20m"), |b| {
-        b.iter(|| {
-            cow.parse_json(black_box(e))
-                .unwrap()
-                .root()
-                .object()
-                .is_some()
-        })
-    });
     let big = &inp.def_big;
     g.throughput(Throughput::Bytes(big.len() as u64));
     g.bench_function(BenchmarkId::new("serde_json_value", "def_20m"), |b| {

@@ -11,7 +11,6 @@ use std::path::Path;
 /// one by one (`--features fuzzing`).
 pub mod steps {
     pub use crate::json::skim::top_level_keys;
-    pub use crate::json::Source;
     pub use crate::map::FileBytes;
     pub use crate::payload::inflate;
     pub use crate::payload::parallel;

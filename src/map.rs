@@ -1,9 +1,8 @@
 //! The bytes of a NEFF file: memory-mapped, or read into memory.
 //!
 //! This module holds every `unsafe` block of the crate, and no other module
-//! has any: the read-only shared map of a whole file ([`FileBytes::open`]),
-//! the private copy-on-write map of one member's pages
-//! ([`FileBytes::private_pages`]), and the SIGBUS guard that keeps a file
+//! has any: the read-only shared map of a whole file ([`FileBytes::open`])
+//! and the SIGBUS guard that keeps a file
 //! truncated under a mapping from killing the process ([`guard`]).
 //! Everything above it sees a plain `&[u8]`.
 //!
@@ -28,7 +27,7 @@ use std::fs::File;
 use std::ops::Deref;
 use std::path::Path;
 
-use memmap2::{Mmap, MmapMut, MmapOptions};
+use memmap2::Mmap;
 
 use crate::error::{Error, Result};
 
@@ -151,33 +150,6 @@ impl FileBytes {
             FileBytes::Owned(_) => false,
         }
     }
-
-    /// A private, copy-on-write mapping of `len` bytes at `offset` of the
-    /// file, or `None` when the bytes are not mapped from a file.
-    pub fn private_pages(&self, offset: usize, len: usize) -> Option<Result<PrivatePages>> {
-        let FileBytes::Mapped(_, file) = self else {
-            return None;
-        };
-        if len == 0 {
-            return None;
-        }
-        // SAFETY: as for the shared mapping above (its faults are guarded
-        // the same way). The mapping is private: writes through it go to
-        // this process's copies of the pages and never reach the file or
-        // the shared mapping.
-        let map = unsafe {
-            MmapOptions::new()
-                .offset(offset as u64)
-                .len(len)
-                .map_copy(file)
-        };
-        Some(
-            map.map(|map| PrivatePages {
-                map: Guarded::new(map),
-            })
-            .map_err(Into::into),
-        )
-    }
 }
 
 impl FileBytes {
@@ -255,29 +227,6 @@ impl FileBytes {
             // Advice is a hint; failure changes nothing but speed.
             let _ = m.map.advise(advice);
         }
-    }
-}
-
-/// A private copy-on-write window of a mapped file.
-#[derive(Debug)]
-pub struct PrivatePages {
-    map: Guarded<MmapMut>,
-}
-
-impl PrivatePages {
-    /// The window's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.map.map
-    }
-
-    /// The window's bytes, writable (writes copy the touched pages).
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.map.map
-    }
-
-    /// Whether the file shrank under this window while it was read.
-    pub fn changed(&self) -> bool {
-        self.map.faulted()
     }
 }
 

@@ -9,7 +9,6 @@
 //! asked for ([`Neff::data`], [`Neff::copy_data`]).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -17,13 +16,13 @@ use regex_automata::meta::Regex;
 
 use crate::error::{Error, Result};
 use crate::header::{Compression, Header, PayloadSpan};
-use crate::json::{self, Json, Parsed, Source};
+use crate::json::{self, Json, Parsed};
 use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
 use crate::payload::stream::GzStream;
 use crate::payload::{self, Inflated, Whole};
 use crate::select::{self, Known, Pattern};
-use crate::tar::{Entry, FileSource, Index, Kind, Retained, StreamSource};
+use crate::tar::{self, Entry, FileSource, Index, Kind, Pass, Reread, Retained};
 
 /// Where the tar bytes are.
 #[derive(Debug)]
@@ -47,8 +46,6 @@ pub struct Options {
     pub limits: Limits,
     /// How the file is brought into memory: mapped, read, or chosen by size.
     pub read_mode: ReadMode,
-    /// Where JSON members are parsed from (see [`crate::json`]).
-    pub json_source: Source,
     /// For a raw NEFF with a large def.json: start skimming its collective
     /// metadata ([`Neff::def_cc`]) on a helper thread as soon as the header
     /// walk meets it, while the walk goes on, so that a one-shot
@@ -56,15 +53,6 @@ pub struct Options {
     /// not one after the other. Off by default (a scan already keeps every
     /// CPU busy).
     pub early_cc: bool,
-}
-
-/// What [`walk_skimming_def`] learned besides the index.
-struct Early {
-    sorted: Vec<u32>,
-    known: [Option<u32>; 6],
-    /// The skim of the accessors' def.json, if one ran (`None` inside:
-    /// the skim refused it).
-    def_skim: Option<Option<json::skim::Found>>,
 }
 
 /// The error for a file that shrank while it was read.
@@ -99,7 +87,6 @@ pub struct Neff {
     limits: Limits,
     sorted: OnceLock<Vec<u32>>,
     known: OnceLock<[Option<u32>; 6]>,
-    json_source: Source,
     json: json::Cache,
     /// The skim of the accessors' def.json, once run (during the walk with
     /// [`Options::early_cc`], else by [`def_cc`](Self::def_cc)); `None`
@@ -180,7 +167,6 @@ impl Neff {
             limits: *limits,
             sorted: OnceLock::new(),
             known: OnceLock::new(),
-            json_source: opts.json_source,
             json: json::Cache::default(),
             def_skim: OnceLock::new(),
         };
@@ -200,7 +186,7 @@ impl Neff {
         file: &FileBytes,
         opts: &Options,
         reuse: Option<Vec<u8>>,
-    ) -> Result<(PayloadSpan, Tar, Index, Option<Early>)> {
+    ) -> Result<(PayloadSpan, Tar, Index, Option<json::early::Early>)> {
         let limits = &opts.limits;
         let header = Header::from_file_bytes(file)?;
         let span = header.locate_payload(file)?;
@@ -240,7 +226,9 @@ impl Neff {
         let (index, early) = match (&tar, file.file()) {
             (Tar::Whole(t), _) => (Index::build(t, limits)?, None),
             // A mapped raw tar is walked with pread: see FileSource.
-            (_, Some(f)) if opts.early_cc => walk_skimming_def(f, span, stored, limits)?,
+            (_, Some(f)) if opts.early_cc => {
+                json::early::walk_raw(f, span.start as u64, stored, limits)?
+            }
             (_, Some(f)) => (
                 Index::build_from(FileSource::new(f, span.start as u64, span.len), limits)?,
                 None,
@@ -378,8 +366,7 @@ impl Neff {
     pub fn cursor(&self) -> DataCursor<'_> {
         DataCursor {
             neff: self,
-            gz: None,
-            window: Vec::new(),
+            reread: Reread::default(),
         }
     }
 
@@ -439,72 +426,29 @@ impl Neff {
         found[k as usize].map(|i| &self.index.entries[i as usize])
     }
 
-    /// Refuses a JSON member over the size cap, before any byte of it is read.
-    fn check_json_size(&self, e: &Entry) -> Result<()> {
-        if e.size > self.limits.max_json_size {
-            return Err(Error::Limit {
-                what: "JSON member size",
-                found: e.size,
-                cap: self.limits.max_json_size,
-            });
-        }
-        Ok(())
-    }
-
-    /// Parses a member as JSON (uncached), under the size and depth caps.
+    /// Parses a member as JSON (uncached), under the size and depth caps,
+    /// reading what Python's `json.loads` reads ([`json::parse_member`]).
     pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
-        self.check_json_size(e)?;
-        let cow = match (self.json_source, &self.tar) {
-            (Source::CopyOnWrite, Tar::Raw) => self
-                .file
-                .private_pages(self.span.start + e.offset as usize, e.size as usize),
-            _ => None,
-        };
-        let bytes = match cow {
-            Some(pages) => json::Bytes::Mapped(pages?),
-            None => {
-                self.populate(e);
-                json::Bytes::Owned(self.data(e)?.into_owned())
-            }
-        };
+        json::check_size(e.size, &self.limits)?;
+        self.populate(e);
         let name = self.name_str(e);
-        match self.parse_bytes(&name, bytes) {
-            // simd-json refuses some JSON Python reads (NaN, Infinity,
-            // integers past 64 bits, lone surrogates): re-encode it in a
-            // form a tape holds, or refuse it with Python's reason.
-            Err(Error::Json { .. }) => {
-                let mut text = Vec::new();
-                json::python::for_tape(&self.data(e)?, self.limits.max_json_depth, &mut text)
-                    .map_err(|err| Error::Json {
-                        member: name.to_string(),
-                        reason: err.to_string(),
-                    })?;
-                self.parse_bytes(&name, json::Bytes::Owned(text))
-            }
-            other => other,
-        }
+        let mut buffers = self.json.buffers();
+        json::parse_member(
+            &name,
+            &mut || Ok(self.data(e)?.into_owned()),
+            &self.limits,
+            &mut buffers,
+        )
     }
 
     /// Writes a member as the reference reader's users see it: the text of
     /// Python's `json.dumps(json.loads(member), separators=(",", ":"),
-    /// ensure_ascii=False)` ([`json::python`]), under the size and depth caps.
+    /// ensure_ascii=False)` ([`json::dumps_member`]), under the size and
+    /// depth caps.
     pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
-        self.check_json_size(e)?;
+        json::check_size(e.size, &self.limits)?;
         self.populate(e);
-        json::python::dumps(&self.data(e)?, self.limits.max_json_depth, out).map_err(|err| {
-            Error::Json {
-                member: self.name_str(e).into_owned(),
-                reason: err.to_string(),
-            }
-        })
-    }
-
-    /// Parses `bytes` (JSON of member `name`) with this NEFF's reused
-    /// simd-json scratch.
-    fn parse_bytes(&self, name: &str, bytes: json::Bytes) -> Result<Parsed> {
-        let mut guard = self.json.buffers.lock().unwrap_or_else(|p| p.into_inner());
-        let buffers = guard.get_or_insert_with(|| simd_json::Buffers::new(4096));
-        Parsed::parse(name, bytes, &self.limits, buffers)
+        json::dumps_member(&self.name_str(e), &self.data(e)?, &self.limits, out)
     }
 
     /// The parsed JSON of an accessor's member, parsed once and cached;
@@ -535,29 +479,28 @@ impl Neff {
         if let Some(p) = self.json.def_cc.get() {
             return Ok(Some((e, p.root())));
         }
-        if !skimmable(e.size, &self.limits) {
+        if !json::skim::worth_it(e.size, &self.limits) {
             return self.known_json(Known::Def);
         }
         let data = self.data(e)?;
-        let data = &data[..];
         let skim = self.def_skim.get_or_init(|| {
             // Inside a rayon pool (a scan) every CPU already has a NEFF to
             // read: no helper thread.
             let two_threads = rayon::current_thread_index().is_none();
-            json::skim::top_level_keys(
-                data,
-                &json::CC_TOP_KEYS,
-                self.limits.max_json_depth,
-                two_threads,
-            )
+            json::skim::cc_keys(&data, &self.limits, two_threads)
         });
         let Some(found) = skim else {
             // Not valid JSON (or too deep): the full parse gives the
             // canonical error.
             return self.known_json(Known::Def);
         };
-        let small = json::skim::rebuild(data, &json::CC_TOP_KEYS, found);
-        let parsed = self.parse_bytes(&self.name_str(e), json::Bytes::Owned(small))?;
+        let small = json::skim::rebuild(&data, &json::CC_TOP_KEYS, found);
+        let parsed = Parsed::parse(
+            &self.name_str(e),
+            small,
+            &self.limits,
+            &mut self.json.buffers(),
+        )?;
         Ok(Some((e, self.json.def_cc.get_or_init(|| parsed).root())))
     }
 }
@@ -577,13 +520,14 @@ impl payload::stream::Passed for Neff {
 /// the inflation over). Memory is one window, whatever the members' sizes.
 pub struct DataCursor<'n> {
     neff: &'n Neff,
-    gz: Option<GzStream<'n>>,
-    window: Vec<u8>,
+    reread: Reread<GzStream<'n>>,
 }
 
 impl std::fmt::Debug for DataCursor<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataCursor").field("gz", &self.gz).finish()
+        f.debug_struct("DataCursor")
+            .field("open", &self.reread.is_open())
+            .finish()
     }
 }
 
@@ -614,36 +558,16 @@ impl<'n> DataCursor<'n> {
     /// Inflates up to `e`'s data and hands it to `sink` a window at a time.
     fn stream(&mut self, e: &Entry, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let neff = self.neff;
-        let restart = match &self.gz {
-            Some(gz) => gz.produced() > e.offset,
-            None => true,
-        };
-        if restart {
-            self.gz = Some(
-                GzStream::new(neff.stored_payload(), neff.limits.max_inflated)?
-                    .release_behind(neff),
-            );
-        }
-        if self.window.is_empty() {
-            self.window = vec![0u8; crate::tar::STREAM_CHUNK];
-        }
-        let gz = self.gz.as_mut().expect("set above");
-        let skip = e.offset - gz.produced();
-        let mut short = gz.skip(skip, &mut self.window)? < skip;
-        let mut left = e.size;
-        while left > 0 && !short {
-            let want = self
-                .window
-                .len()
-                .min(usize::try_from(left).unwrap_or(usize::MAX));
-            let n = gz.fill(&mut self.window[..want])?;
-            if n == 0 {
-                short = true;
-                break;
-            }
-            sink(&self.window[..n])?;
-            left -= n as u64;
-        }
+        let short = self.reread.read(
+            e,
+            &mut || {
+                Ok(
+                    GzStream::new(neff.stored_payload(), neff.limits.max_inflated)?
+                        .release_behind(neff),
+                )
+            },
+            sink,
+        )?;
         neff.check_unchanged()?;
         if short {
             // The walk saw these bytes: a payload that now inflates shorter
@@ -654,165 +578,46 @@ impl<'n> DataCursor<'n> {
     }
 }
 
-/// Whether a def.json of `size` bytes is skimmed for the CC keys: from
-/// 1 MiB (smaller ones are parsed whole) up to the JSON size cap (larger
-/// ones are refused by the full parse).
-fn skimmable(size: u64, limits: &Limits) -> bool {
-    (1 << 20..=limits.max_json_size).contains(&size)
-}
-
-/// Bytes of JSON members, beyond the accessors' own, that a streamed walk
-/// keeps (see [`walk_stream`]).
-const RETAIN_JSON: u64 = 64 << 20;
-
-/// Walks a gzip payload as it is inflated ([`StreamSource`]), keeping the
-/// data of the members the accessors would read ([`select::Best`]) when
-/// they are under the JSON size cap. Every gzip trailer is checked, as the
-/// whole path does; when the walk fails, the rest of the payload is still
-/// inflated so that a gzip fault further on is reported first, as the whole
-/// path (which inflates before it walks) would.
-/// `release` is told of the input ranges passed (see
+/// Walks a gzip payload as it is inflated ([`tar::walk`]), keeping what
+/// the accessors will read ([`select::Retention`]): first with parallel
+/// rounds where a core is free, again sequentially if they did not check
+/// out. `release` is told of the input ranges passed (see
 /// [`GzStream::release_behind`]).
 fn walk_stream(
     gz: &[u8],
     limits: &Limits,
     release: &dyn payload::stream::Passed,
 ) -> Result<(Index, Retained, u64)> {
-    let parallel = GzStream::new_parallel(gz, limits.max_inflated)?.release_behind(release);
-    let (walked, doubt) = walk_stream_with(parallel, limits);
-    if !doubt {
-        return walked;
+    tar::walk(
+        &mut |pass| {
+            let s = match pass {
+                Pass::Fast => GzStream::new_parallel(gz, limits.max_inflated)?,
+                Pass::Careful => GzStream::new(gz, limits.max_inflated)?,
+            };
+            Ok(s.release_behind(release))
+        },
+        &mut || select::Retention::new(limits),
+        limits,
+    )
+}
+
+/// The inflating gzip stream is the tar layer's byte stream.
+impl tar::ByteStream for GzStream<'_> {
+    fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+        GzStream::fill(self, out)
     }
-    // The parallel rounds did not check out: start over, sequentially.
-    let sequential = GzStream::new(gz, limits.max_inflated)?.release_behind(release);
-    walk_stream_with(sequential, limits).0
-}
-
-/// [`walk_stream`] over one stream; also says whether that stream's
-/// parallel rounds failed (and so whether to start over).
-fn walk_stream_with(gz: GzStream<'_>, limits: &Limits) -> (Result<(Index, Retained, u64)>, bool) {
-    let retained = RefCell::new(Retained::default());
-    let mut best = select::Best::default();
-    // Other JSON members (every def.json a summary or `mem` reads) are kept
-    // too while they fit in RETAIN_JSON bytes, so that reading them does
-    // not inflate the payload again for each.
-    let mut extra = std::collections::HashSet::new();
-    let mut extra_bytes = 0u64;
-    let mut src = StreamSource::new(gz, &retained);
-    let walked = Index::build_with(&mut src, limits, &mut |e, name| {
-        if e.kind != Kind::File {
-            return false;
-        }
-        let picked = best.offer(name, e.offset, &mut |old| {
-            if !extra.contains(&old) {
-                retained.borrow_mut().release(old)
-            }
-        });
-        if e.size > limits.max_json_size {
-            return false;
-        }
-        if !picked && name.ends_with(b".json") && extra_bytes + e.size <= RETAIN_JSON {
-            extra.insert(e.offset);
-            extra_bytes += e.size;
-            return true;
-        }
-        picked
-    });
-    let result = match walked {
-        // The stream's own failures (a parallel round's included) end it.
-        Err(e @ Error::Gzip { .. }) => Err(e),
-        Err(
-            e @ Error::Limit {
-                what: "inflated payload size",
-                ..
-            },
-        ) => Err(e),
-        walked => src
-            .finish()
-            .and_then(|len| walked.map(|index| (index, retained.take(), len))),
-    };
-    (result, src.doubtful())
-}
-
-/// Walks a mapped raw tar (as [`FileSource`] does) and, as soon as it meets
-/// a def.json large enough to skim, starts skimming its CC keys on a helper
-/// thread on another CPU ([`json::skim::lower`]). When the walk is done and
-/// that member is indeed the one the accessors read, this thread joins the
-/// skim from halfway through what is left ([`json::skim::upper`]); otherwise
-/// the skim is cancelled. With one CPU, this is the plain walk.
-fn walk_skimming_def(
-    f: &std::fs::File,
-    span: PayloadSpan,
-    stored: &[u8],
-    limits: &Limits,
-) -> Result<(Index, Option<Early>)> {
-    use crate::json::skim;
-    use crate::threads;
-
-    let src = FileSource::new(f, span.start as u64, span.len);
-    let Some(cpu) = threads::helper_cpu() else {
-        return Ok((Index::build_from(src, limits)?, None));
-    };
-    let depth = limits.max_json_depth;
-    let shared = skim::Shared::default();
-    std::thread::scope(|s| {
-        let shared = &shared;
-        let mut spec = None;
-        let walked = Index::build_with(src, limits, &mut |e, name| {
-            // A guess, checked once the walk is done (by the accessors'
-            // own pattern and sorted-order rule).
-            // (Shown before the walk has checked that the data exists: a
-            // member cut short is not skimmed, and the walk refuses it.)
-            let data = usize::try_from(e.offset)
-                .ok()
-                .zip(usize::try_from(e.size).ok())
-                .and_then(|(at, n)| stored.get(at..at.checked_add(n)?));
-            if let (None, Kind::File, true, true, Some(data)) = (
-                &spec,
-                e.kind,
-                skimmable(e.size, limits),
-                name.ends_with(b"/def.json"),
-                data,
-            ) {
-                let low = threads::spawn_on(s, cpu, move || {
-                    skim::lower(data, &json::CC_TOP_KEYS, depth, Some(shared))
-                });
-                // No thread to be had: def_cc skims later, as usual.
-                spec = low.map(|low| (e.offset, low));
-            }
-            false
-        });
-        let index = match walked {
-            Ok(index) => index,
-            Err(err) => {
-                shared.cancel();
-                return Err(err);
-            }
-        };
-        let sorted = select::sorted_files(&index, stored);
-        let known = select::resolve_known(&sorted, &index, stored);
-        let def_skim = match (spec, known[Known::Def as usize]) {
-            (Some((offset, low)), Some(i)) if index.entries[i as usize].offset == offset => {
-                let data = index.entries[i as usize].data(stored);
-                let up = skim::upper(data, &json::CC_TOP_KEYS, depth, shared);
-                Some(low.join().ok().and_then(|low| skim::finish(low, up)))
-            }
-            (Some((_, low)), _) => {
-                shared.cancel();
-                let _ = low.join();
-                None
-            }
-            (None, _) => None,
-        };
-        Ok((
-            index,
-            Some(Early {
-                sorted,
-                known,
-                def_skim,
-            }),
-        ))
-    })
+    fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
+        GzStream::skip(self, n, window)
+    }
+    fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
+        GzStream::finish(self, window)
+    }
+    fn produced(&self) -> u64 {
+        GzStream::produced(self)
+    }
+    fn doubtful(&self) -> bool {
+        GzStream::doubtful(self)
+    }
 }
 
 #[cfg(test)]
@@ -879,8 +684,13 @@ mod tests {
             .locate_payload(&file)
             .unwrap();
         let stored = &file[span.start..span.start + span.len];
-        let (index, early) =
-            walk_skimming_def(file.file().unwrap(), span, stored, &Limits::default()).unwrap();
+        let (index, early) = json::early::walk_raw(
+            file.file().unwrap(),
+            span.start as u64,
+            stored,
+            &Limits::default(),
+        )
+        .unwrap();
         let early = early.expect("a helper CPU: the early path ran");
         let def_entry = early.known[Known::Def as usize].unwrap() as usize;
         assert_eq!(index.entries[def_entry].size, def.len() as u64);

@@ -12,7 +12,7 @@ use regex_automata::meta::Regex;
 use regex_automata::{Input, PatternSet};
 
 use crate::error::{Error, Result};
-use crate::tar::{Index, Kind};
+use crate::tar::{Entry, Index, Kind};
 
 /// The members the accessors read, by the reference reader's patterns
 /// (dots escaped).
@@ -183,6 +183,54 @@ pub fn sorted_files(index: &Index, tar: &[u8]) -> Vec<u32> {
         last = Some(name);
     }
     out
+}
+
+/// Bytes of JSON members, beyond the accessors' own, that a streamed walk
+/// keeps (see [`Retention`]).
+const RETAIN_JSON: u64 = 64 << 20;
+
+/// What a streamed walk of a large gzip payload keeps ([`tar::walk`]'s
+/// policy): the member each accessor would read ([`Best`]) when it is
+/// under the JSON size cap, and other JSON members (every def.json a
+/// summary or `mem` reads) while they fit in 64 MiB, so that reading them
+/// does not inflate the payload again for each.
+pub(crate) struct Retention {
+    best: Best,
+    extra: std::collections::HashSet<u64>,
+    extra_bytes: u64,
+    max_json_size: u64,
+}
+
+impl Retention {
+    /// The policy under the JSON size cap of `limits`.
+    pub(crate) fn new(limits: &crate::limits::Limits) -> Retention {
+        Retention {
+            best: Best::default(),
+            extra: Default::default(),
+            extra_bytes: 0,
+            max_json_size: limits.max_json_size,
+        }
+    }
+}
+
+impl crate::tar::Keep for Retention {
+    fn offer(&mut self, e: &Entry, name: &[u8], release: &mut dyn FnMut(u64)) -> bool {
+        let extra = &self.extra;
+        let picked = self.best.offer(name, e.offset, &mut |old| {
+            if !extra.contains(&old) {
+                release(old)
+            }
+        });
+        if e.size > self.max_json_size {
+            return false;
+        }
+        if !picked && name.ends_with(b".json") && self.extra_bytes + e.size <= RETAIN_JSON {
+            self.extra.insert(e.offset);
+            self.extra_bytes += e.size;
+            return true;
+        }
+        picked
+    }
 }
 
 /// Which members a streamed walk keeps: for each [`Known`] pattern, the

@@ -2,12 +2,10 @@
 //! borrow from the member's bytes.
 //!
 //! simd-json rewrites strings in place as it unescapes them, so it needs the
-//! member's bytes mutable. The bytes come from one of two places (PERF.md
-//! measures both; [`Source::Copy`] is the default):
-//!
-//! - [`Source::Copy`]: a copy of the member into a buffer owned by the parse;
-//! - [`Source::CopyOnWrite`]: for a mapped raw NEFF, a private copy-on-write
-//!   mapping of just the member's pages, so untouched pages are never copied.
+//! member's bytes mutable: a parse owns a copy of the member. (A private
+//! copy-on-write mapping of the member's pages measured the same, since the
+//! parse writes back every string and so copies every page anyway; PERF.md
+//! §2. It was removed with the unsafe code it needed.)
 //!
 //! simd-json's own scratch ([`simd_json::Buffers`]) is reused across parses.
 //! A parse is refused before it starts when the member is over
@@ -20,6 +18,7 @@
 //! accessors read, [`skim`] validates the member without building a tape
 //! and parses only those keys' values.
 
+pub(crate) mod early;
 pub mod python;
 pub mod skim;
 mod value;
@@ -45,45 +44,10 @@ pub const CC_TOP_KEYS: [&str; 4] = [CC_KEYS[0], CC_KEYS[1], CC_KEYS[2], "CCInfo"
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
-/// Where the mutable bytes of a parse come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Source {
-    /// Copy the member into a buffer owned by the parse.
-    #[default]
-    Copy,
-    /// Map the member's pages copy-on-write (mapped raw NEFFs only; others copy).
-    CopyOnWrite,
-}
-
-/// The mutable bytes a tape borrows from.
-pub enum Bytes {
-    /// A copy of the member in a buffer the parse owns.
-    Owned(Vec<u8>),
-    /// The member's pages mapped copy-on-write: the parser's in-place writes
-    /// never reach the file.
-    Mapped(crate::map::PrivatePages),
-}
-
-impl Bytes {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Bytes::Owned(v) => v,
-            Bytes::Mapped(m) => m.bytes(),
-        }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        match self {
-            Bytes::Owned(v) => v,
-            Bytes::Mapped(m) => m.bytes_mut(),
-        }
-    }
-}
-
 self_cell::self_cell!(
     /// A parsed JSON member: its bytes and the tape that borrows from them.
     pub struct Parsed {
-        owner: MutBorrow<Bytes>,
+        owner: MutBorrow<Vec<u8>>,
         #[covariant]
         dependent: Tape,
     }
@@ -101,11 +65,11 @@ impl Parsed {
     /// Parses `bytes` (already made private and mutable) as the JSON of `member`.
     pub fn parse(
         member: &str,
-        bytes: Bytes,
+        bytes: Vec<u8>,
         limits: &Limits,
         buffers: &mut Buffers,
     ) -> Result<Parsed> {
-        if let Some(at) = lone_surrogate(bytes.bytes()) {
+        if let Some(at) = lone_surrogate(&bytes) {
             // simd-json would read it as U+0000; the caller re-encodes the
             // member (crate::json::python::for_tape) and parses that.
             return Err(Error::Json {
@@ -114,7 +78,7 @@ impl Parsed {
             });
         }
         let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
-            simd_json::to_tape_with_buffers(b.borrow_mut().bytes_mut(), buffers)
+            simd_json::to_tape_with_buffers(b.borrow_mut(), buffers)
         })
         .map_err(|e| Error::Json {
             member: member.to_string(),
@@ -135,6 +99,60 @@ impl Parsed {
     pub fn root(&self) -> Json<'_> {
         Json::new(&self.borrow_dependent().0)
     }
+}
+
+/// Refuses a JSON member of `size` bytes over the size cap, before any
+/// byte of it is read.
+pub(crate) fn check_size(size: u64, limits: &Limits) -> Result<()> {
+    if size > limits.max_json_size {
+        return Err(Error::Limit {
+            what: "JSON member size",
+            found: size,
+            cap: limits.max_json_size,
+        });
+    }
+    Ok(())
+}
+
+/// Parses member `name`, whose bytes `read` gives, as Python's
+/// `json.loads` reads it: with simd-json, and what simd-json refuses but
+/// Python reads (NaN, Infinity, integers past 64 bits, lone surrogates)
+/// re-encoded in a form a tape holds ([`python::for_tape`]) and parsed
+/// again; what Python refuses too is refused with Python's reason.
+/// (`read` is called again for the re-encoding: simd-json parses in place.)
+pub(crate) fn parse_member(
+    name: &str,
+    read: &mut dyn FnMut() -> Result<Vec<u8>>,
+    limits: &Limits,
+    buffers: &mut Buffers,
+) -> Result<Parsed> {
+    match Parsed::parse(name, read()?, limits, buffers) {
+        Err(Error::Json { .. }) => {
+            let mut text = Vec::new();
+            python::for_tape(&read()?, limits.max_json_depth, &mut text).map_err(|err| {
+                Error::Json {
+                    member: name.to_string(),
+                    reason: err.to_string(),
+                }
+            })?;
+            Parsed::parse(name, text, limits, buffers)
+        }
+        other => other,
+    }
+}
+
+/// Writes member `name` (`bytes`) as Python's `json.dumps(json.loads(m),
+/// separators=(",", ":"), ensure_ascii=False)` writes it ([`python`]).
+pub(crate) fn dumps_member(
+    name: &str,
+    bytes: &[u8],
+    limits: &Limits,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    python::dumps(bytes, limits.max_json_depth, out).map_err(|err| Error::Json {
+        member: name.to_string(),
+        reason: err.to_string(),
+    })
 }
 
 /// Where a `\uXXXX` escape of a surrogate stands without its partner, if
@@ -197,6 +215,31 @@ pub struct Cache {
     /// The CC keys of def.json, skimmed (see [`skim`]).
     pub(crate) def_cc: OnceLock<Parsed>,
     pub(crate) buffers: Mutex<Option<Buffers>>,
+}
+
+impl Cache {
+    /// simd-json's scratch, reused by every parse of this NEFF.
+    pub(crate) fn buffers(&self) -> BuffersGuard<'_> {
+        let mut g = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert_with(|| Buffers::new(4096));
+        BuffersGuard(g)
+    }
+}
+
+/// The locked scratch of a [`Cache`].
+pub(crate) struct BuffersGuard<'a>(std::sync::MutexGuard<'a, Option<Buffers>>);
+
+impl std::ops::Deref for BuffersGuard<'_> {
+    type Target = Buffers;
+    fn deref(&self) -> &Buffers {
+        self.0.as_ref().expect("filled by Cache::buffers")
+    }
+}
+
+impl std::ops::DerefMut for BuffersGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Buffers {
+        self.0.as_mut().expect("filled by Cache::buffers")
+    }
 }
 
 impl std::fmt::Debug for Cache {

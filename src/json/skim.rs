@@ -57,6 +57,28 @@ pub type Found = Option<Vec<(usize, Range<usize>)>>;
 /// Documents at least this long are worth a second thread.
 pub const PARALLEL_MIN: usize = 4 << 20;
 
+/// Whether a def.json of `size` bytes is skimmed for the CC keys rather
+/// than parsed whole: from 1 MiB (smaller ones parse fast enough) up to
+/// the JSON size cap (larger ones are refused by the full parse).
+pub(crate) fn worth_it(size: u64, limits: &crate::limits::Limits) -> bool {
+    (1 << 20..=limits.max_json_size).contains(&size)
+}
+
+/// The collective accessors' keys ([`CC_TOP_KEYS`](super::CC_TOP_KEYS))
+/// of a def.json, skimmed under the depth cap of `limits`.
+pub(crate) fn cc_keys(
+    bytes: &[u8],
+    limits: &crate::limits::Limits,
+    two_threads: bool,
+) -> Option<Found> {
+    top_level_keys(
+        bytes,
+        &super::CC_TOP_KEYS,
+        limits.max_json_depth,
+        two_threads,
+    )
+}
+
 /// Skims `bytes` for the top-level `keys`: `None` when the document is not
 /// valid JSON or nests deeper than `max_depth`, else what [`Found`] says.
 /// With `two_threads`, a document of at least [`PARALLEL_MIN`] bytes is

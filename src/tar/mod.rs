@@ -69,4 +69,4 @@ mod stream;
 
 pub use block::{Block, BLOCK};
 pub use index::{Entry, FileSource, Index, Kind};
-pub use stream::{Retained, StreamSource, CHUNK as STREAM_CHUNK};
+pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};

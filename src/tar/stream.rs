@@ -8,21 +8,175 @@
 //! members the walk's caller asks for ([`Retained`]: the JSON members the
 //! accessors will read). Memory follows the window and what is retained,
 //! never the payload.
+//!
+//! The tar layer knows nothing of gzip: the stream is any [`ByteStream`]
+//! (the reader hands it an inflating gzip stream). What to keep is the
+//! caller's policy ([`Keep`]); that a first pass may have to start over,
+//! and when, is decided here ([`walk`]), on the stream's state, never on
+//! an error's text.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::index::{Name, Source};
-use crate::error::Result;
-use crate::payload::stream::GzStream;
+use super::index::{Entry, Index, Kind, Name, Source};
+use crate::error::{Error, Result};
+use crate::limits::Limits;
 
-/// Bytes inflated per refill of the window.
-pub const CHUNK: usize = 256 << 10;
+/// A stream of tar bytes, produced as they are asked for (for a NEFF, a
+/// gzip payload being inflated).
+pub(crate) trait ByteStream {
+    /// Fills `out` from the stream; 0 at its end.
+    fn fill(&mut self, out: &mut [u8]) -> Result<usize>;
+    /// Produces and drops `n` bytes (through `window`); fewer at the end.
+    fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64>;
+    /// Produces what is left, checking it as a whole (every gzip trailer);
+    /// the stream's total length.
+    fn finish(&mut self, window: &mut [u8]) -> Result<u64>;
+    /// Bytes produced so far.
+    fn produced(&self) -> u64;
+    /// Whether bytes already produced may be wrong (an inflater's parallel
+    /// round failed its check), so that a walk must start over on a
+    /// [`Pass::Careful`] stream.
+    fn doubtful(&self) -> bool;
+}
+
+/// Which pass of a streamed walk a stream is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// The first: the stream may take shortcuts that are checked only at
+    /// its end (parallel rounds), and say [`ByteStream::doubtful`].
+    Fast,
+    /// After a doubtful first pass: no shortcuts.
+    Careful,
+}
+
+/// A streamed walk's policy: which members' data to keep.
+pub(crate) trait Keep {
+    /// Whether to keep the data of `e` (named `name`), now shown;
+    /// `release` drops a member kept earlier (by its data offset).
+    fn offer(&mut self, e: &Entry, name: &[u8], release: &mut dyn FnMut(u64)) -> bool;
+}
+
+/// Walks the tar archive of the stream `open` gives, keeping what a fresh
+/// `keep()` picks. Every byte of the stream is produced and checked, as a
+/// whole read would: when the walk fails, the rest of the stream is still
+/// produced so that a fault of the stream further on is reported first
+/// (the stream's own failures end it at once). A first pass whose stream
+/// turns out [`doubtful`](ByteStream::doubtful) is run again on a
+/// [`Pass::Careful`] stream. Returns the index, the kept data and the
+/// stream's length.
+pub(crate) fn walk<S: ByteStream, K: Keep>(
+    open: &mut dyn FnMut(Pass) -> Result<S>,
+    keep: &mut dyn FnMut() -> K,
+    limits: &Limits,
+) -> Result<(Index, Retained, u64)> {
+    let (walked, doubt) = walk_once(open(Pass::Fast)?, keep(), limits);
+    if !doubt {
+        return walked;
+    }
+    walk_once(open(Pass::Careful)?, keep(), limits).0
+}
+
+/// One pass of [`walk`]; also says whether its stream was doubtful.
+fn walk_once<S: ByteStream, K: Keep>(
+    stream: S,
+    mut keep: K,
+    limits: &Limits,
+) -> (Result<(Index, Retained, u64)>, bool) {
+    let retained = RefCell::new(Retained::default());
+    let mut src = StreamSource::new(stream, &retained);
+    let walked = Index::build_with(&mut src, limits, &mut |e, name| {
+        e.kind == Kind::File && keep.offer(e, name, &mut |old| retained.borrow_mut().release(old))
+    });
+    let result = match walked {
+        Err(e) if src.failed => Err(e),
+        walked => src
+            .finish()
+            .and_then(|len| walked.map(|index| (index, retained.take(), len))),
+    };
+    (result, src.stream.doubtful())
+}
+
+/// Reads members' data again from a fresh stream, in archive order, a
+/// window at a time (for data a streamed walk did not keep).
+pub(crate) struct Reread<S> {
+    stream: Option<S>,
+    window: Vec<u8>,
+}
+
+impl<S> Default for Reread<S> {
+    fn default() -> Self {
+        Reread {
+            stream: None,
+            window: Vec::new(),
+        }
+    }
+}
+
+impl<S: ByteStream> Reread<S> {
+    /// Whether a stream is open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Hands `e`'s data to `sink` a window at a time, from the stream
+    /// already open if it has not passed `e`, else from `open()`. Returns
+    /// whether the stream ended before the data did (the walk saw those
+    /// bytes: the caller's file changed).
+    pub(crate) fn read(
+        &mut self,
+        e: &Entry,
+        open: &mut dyn FnMut() -> Result<S>,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<bool> {
+        let restart = match &self.stream {
+            Some(s) => s.produced() > e.offset,
+            None => true,
+        };
+        if restart {
+            self.stream = Some(open()?);
+        }
+        if self.window.is_empty() {
+            self.window = vec![0u8; CHUNK];
+        }
+        let s = self.stream.as_mut().expect("set above");
+        let skip = e.offset - s.produced();
+        let mut short = s.skip(skip, &mut self.window)? < skip;
+        let mut left = e.size;
+        while left > 0 && !short {
+            let want = self
+                .window
+                .len()
+                .min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = s.fill(&mut self.window[..want])?;
+            if n == 0 {
+                short = true;
+                break;
+            }
+            sink(&self.window[..n])?;
+            left -= n as u64;
+        }
+        Ok(short)
+    }
+}
+
+/// `r`, noting in `failed` whether it is an error: a stream's own failure
+/// (which ends a walk at once) is told from the walk's by where it
+/// happened, not by what it says.
+fn note<T>(failed: &mut bool, r: Result<T>) -> Result<T> {
+    if r.is_err() {
+        *failed = true;
+    }
+    r
+}
+
+/// Bytes produced per refill of the window.
+pub(crate) const CHUNK: usize = 256 << 10;
 
 /// Member data kept by a streamed walk, by data offset in the tar stream.
 #[derive(Debug, Default)]
-pub struct Retained {
+pub(crate) struct Retained {
     members: HashMap<u64, Box<[u8]>>,
 }
 
@@ -38,9 +192,11 @@ impl Retained {
     }
 }
 
-/// A tar stream inflated as it is walked.
-pub struct StreamSource<'a, 'r> {
-    gz: GzStream<'a>,
+/// A tar stream walked as it is produced.
+pub(crate) struct StreamSource<'r, S> {
+    stream: S,
+    /// Whether a call on `stream` failed (its error ends the walk).
+    failed: bool,
     buf: Vec<u8>,
     /// `buf[lo..hi]` holds the stream bytes from offset `at`.
     lo: usize,
@@ -51,11 +207,12 @@ pub struct StreamSource<'a, 'r> {
     retained: &'r RefCell<Retained>,
 }
 
-impl<'a, 'r> StreamSource<'a, 'r> {
-    /// A source over `gz`, keeping retained data in `retained`.
-    pub fn new(gz: GzStream<'a>, retained: &'r RefCell<Retained>) -> StreamSource<'a, 'r> {
+impl<'r, S: ByteStream> StreamSource<'r, S> {
+    /// A source over `stream`, keeping retained data in `retained`.
+    fn new(stream: S, retained: &'r RefCell<Retained>) -> StreamSource<'r, S> {
         StreamSource {
-            gz,
+            stream,
+            failed: false,
             buf: vec![0u8; CHUNK],
             lo: 0,
             hi: 0,
@@ -66,18 +223,12 @@ impl<'a, 'r> StreamSource<'a, 'r> {
         }
     }
 
-    /// Whether the inflater's parallel rounds failed (see
-    /// [`GzStream::doubtful`]).
-    pub fn doubtful(&self) -> bool {
-        self.gz.doubtful()
-    }
-
-    /// Inflates what is left (checking every gzip trailer); the length of
-    /// the whole tar stream.
-    pub fn finish(&mut self) -> Result<u64> {
+    /// Produces what is left (checking it whole); the length of the
+    /// whole tar stream.
+    fn finish(&mut self) -> Result<u64> {
         self.lo = 0;
         self.hi = 0;
-        self.gz.finish(&mut self.buf)
+        self.stream.finish(&mut self.buf)
     }
 
     /// Forgets the bytes before stream offset `off`, skipping (inflating
@@ -92,7 +243,7 @@ impl<'a, 'r> StreamSource<'a, 'r> {
             self.lo = 0;
             self.hi = 0;
             self.at += have;
-            let skipped = self.gz.skip(skip, &mut self.buf)?;
+            let skipped = note(&mut self.failed, self.stream.skip(skip, &mut self.buf))?;
             self.at += skipped as usize;
             if skipped < skip {
                 self.eof = true;
@@ -123,7 +274,7 @@ impl<'a, 'r> StreamSource<'a, 'r> {
                 self.hi -= self.lo;
                 self.lo = 0;
             }
-            let n = self.gz.fill(&mut self.buf[self.hi..])?;
+            let n = note(&mut self.failed, self.stream.fill(&mut self.buf[self.hi..]))?;
             if n == 0 {
                 self.eof = true;
             }
@@ -133,7 +284,7 @@ impl<'a, 'r> StreamSource<'a, 'r> {
     }
 }
 
-impl Source for StreamSource<'_, '_> {
+impl<S: ByteStream> Source for StreamSource<'_, S> {
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
         self.seek(off)?;
         if self.at < off {
@@ -152,7 +303,7 @@ impl Source for StreamSource<'_, '_> {
         // A retained member grows with the bytes the stream produces, never
         // with the size its header claims (which may run past the end).
         let mut kept = retain.then(Vec::new);
-        let no_memory = |_| crate::Error::no_memory("a retained member");
+        let no_memory = |_| Error::no_memory("a retained member");
         let mut left = size;
         while left > 0 {
             if self.lo == self.hi {
