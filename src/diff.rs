@@ -158,7 +158,7 @@ const ACCESSORS: [Accessor; 5] = [
 
 /// Compares `a` with `b`. Fails only when member data cannot be read
 /// again (a streamed payload whose file changed since it was opened).
-pub fn diff(a: &Neff, b: &Neff) -> crate::Result<Diff> {
+pub fn diff(a: &Neff, b: &Neff) -> crate::error::Result<Diff> {
     let mut d = Diff {
         header: header(a.header(), b.header()),
         ..Diff::default()
