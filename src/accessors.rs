@@ -1,7 +1,7 @@
 //! The reference reader's accessor roster, as functions of an open [`Neff`].
 //!
 //! Each function reads the member the reference reader reads (by its
-//! pattern, first match in sorted name order, NEFF-FORMAT.md §4.2), parses
+//! pattern, first match in sorted name order, docs/FORMAT.md §4.2), parses
 //! it once (later calls reuse the parse) and applies the reference's rule,
 //! with its refusal strings verbatim (§4.3). JSON of the wrong shape for an
 //! accessor is refused with an [`Error::Shape`] naming the key.
@@ -214,7 +214,7 @@ pub fn has_cc(neff: &Neff) -> Result<bool> {
 
 /// The collective world size: max(largest group of `replica_groups`,
 /// `src_target_pairs` span, `#rank_world_size`, 1), with the reference
-/// reader's refusals for MPMD and empty metadata (NEFF-FORMAT.md §4.4).
+/// reader's refusals for MPMD and empty metadata (docs/FORMAT.md §4.4).
 /// The result is u128 because the pairs' span (largest rank + 1) may be 2^64.
 pub fn cc_world_size(neff: &Neff) -> Result<u128> {
     let (d, obj) = cc(neff)?;

@@ -1,7 +1,7 @@
 //! The 1024-byte NEFF header: its on-disk layout and the structural checks
 //! that stand in for a magic number.
 //!
-//! The layout is the runtime loader's (NEFF-FORMAT.md §1.1). All integers are
+//! The layout is the runtime loader's (docs/FORMAT.md §1.1). All integers are
 //! little-endian; the struct is cast straight from the file's bytes with
 //! zerocopy, so reading a header copies nothing.
 
@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 /// Size of the header every NEFF starts with.
 pub const HEADER_SIZE: usize = 1024;
 
-/// The on-disk header, field for field (NEFF-FORMAT.md §1.1).
+/// The on-disk header, field for field (docs/FORMAT.md §1.1).
 #[derive(Clone, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -42,7 +42,7 @@ pub struct Header {
     pub requested_tpb_count: U32,
     /// TPB (NeuronCore) count per node, one byte each.
     pub tpb_per_node: [u8; 64],
-    /// Capability mask (NEFF-FORMAT.md §5).
+    /// Capability mask (docs/FORMAT.md §5).
     pub feature_bits: U64,
     /// Logical-core size (`lnc_size`): 1, or 2 for two fused cores.
     pub vnc_size: U32,
@@ -52,7 +52,7 @@ pub struct Header {
 
 const _: () = assert!(std::mem::size_of::<Header>() == HEADER_SIZE);
 
-/// Names of the feature bits that have one (NEFF-FORMAT.md §5.1).
+/// Names of the feature bits that have one (docs/FORMAT.md §5.1).
 pub const FEATURE_NAMES: &[(u64, &str)] = &[
     (0x1, "bin-weights"),
     (0x2, "collective_has_offset"),
@@ -151,7 +151,7 @@ impl Header {
     }
 
     /// The structural checks that stand in for a magic number, in the
-    /// runtime's order where they overlap (NEFF-FORMAT.md §1.3), and where the
+    /// runtime's order where they overlap (docs/FORMAT.md §1.3), and where the
     /// payload therefore lies in a file of `file.len()` bytes.
     ///
     /// The payload normally starts at 1024. A `header_size` other than 1024 is

@@ -1,4 +1,4 @@
-//! The device-memory estimate of NEFF-FORMAT.md §7: what loading a NEFF
+//! The device-memory estimate of docs/FORMAT.md §7: what loading a NEFF
 //! costs in device memory, per subgraph (one physical core), per NEFF and
 //! for a set of NEFFs loaded together.
 //!
@@ -196,7 +196,7 @@ pub fn page_bytes(flag_mib: Option<u64>, env: impl Fn(&str) -> Option<String>) -
         .ok_or_else(|| Error::usage(format!("{from}: {mib} MiB is too large")))
 }
 
-/// The estimate for one NEFF (NEFF-FORMAT.md §7).
+/// The estimate for one NEFF (docs/FORMAT.md §7).
 ///
 /// The subgraphs are the `graphs[]` of the kelf descriptors neff.json names
 /// (in order, each definition once); without such a name, those of the

@@ -1,4 +1,4 @@
-//! `neuron-packager optimize` (NEFF-FORMAT.md §6): a NEFF rewritten to load
+//! `neuron-packager optimize` (docs/FORMAT.md §6): a NEFF rewritten to load
 //! fast, with a raw (uncompressed) tar payload and the header that goes with
 //! one, without its debug-only members unless asked to keep them.
 //!

@@ -210,7 +210,7 @@ pub fn behind_header(
     Ok(out)
 }
 
-/// The 1024-byte header for `payload` (NEFF-FORMAT.md §1.1).
+/// The 1024-byte header for `payload` (docs/FORMAT.md §1.1).
 fn header_for(payload: &[u8], kelf_graphs: Option<u32>, opts: &PackOptions) -> Result<Header> {
     let mut header = Header::new_zeroed();
     let pkg: u64 = if opts.no_gzip { 1 } else { 2 };

@@ -1,12 +1,15 @@
-//! An open NEFF: its bytes, its header, its tar bytes and their index.
+//! An open NEFF ([`Neff`]): the one place that ties the layers together.
 //!
-//! [`Neff::open`] maps the file, checks the header, inflates a gzip payload
-//! once and walks the tar headers; every later question is answered from
-//! those, without reading the file again. A gzip payload over
-//! [`Limits::inflate_budget`] is not held whole: it is walked as a bounded
-//! stream that keeps the names and the JSON members the accessors read
-//! ([`Retained`]), and any other member's data is inflated again when
-//! asked for ([`Neff::data`], [`Neff::copy_data`]).
+//! [`Neff::open`] maps the file ([`crate::map`]), checks the header
+//! ([`crate::header`]), gets the tar bytes ([`crate::payload`]: the stored
+//! bytes, or one inflation) and walks them into an index ([`crate::tar`]);
+//! every later question is answered from those, without reading the file
+//! again, with members chosen by [`crate::select`] and parsed by
+//! [`crate::json`]. A gzip payload over [`Limits::inflate_budget`] is not
+//! held whole: [`tar::walk`] walks it as a bounded stream, keeping what
+//! [`select::Retention`] asks for, and any other member's data is inflated
+//! again when asked for ([`Neff::data`], [`DataCursor`]). No policy lives
+//! here: each rule is in the layer that owns it (docs/ARCHITECTURE.md).
 
 use std::borrow::Cow;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Member selection: regular expressions searched, unanchored, in member
 //! names in byte-wise sorted order; the first name that matches wins.
 //!
-//! This is the reference reader's rule (NEFF-FORMAT.md §4.1): it lists the
+//! This is the reference reader's rule (docs/FORMAT.md §4.1): it lists the
 //! archive, sorts the names and takes the first that `re.findall` matches.
 //! The accessors' patterns are compiled once, into one multi-pattern regex,
 //! so that a single pass over the sorted names resolves all of them.

@@ -36,7 +36,7 @@ pub struct Summary {
     /// Header `tpb_per_node`, one byte per node, with its trailing zero bytes cut
     /// (empty when all 64 are zero).
     pub tpb_per_node: Vec<u8>,
-    /// Header `feature_bits`: the capability mask (NEFF-FORMAT.md §5).
+    /// Header `feature_bits`: the capability mask (docs/FORMAT.md §5).
     pub feature_bits: u64,
     /// The names of the set feature bits; a set bit without a name as `0x…` hex.
     pub features: Vec<String>,

@@ -1,5 +1,5 @@
 //! The payload hash: MD5 (package version 2) or SHA-256 (version 1) of the
-//! payload bytes as stored, against the header (NEFF-FORMAT.md §1.4).
+//! payload bytes as stored, against the header (docs/FORMAT.md §1.4).
 //!
 //! Verification needs only the header and the stored bytes: it neither
 //! inflates nor indexes, so it runs at the speed of the digest.

@@ -1,4 +1,4 @@
-//! The command-line contract of design/CLI.md: exit codes, keys, outputs.
+//! The command-line contract of docs/CLI.md: exit codes, keys, outputs.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Every accessor, on every fixture, equals what `tests/oracle.py` (a
-//! standard-library Python reading of NEFF-FORMAT.md) computes, as a value
+//! standard-library Python reading of docs/FORMAT.md) computes, as a value
 //! and as the text Python's `json.dumps` prints.
 
 mod common;

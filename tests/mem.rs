@@ -1,4 +1,4 @@
-//! `neff mem` and `neff::mem`: the worked figures of NEFF-FORMAT.md §7, one
+//! `neff mem` and `neff::mem`: the worked figures of docs/FORMAT.md §7, one
 //! fixture per rule, the set total, the page settings and the refusals.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Typed views of the JSON sidecars (NEFF-FORMAT.md §3): thin wrappers over
+//! Typed views of the JSON sidecars (docs/FORMAT.md §3): thin wrappers over
 //! a borrowed [`Json`] value that read the keys readers care about, tolerate
 //! unknown keys (reachable through `raw`) and treat a missing optional key
 //! as absent, not as an error.

@@ -1,7 +1,7 @@
 //! The tar index: one pass over the 512-byte headers of the payload, into a
 //! list of entries whose names and data are spans of the payload bytes.
 //!
-//! The walker understands every dialect NEFF producers use (NEFF-FORMAT.md
+//! The walker understands every dialect NEFF producers use (docs/FORMAT.md
 //! §2.2): POSIX ustar (`prefix/name`), GNU (`ustar  ` magic, `L`/`K`
 //! long-name records, base-256 numbers) and PAX (`x` records for the next
 //! entry, `g` records for all later entries). Nothing is copied except a

@@ -1,6 +1,6 @@
 //! The `neff` command: a thin client of the `neff` library.
 //!
-//! The contract (commands, JSON keys, exit codes) is `design/CLI.md`: 0 ok,
+//! The contract (commands, JSON keys, exit codes) is `docs/CLI.md`: 0 ok,
 //! 1 refused, 2 usage, 3 I/O. Refusals print one line,
 //! `neff: <path>: <reason>`, and nothing on stdout.
 
