@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use neff::catalog::{update::scan_indexed, Catalog};
+use neff::catalog::{scan_indexed, Catalog};
 use neff::pack::{pack, PackEntry, PackOptions};
 use neff::scan::ScanOptions;
 

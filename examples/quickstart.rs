@@ -10,7 +10,11 @@ use neff::{accessors, ErrorKind, Kind, Neff};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/acc/cc-replica-groups-gz.neff").into()
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/acc/cc-replica-groups-gz.neff"
+        )
+        .into()
     });
     // One open: the file is mapped, the header checked, the payload
     // inflated (or streamed, when large) and the tar indexed.

@@ -34,7 +34,7 @@ pub const PAGE_ENV: [&str; 2] = [
     "NEURON_RT_ONE_TMPBUF_PAGE_SIZE_MB",
 ];
 /// The def.json keys naming engine JSON files.
-pub const ENGINE_KEYS: [&str; 5] = ["act", "dve", "pe", "pool", "sp"];
+pub(crate) const ENGINE_KEYS: [&str; 5] = ["act", "dve", "pe", "pool", "sp"];
 
 /// One subgraph's (physical core's) share.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -163,7 +163,7 @@ impl Total {
 }
 
 /// `bytes` rounded up to a whole number of `page`-byte pages.
-pub fn paged(bytes: u64, page: u64) -> Result<u64> {
+pub(crate) fn paged(bytes: u64, page: u64) -> Result<u64> {
     if page == 0 {
         return Err(Error::usage("the scratchpad page must not be 0"));
     }
@@ -497,7 +497,7 @@ fn opt_str<'a>(o: Obj<'a>, key: &'static str) -> Result<Option<&'a str>, &'stati
 }
 
 /// DMA descriptors of one engine JSON: over every `dma[]` block's `desc[]`.
-pub fn engine_descriptors(engine: Json<'_>, member: &str) -> Result<u64> {
+pub(crate) fn engine_descriptors(engine: Json<'_>, member: &str) -> Result<u64> {
     let obj = engine
         .object()
         .ok_or_else(|| Error::shape(member, "engine JSON is not an object"))?;
@@ -532,7 +532,7 @@ pub fn engine_descriptors(engine: Json<'_>, member: &str) -> Result<u64> {
 /// `∏(from_sizes[1:]) + 16 + ∏(to_sizes[1:]) + 16`; a part's `to_sizes`
 /// falls back to the element's, then `[1]`; `from_sizes` defaults to `[1]`.
 /// The error is the reason a value has the wrong shape.
-pub fn descriptors(desc: Json<'_>) -> Result<u64, String> {
+pub(crate) fn descriptors(desc: Json<'_>) -> Result<u64, String> {
     let d = desc.object().ok_or("not an object")?;
     let parent_to = sizes(d, "to_sizes")?;
     let from_null = d.get("from").is_none_or(Json::is_null);

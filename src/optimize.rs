@@ -56,7 +56,7 @@ pub fn is_debug_only(name: &[u8]) -> bool {
 }
 
 /// Indices (into [`Neff::entries`]) of the entries dropped under `opts`.
-pub fn dropped(neff: &Neff, opts: &OptimizeOptions) -> Vec<usize> {
+pub(crate) fn dropped(neff: &Neff, opts: &OptimizeOptions) -> Vec<usize> {
     if opts.keep_debug {
         return Vec::new();
     }

@@ -171,7 +171,7 @@ pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, 
 
 /// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
 /// the sorted list has i mod n == k - 1. `None` keeps them all.
-pub fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
+pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
     match shard {
         Some((k, n)) => paths
             .into_iter()
@@ -206,7 +206,7 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync
 /// [`scan`] with the per-file work given: `work` runs on a pool of `jobs`
 /// threads (each reusing one [`Scratch`]), `emit` gets each result as it
 /// is made. The index uses it to read a file's rows along with its record.
-pub fn scan_with<T: Send>(
+pub(crate) fn scan_with<T: Send>(
     paths: &[PathBuf],
     jobs: usize,
     work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
@@ -236,14 +236,14 @@ fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
 }
 
 /// Reads one NEFF into its record.
-pub fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record {
+pub(crate) fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record {
     record_with(path, opts, scratch, |_| ()).0
 }
 
 /// Reads one NEFF into its record, and, when it opens, runs `extra` on it
 /// too (the index reads its member, tensor and alias rows this way, from
 /// the same single open).
-pub fn record_with<T>(
+pub(crate) fn record_with<T>(
     path: &Path,
     opts: &ScanOptions,
     scratch: &mut Scratch,
@@ -347,7 +347,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
 
 /// Fills `cache_key` and `complete` for a Neuron compile-cache entry: a
 /// `graph_*.neff` or a NEFF in a `MODULE_*` directory.
-pub fn cache_entry(path: &Path, r: &mut Record) {
+pub(crate) fn cache_entry(path: &Path, r: &mut Record) {
     let parent = path.parent();
     let dir = parent
         .and_then(Path::file_name)

@@ -489,7 +489,7 @@ fn hostile_database_files_are_refused_in_one_line_and_rebuild_replaces_them() {
 fn dump(db: &Path) -> Vec<String> {
     let c = rusqlite::Connection::open(db).unwrap();
     let mut out = Vec::new();
-    let cols = neff::catalog::schema::NEFF_COLUMNS.join(", ");
+    let cols = neff::catalog::NEFF_COLUMNS.join(", ");
     let queries = [
         format!("SELECT {cols} FROM neffs"),
         "SELECT n.path, m.name, m.kind, m.size, m.offset, m.mode, m.mtime, m.link FROM members m JOIN neffs n ON n.id = m.neff_id".into(),
@@ -532,14 +532,14 @@ fn shard_databases_merge_with_the_documented_sql_into_the_full_scans_database() 
             s(&shard),
         ]);
     }
-    // As the README says: start from an empty catalogue (`neff index
+    // As docs/GUIDE.md says: start from an empty catalogue (`neff index
     // schema` into sqlite3, here the same SQL) and fold each shard in.
     let merged = tmp.path().join("merged.db");
     let c = rusqlite::Connection::open(&merged).unwrap();
     let schema = String::from_utf8(neff_ok(&["index", "schema"])).unwrap();
     c.execute_batch(&schema).unwrap();
     for k in 1..=n {
-        let sql = neff::catalog::schema::merge_sql(s(&tmp.path().join(format!("shard-{k}.db"))));
+        let sql = neff::catalog::merge_sql(s(&tmp.path().join(format!("shard-{k}.db"))));
         c.execute_batch(&sql).unwrap();
     }
     drop(c);
@@ -548,11 +548,11 @@ fn shard_databases_merge_with_the_documented_sql_into_the_full_scans_database() 
     let (out, err) = scan(&[s(&zoo), "--index", s(&merged)]);
     assert_eq!(out, scan(&[s(&zoo)]).0);
     assert_eq!(from_index(&err), out.lines().count());
-    // The README carries the SQL `neff index merge-sql` prints, verbatim.
+    // docs/GUIDE.md carries the SQL `neff index merge-sql` prints, verbatim.
     let printed = String::from_utf8(neff_ok(&["index", "merge-sql", "shard-2.db"])).unwrap();
-    assert_eq!(printed, neff::catalog::schema::merge_sql("shard-2.db"));
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    assert!(readme.contains(&printed), "README lacks the merge SQL");
+    assert_eq!(printed, neff::catalog::merge_sql("shard-2.db"));
+    let readme = std::fs::read_to_string(root().join("docs/GUIDE.md")).unwrap();
+    assert!(readme.contains(&printed), "docs/GUIDE.md lacks the merge SQL");
 }
 
 #[test]
@@ -716,9 +716,9 @@ fn catalog_looks_up_by_path_and_uuid_and_filters_like_sql() {
 #[test]
 fn index_schema_prints_sql_that_builds_an_empty_catalogue() {
     let schema = String::from_utf8(neff_ok(&["index", "schema"])).unwrap();
-    assert!(schema.contains(neff::catalog::schema::SCHEMA));
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    assert!(readme.contains(&schema), "the README documents this schema");
+    assert!(schema.contains(neff::catalog::SCHEMA));
+    let readme = std::fs::read_to_string(root().join("docs/GUIDE.md")).unwrap();
+    assert!(readme.contains(&schema), "docs/GUIDE.md documents this schema");
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("new.db");
     rusqlite::Connection::open(&db)
@@ -780,7 +780,7 @@ fn a_cold_load_builds_every_index_at_its_end_and_a_missing_index_is_rebuilt() {
     let db = tmp.path().join("cold.db");
     let (out, _) = scan(&[s(&zoo), "--index", s(&db)]);
     let want: Vec<String> = {
-        let mut v: Vec<String> = neff::catalog::schema::INDEXES
+        let mut v: Vec<String> = neff::catalog::INDEXES
             .iter()
             .map(|(n, _)| n.to_string())
             .collect();

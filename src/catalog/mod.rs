@@ -36,8 +36,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod schema;
-pub mod update;
+mod schema;
+mod update;
+
+pub use schema::{merge_sql, schema_script, INDEXES, NEFF_COLUMNS, SCHEMA};
+pub use update::scan_indexed;
 
 use std::path::{Path, PathBuf};
 

@@ -449,8 +449,8 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         }
         Cmd::Index { what } => {
             let text = match what {
-                IndexCmd::Schema => neff::catalog::schema::schema_script(),
-                IndexCmd::MergeSql { shard } => neff::catalog::schema::merge_sql(&shard),
+                IndexCmd::Schema => neff::catalog::schema_script(),
+                IndexCmd::MergeSql { shard } => neff::catalog::merge_sql(&shard),
             };
             out.write_all(text.as_bytes()).map_err(stdout_err)?;
         }

@@ -125,7 +125,7 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             })?;
         }
         Some((db, rebuild)) => {
-            let up = neff::catalog::update::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
+            let up = neff::catalog::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
                 .map_err(|err| Failure {
                     path: db.to_path_buf(),
                     err,
