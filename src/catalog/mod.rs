@@ -24,7 +24,7 @@
 //! let file = dir.path().join("a.neff");
 //! std::fs::write(&file, bytes)?;
 //! let db = dir.path().join("zoo.db");
-//! neff::catalog::update::scan_indexed(&db, false, &[file.clone()], &ScanOptions::default(), &|_, _| {})?;
+//! neff::catalog::scan_indexed(&db, false, &[file.clone()], &ScanOptions::default(), &|_, _| {})?;
 //!
 //! let catalog = Catalog::open(&db)?;
 //! let rec = catalog.by_path(file.to_str().unwrap())?.expect("indexed");
