@@ -6,7 +6,7 @@
 //! huge pages: libdeflate is the fastest inflater available, and huge pages
 //! cut the page faults of a fresh output buffer 512-fold (PERF.md has the
 //! measurements behind this choice). The member header is parsed strictly
-//! (RFC 1952's reserved flag bits refused), libdeflate inflates the DEFLATE
+//! ([`gzip`]: RFC 1952's reserved flag bits refused), libdeflate inflates the DEFLATE
 //! data and checks the 8 bytes right after it against the output's CRC-32
 //! and `ISIZE`, and those 8 bytes must be the payload's last: nothing between
 //! the data and its trailer, nothing after it (a second member, padding or
@@ -31,8 +31,11 @@ use memmap2::{Advice, MmapMut};
 use crate::error::{Error, Result};
 
 pub mod deflate;
+pub mod gzip;
 pub mod parallel;
 pub mod stream;
+
+use gzip::{ends_at_its_trailer, may_end_with_trailer, raw_deflate, trailer_matches, Trailer};
 
 /// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
 const MAX_RATIO: u64 = 1032;
@@ -40,8 +43,6 @@ const MAX_RATIO: u64 = 1032;
 /// up front (zoo NEFFs inflate 2–10:1; a claim of 1000:1 is either zeros,
 /// which fault in cheaply as they are written, or a lie).
 const CREDIBLE_RATIO: u64 = 64;
-/// Bytes of the gzip trailer (CRC-32, ISIZE).
-const TRAILER: usize = 8;
 
 /// Where inflated bytes live: a fresh anonymous mapping, or a caller's
 /// vector reused across files (a scan inflates thousands of small payloads,
@@ -168,20 +169,15 @@ pub enum Whole {
 /// the output against the trailer; anything else is left to the stream.
 /// A trailer that claims more than `cap` is refused, as [`inflate`] does.
 pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) -> Result<Whole> {
-    if gz.len() < 18 {
-        return Err(Error::Gzip(format!(
-            "truncated gzip input: {} bytes is shorter than the smallest gzip member",
-            gz.len()
-        )));
-    }
-    let isize = u32::from_le_bytes(gz[gz.len() - 4..].try_into().expect("4 bytes")) as u64;
+    gzip::check_len(gz)?;
+    let isize = u64::from(Trailer::last(gz).isize);
     let bound = bound(gz.len(), cap);
     // The trailer is the file's word, not a fact: memory is committed up
     // front only for a size the input makes likely. Past that, the buffer is
     // address space that fills as bytes are produced, so a trailer that
     // lies costs what the data really inflates to.
     let credible = isize <= (gz.len() as u64).saturating_mul(CREDIBLE_RATIO);
-    if isize > cap && ends_with_gzip_trailer_plausibly(gz) {
+    if isize > cap && may_end_with_trailer(gz) {
         return Err(Error::Limit {
             what: "inflated payload size (from the gzip trailer)",
             found: isize,
@@ -296,67 +292,11 @@ fn bound(compressed: usize, cap: u64) -> u64 {
         .min(cap)
 }
 
-/// The gzip trailer that `out` would have: its CRC-32, then its length mod 2^32.
-fn trailer(out: &[u8]) -> [u8; TRAILER] {
-    let mut t = [0u8; TRAILER];
-    t[..4].copy_from_slice(&libdeflater::crc32(out).to_le_bytes());
-    t[4..].copy_from_slice(&(out.len() as u32).to_le_bytes());
-    t
-}
-
-/// The raw DEFLATE data of a payload that starts with one gzip member
-/// header: the bytes between that header and the last 8 (the trailer).
-fn raw_deflate(gz: &[u8]) -> Option<&[u8]> {
-    parallel::deflate_start(gz).map(|start| &gz[start..gz.len() - TRAILER])
-}
-
-/// Whether `out` is what the trailer ending `gz` describes: `isize` bytes
-/// with that CRC-32, and whether that trailer is the first place its 8
-/// bytes occur after the header. (Where the DEFLATE data ended is not known
-/// here: data followed by a copy of its trailer and more bytes would
-/// otherwise pass, where gzip and libarchive stop at the first trailer. Such
-/// a payload is left to the stream, which reads it as they do.)
-fn trailer_matches(gz: &[u8], out: &[u8], isize: u64) -> bool {
-    let t = trailer(out);
-    out.len() as u64 == isize
-        && gz.ends_with(&t)
-        && memchr::memmem::find(&gz[10..], &t) == Some(gz.len() - TRAILER - 10)
-}
-
-/// Whether the DEFLATE data of a one-member payload ends right before the
-/// payload's last 8 bytes, given that libdeflate found `out`'s trailer
-/// (CRC-32, `ISIZE`) right after that data, at some offset `e`: nothing may
-/// sit between data and trailer, or after it.
-///
-/// If the 4 `ISIZE` bytes occur only at the very end of the payload, the
-/// `ISIZE` that libdeflate read at `e + 4` is that one, so `e` is the last
-/// trailer's offset: one search of the compressed bytes, no second CRC.
-/// Compressed bytes look random, so another occurrence is rare (about one
-/// payload in 2³² per compressed byte); then the full trailer is computed
-/// and must occur first at the end ([`trailer_matches`]), which again pins
-/// `e` there.
-fn ends_at_its_trailer(gz: &[u8], out: &[u8]) -> bool {
-    let size = (out.len() as u32).to_le_bytes();
-    // Header (>= 10 bytes) then the CRC-32: an ISIZE starts at 14 or later.
-    let from = 14;
-    gz.len() >= from + 4
-        && gz.ends_with(&size)
-        && (memchr::memmem::find(&gz[from..], &size) == Some(gz.len() - 4 - from)
-            || trailer_matches(gz, out, out.len() as u64))
-}
-
-/// Whether the last 8 bytes could be a real trailer (the input is not padded).
-fn ends_with_gzip_trailer_plausibly(gz: &[u8]) -> bool {
-    gz[gz.len() - TRAILER..].iter().any(|&b| b != 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn gz(data: &[u8]) -> Vec<u8> {
-        crate::pack::gzip(data)
-    }
+    use gzip::{gzip as gz, trailer_of as trailer};
 
     #[test]
     fn one_member_takes_the_fast_path() {

@@ -31,9 +31,9 @@ const SEARCH: usize = 1 << 20;
 const MARKER_LIMIT: usize = 4 << 20;
 
 /// Where the raw DEFLATE data of a single-member gzip stream starts (the
-/// member header checked strictly: [`super::stream::member_header`]).
+/// member header checked strictly: [`super::gzip::member_header`]).
 pub fn deflate_start(gz: &[u8]) -> Option<usize> {
-    super::stream::member_header(gz)
+    super::gzip::member_header(gz)
 }
 
 /// The first plausible block start at or after bit `from`.

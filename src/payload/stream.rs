@@ -6,8 +6,8 @@
 //! whose trailer cannot be trusted. The inflater is zlib-rs (through
 //! flate2's raw-DEFLATE interface), which measured as fast as one-shot
 //! libdeflate on `big_pkg2.neff` and 17 times faster on a payload of zeros,
-//! since its output stays in cache (PERF.md §10). The gzip framing is read
-//! here, strictly, member by member:
+//! since its output stays in cache (PERF.md §10). The payload is read
+//! member by member, with the strict framing of [`super::gzip`]:
 //!
 //! - every member header is checked (magic, method 8, no reserved flag
 //!   bits, every optional field inside the input);
@@ -17,11 +17,12 @@
 //!   (libarchive pads to its block size) may follow;
 //! - the total output is capped by [`Limits::max_inflated`](crate::Limits::max_inflated).
 //!
-//! Failures carry the same texts as the one-shot path ([`super::inflate`]),
-//! so that both paths give a file the same answer.
+//! Failures carry the texts of [`super::gzip`], which the one-shot path
+//! uses too, so that both paths give a file the same answer.
 
 use flate2::{Decompress, FlushDecompress, Status};
 
+use super::gzip::{self, Trailer, TRAILER};
 use super::parallel::Rounds;
 use crate::error::{Error, Result};
 
@@ -40,9 +41,6 @@ struct Par<'a> {
     part: usize,
     pos: usize,
 }
-
-/// Bytes of the gzip trailer (CRC-32, ISIZE).
-const TRAILER: usize = 8;
 
 /// A gzip payload being inflated, one window at a time.
 pub struct GzStream<'a> {
@@ -97,12 +95,7 @@ impl std::fmt::Debug for GzStream<'_> {
 impl<'a> GzStream<'a> {
     /// A stream over the gzip payload `gz`, producing at most `cap` bytes.
     pub fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        if gz.len() < 18 {
-            return Err(Error::Gzip(format!(
-                "truncated gzip input: {} bytes is shorter than the smallest gzip member",
-                gz.len()
-            )));
-        }
+        gzip::check_len(gz)?;
         Ok(GzStream {
             gz,
             pos: 0,
@@ -151,7 +144,7 @@ impl<'a> GzStream<'a> {
             rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
         // A padded payload (zeros where a trailer would be) has more than
         // the one member the rounds can check: sequential from the start.
-        let trailer_at_end = gz[gz.len() - TRAILER..].iter().any(|&b| b != 0);
+        let trailer_at_end = gzip::may_end_with_trailer(gz);
         if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
             GzStream::in_rounds(gz, cap, SEGMENT)
         } else {
@@ -163,8 +156,7 @@ impl<'a> GzStream<'a> {
     /// `seg` compressed bytes (when the payload starts with a gzip member).
     fn in_rounds(gz: &'a [u8], cap: u64, seg: usize) -> Result<GzStream<'a>> {
         let mut s = GzStream::new(gz, cap)?;
-        if let Some(start) = member_header(gz) {
-            let data = &gz[start..gz.len() - TRAILER];
+        if let Some(data) = gzip::raw_deflate(gz) {
             s.par = Some(Par {
                 rounds: Rounds::new(data, seg, SEGMENT_OUT),
                 part: 3,
@@ -203,10 +195,7 @@ impl<'a> GzStream<'a> {
                 }
                 Ok(false) => {
                     // Done: everything produced must be what the trailer says.
-                    let t = &self.gz[self.gz.len() - TRAILER..];
-                    let crc = u32::from_le_bytes(t[..4].try_into().expect("4 bytes"));
-                    let isize = u32::from_le_bytes(t[4..].try_into().expect("4 bytes"));
-                    if crc != self.crc.sum() || isize != self.total_out as u32 {
+                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.total_out) {
                         self.doubt = true;
                         return Err(self.corrupt());
                     }
@@ -244,34 +233,18 @@ impl<'a> GzStream<'a> {
     }
 
     fn corrupt(&self) -> Error {
-        Error::Gzip(format!(
-            "corrupt or truncated gzip member at offset {}",
-            self.member_at
-        ))
+        gzip::corrupt(self.member_at)
     }
 
     /// Starts the next member at `pos`, after skipping zero padding; `false`
     /// at the end of the input.
     fn start_member(&mut self) -> Result<bool> {
-        if self.pos > 0 {
-            match self.gz[self.pos..].iter().position(|&b| b != 0) {
-                Some(skip) => self.pos += skip,
-                None => {
-                    self.pos = self.gz.len();
-                    return Ok(false);
-                }
-            }
-        }
-        let at = self.pos;
-        let rest = &self.gz[at..];
-        if !rest.starts_with(&[0x1f, 0x8b]) {
-            return Err(Error::Gzip(format!(
-                "bytes at offset {at} are neither a gzip member nor zero padding"
-            )));
-        }
-        self.member_at = at;
-        let start = member_header(rest).ok_or_else(|| self.corrupt())?;
-        self.pos = at + start;
+        let Some(member) = gzip::next_member(self.gz, self.pos)? else {
+            self.pos = self.gz.len();
+            return Ok(false);
+        };
+        self.member_at = member.at;
+        self.pos = member.data;
         self.in_member = true;
         self.inflater.reset(false);
         self.crc = libdeflater::Crc::new();
@@ -332,13 +305,8 @@ impl<'a> GzStream<'a> {
 
     /// Checks the trailer of the member whose DEFLATE stream just ended.
     fn end_member(&mut self) -> Result<()> {
-        let t = self
-            .gz
-            .get(self.pos..self.pos + TRAILER)
-            .ok_or_else(|| self.corrupt())?;
-        let crc = u32::from_le_bytes(t[..4].try_into().expect("4 bytes"));
-        let isize = u32::from_le_bytes(t[4..].try_into().expect("4 bytes"));
-        if crc != self.crc.sum() || isize != self.member_out as u32 {
+        let t = Trailer::at(self.gz, self.pos).ok_or_else(|| self.corrupt())?;
+        if !t.describes(self.crc.sum(), self.member_out) {
             return Err(self.corrupt());
         }
         self.pos += TRAILER;
@@ -370,35 +338,9 @@ impl<'a> GzStream<'a> {
     }
 }
 
-/// Length of the gzip member header at the start of `gz`, checked: method
-/// 8 (DEFLATE), no reserved flag bits, and every optional field (extra,
-/// name, comment, header CRC) inside the input with room for a trailer.
-pub fn member_header(gz: &[u8]) -> Option<usize> {
-    if gz.len() < 18 || gz[0] != 0x1f || gz[1] != 0x8b || gz[2] != 8 {
-        return None;
-    }
-    let flg = gz[3];
-    if flg & 0xe0 != 0 {
-        return None; // reserved bits: RFC 1952 says such a member must not be read
-    }
-    let mut p = 10usize;
-    if flg & 4 != 0 {
-        let xlen = usize::from(u16::from_le_bytes([*gz.get(p)?, *gz.get(p + 1)?]));
-        p += 2 + xlen;
-    }
-    for bit in [8u8, 16] {
-        if flg & bit != 0 {
-            p += memchr::memchr(0, gz.get(p..)?)? + 1;
-        }
-    }
-    if flg & 2 != 0 {
-        p += 2;
-    }
-    (p + TRAILER <= gz.len()).then_some(p)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::gzip::gzip;
     use super::*;
 
     fn all(gz: &[u8], window: usize) -> Result<Vec<u8>> {
@@ -417,9 +359,9 @@ mod tests {
     #[test]
     fn streams_what_the_one_shot_path_inflates_in_any_window() {
         let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let mut gz = crate::pack::gzip(&data);
+        let mut gz = gzip(&data);
         gz.extend(vec![0u8; 100]);
-        gz.extend(crate::pack::gzip(b"second member"));
+        gz.extend(gzip(b"second member"));
         let want = super::super::inflate(&gz, 1 << 30).unwrap();
         for w in [1, 7, 4096, 1 << 20] {
             assert!(all(&gz, w).unwrap() == want[..], "window {w}");
@@ -428,7 +370,7 @@ mod tests {
 
     #[test]
     fn a_bad_trailer_reserved_flag_or_truncation_is_refused() {
-        let gz = crate::pack::gzip(&b"abc".repeat(1000));
+        let gz = gzip(&b"abc".repeat(1000));
         let mut bad = gz.clone();
         let n = bad.len();
         bad[n - 8] ^= 1;
@@ -479,7 +421,7 @@ mod tests {
     #[test]
     fn parallel_rounds_give_the_sequential_bytes() {
         let data = corpus();
-        let gz = crate::pack::gzip(&data);
+        let gz = gzip(&data);
         for seg in [4 << 10, 64 << 10, 300 << 10] {
             let s = GzStream::in_rounds(&gz, 1 << 30, seg).unwrap();
             assert!(s.par.is_some());
@@ -492,7 +434,7 @@ mod tests {
     #[test]
     fn parallel_rounds_that_do_not_check_out_are_doubted_not_trusted() {
         let data = corpus();
-        let mut gz = crate::pack::gzip(&data);
+        let mut gz = gzip(&data);
         let n = gz.len();
         gz[n - 8] ^= 1; // the CRC: the rounds' bytes cannot be verified
         let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10).unwrap());
@@ -500,8 +442,8 @@ mod tests {
         // Two members: the rounds stop at the first member's end and the
         // whole does not match the last trailer; the sequential stream
         // reads both.
-        let mut two = crate::pack::gzip(&data[..1 << 20]);
-        two.extend(crate::pack::gzip(&data[1 << 20..]));
+        let mut two = gzip(&data[..1 << 20]);
+        two.extend(gzip(&data[1 << 20..]));
         let (out, doubt) = drain(GzStream::in_rounds(&two, 1 << 30, 64 << 10).unwrap());
         assert!(out.is_err() && doubt);
         let (out, doubt) = drain(GzStream::new(&two, 1 << 30).unwrap());
@@ -509,7 +451,7 @@ mod tests {
         // A copy of the trailer after the real one: the rounds must not
         // stop at the final block and match the copy (the sequential
         // stream refuses the copy as neither a member nor padding).
-        let mut copy = crate::pack::gzip(&data);
+        let mut copy = gzip(&data);
         let n = copy.len();
         let t = copy[n - 8..].to_vec();
         copy.extend_from_slice(&t);
@@ -521,7 +463,7 @@ mod tests {
 
     #[test]
     fn the_cap_stops_a_bomb_as_bytes_are_produced() {
-        let gz = crate::pack::gzip(&vec![0u8; 8 << 20]);
+        let gz = gzip(&vec![0u8; 8 << 20]);
         let mut s = GzStream::new(&gz, 1 << 20).unwrap();
         let e = s.finish(&mut [0u8; 4096]).unwrap_err().to_string();
         assert!(e.contains("over the cap"), "{e}");
