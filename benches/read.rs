@@ -183,7 +183,7 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
                     .unwrap()
             })
         });
-        let start = neff::payload::parallel::deflate_start(&gz).unwrap();
+        let start = neff::payload::gzip::member_header(&gz).unwrap();
         let data = &gz[start..gz.len() - 8];
         let threads = rayon::current_num_threads();
         g.bench_function(BenchmarkId::new("parallel_reused_vec", name), |b| {

@@ -26,15 +26,16 @@
 use std::ops::Deref;
 
 use libdeflater::Decompressor;
-use memmap2::{Advice, MmapMut};
 
 use crate::error::{Error, Result};
 
+mod buf;
 pub mod deflate;
 pub mod gzip;
 pub mod parallel;
 pub mod stream;
 
+use buf::HugeBuf;
 use gzip::{ends_at_its_trailer, may_end_with_trailer, raw_deflate, trailer_matches, Trailer};
 
 /// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
@@ -51,51 +52,6 @@ const CREDIBLE_RATIO: u64 = 64;
 enum Buf {
     Map(HugeBuf),
     Vec(Vec<u8>),
-}
-
-/// Anonymous memory for inflated bytes, 2 MiB-aligned so that transparent
-/// huge pages can back all of it, optionally prefaulted in one call
-/// (`MADV_POPULATE_WRITE`) instead of one fault per page.
-#[derive(Debug)]
-pub(crate) struct HugeBuf {
-    map: MmapMut,
-    off: usize,
-    len: usize,
-}
-
-const HUGE: usize = 2 << 20;
-
-impl HugeBuf {
-    /// `len` bytes of zeroed memory; `populate` when all of it will be written.
-    pub(crate) fn new(len: usize, populate: bool) -> Result<HugeBuf> {
-        let pad = if len >= HUGE { HUGE } else { 0 };
-        let map = MmapMut::map_anon((len + pad).max(1))?;
-        let off = if pad > 0 {
-            (HUGE - map.as_ptr() as usize % HUGE) % HUGE
-        } else {
-            0
-        };
-        // Advice is a hint; a kernel without THP or MADV_POPULATE_WRITE
-        // simply faults pages in as they are written.
-        let _ = map.advise(Advice::HugePage);
-        if populate && len > 0 {
-            let _ = map.advise_range(Advice::PopulateWrite, off, len);
-        }
-        Ok(HugeBuf { map, off, len })
-    }
-}
-
-impl Deref for HugeBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.map[self.off..self.off + self.len]
-    }
-}
-
-impl std::ops::DerefMut for HugeBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.map[self.off..self.off + self.len]
-    }
 }
 
 impl Buf {
@@ -410,7 +366,7 @@ mod tests {
             .collect();
         let s = gz(&data);
         assert!(s.len() >= parallel::MIN_PARALLEL);
-        let start = parallel::deflate_start(&s).unwrap();
+        let start = gzip::member_header(&s).unwrap();
         let mut out = vec![0u8; data.len()];
         let n = parallel::inflate(&s[start..s.len() - 8], &mut out, 2);
         assert_eq!(n, Some(data.len()));

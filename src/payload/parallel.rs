@@ -21,6 +21,7 @@
 use libdeflater::Decompressor;
 use rayon::prelude::*;
 
+use super::buf::HugeBuf;
 use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 
 /// Compressed payloads smaller than this are inflated on one thread.
@@ -29,12 +30,6 @@ pub const MIN_PARALLEL: usize = 8 << 20;
 const SEARCH: usize = 1 << 20;
 /// The most symbols a chunk may marker-decode before giving up.
 const MARKER_LIMIT: usize = 4 << 20;
-
-/// Where the raw DEFLATE data of a single-member gzip stream starts (the
-/// member header checked strictly: [`super::gzip::member_header`]).
-pub fn deflate_start(gz: &[u8]) -> Option<usize> {
-    super::gzip::member_header(gz)
-}
 
 /// The first plausible block start at or after bit `from`.
 fn find_block(data: &[u8], from: usize) -> Option<usize> {
@@ -153,7 +148,7 @@ fn inflate_synth(s: &[u8], out: &mut [u8], cut: bool) -> Option<usize> {
 struct Chunk {
     symbols: Vec<u16>,
     window: Vec<u8>,
-    bytes: Option<super::HugeBuf>,
+    bytes: Option<HugeBuf>,
     range: std::ops::Range<usize>,
 }
 
@@ -212,7 +207,7 @@ fn later_chunk(
     let s = synth(&prefix, data, b.pos, to);
     let mut bytes = match reuse {
         Some(buf) => Bytes::Reused(buf),
-        None => Bytes::Fresh(super::HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
+        None => Bytes::Fresh(HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
     };
     let n = inflate_synth(&s, bytes.as_mut(), to.is_some())?;
     let produced = d.produced();
@@ -230,7 +225,7 @@ fn later_chunk(
 
 /// Where a later chunk's libdeflate output goes.
 enum Bytes<'b> {
-    Fresh(super::HugeBuf),
+    Fresh(HugeBuf),
     Reused(&'b mut [u8]),
 }
 

@@ -357,14 +357,14 @@ mod tests {
     }
 
     #[test]
-    fn streams_what_the_one_shot_path_inflates_in_any_window() {
+    fn streams_every_member_past_padding_in_any_window() {
         let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let mut gz = gzip(&data);
         gz.extend(vec![0u8; 100]);
         gz.extend(gzip(b"second member"));
-        let want = super::super::inflate(&gz, 1 << 30).unwrap();
+        let want = [&data[..], b"second member"].concat();
         for w in [1, 7, 4096, 1 << 20] {
-            assert!(all(&gz, w).unwrap() == want[..], "window {w}");
+            assert!(all(&gz, w).unwrap() == want, "window {w}");
         }
     }
 
