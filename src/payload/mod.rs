@@ -150,7 +150,7 @@ pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) 
         return Ok(Whole::Stream(reuse));
     }
     // Large single members: split across cores (checked by length and CRC).
-    if reuse.is_none() && gz.len() >= parallel::MIN_PARALLEL {
+    if reuse.is_none() && gz.len() >= parallel::PARALLEL_FROM {
         if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
             return Ok(Whole::Done(done));
         }
@@ -350,9 +350,9 @@ mod tests {
 
     #[test]
     fn large_payloads_inflate_in_parallel_and_match() {
-        // Over MIN_PARALLEL compressed: noise compresses poorly.
+        // Over PARALLEL_FROM compressed: noise compresses poorly.
         let mut x = 1u64;
-        let data: Vec<u8> = (0..(parallel::MIN_PARALLEL * 3 / 2))
+        let data: Vec<u8> = (0..(parallel::PARALLEL_FROM * 3 / 2))
             .map(|i| {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -365,7 +365,7 @@ mod tests {
             })
             .collect();
         let s = gz(&data);
-        assert!(s.len() >= parallel::MIN_PARALLEL);
+        assert!(s.len() >= parallel::PARALLEL_FROM);
         let start = gzip::member_header(&s).unwrap();
         let mut out = vec![0u8; data.len()];
         let n = parallel::inflate(&s[start..s.len() - 8], &mut out, 2);

@@ -24,8 +24,24 @@ use rayon::prelude::*;
 use super::buf::HugeBuf;
 use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 
-/// Compressed payloads smaller than this are inflated on one thread.
-pub const MIN_PARALLEL: usize = 8 << 20;
+/// The one threshold for "parallel or not": a gzip payload of at least
+/// this many compressed bytes is inflated on more than one core, whole
+/// ([`inflate`], by the one-shot path) or in bounded rounds ([`Rounds`],
+/// by the streamed walk); a smaller one on one core, by either path.
+///
+/// Going parallel costs CPU up front on both paths: a chunk or segment
+/// after the first is marker-decoded (slowly, bit by bit) until its last
+/// 32 KiB no longer depend on the unknown window, and its output is
+/// resolved and copied into place. Below 16 MiB of gzip that cost is not
+/// won back: the split took twice the CPU time of one libdeflate pass on
+/// 12 MiB payloads and the rounds half as much again as one zlib-rs pass
+/// on 9–11 MiB ones, and they need the room besides: two first segments of
+/// 4 MiB, each cut searched up to 1 MiB further, before what is left runs
+/// to the stream's end (and can overflow a segment's output cap, failing
+/// the rounds and restarting the walk).
+pub const PARALLEL_FROM: usize = 16 << 20;
+/// Fewest compressed bytes per chunk of a whole-payload split.
+const MIN_CHUNK: usize = 4 << 20;
 /// How far past a cut the block finder looks, in bytes.
 const SEARCH: usize = 1 << 20;
 /// The most symbols a chunk may marker-decode before giving up.
@@ -241,7 +257,7 @@ impl Bytes<'_> {
 /// Inflates the raw DEFLATE stream `data` into `out` on up to `threads`
 /// threads; returns the bytes written, or `None` to fall back.
 pub fn inflate(data: &[u8], out: &mut [u8], threads: usize) -> Option<usize> {
-    split_inflate(data, out, threads, MIN_PARALLEL / 2)
+    split_inflate(data, out, threads, MIN_CHUNK)
 }
 
 /// [`inflate`] with chunks of at least `min_chunk` compressed bytes.

@@ -23,16 +23,14 @@
 use flate2::{Decompress, FlushDecompress, Status};
 
 use super::gzip::{self, Trailer, TRAILER};
-use super::parallel::Rounds;
+use super::parallel::{Rounds, PARALLEL_FROM};
 use crate::error::{Error, Result};
 
-/// Compressed bytes per segment of the parallel rounds.
+/// Compressed bytes per segment of the parallel rounds, at first (then
+/// sized from the ratio seen so far).
 const SEGMENT: usize = 4 << 20;
 /// Most output one segment may produce before the rounds give up.
 const SEGMENT_OUT: usize = 64 << 20;
-/// Payloads from this size up are inflated in parallel rounds when a core
-/// is free (PERF.md §10).
-pub const PARALLEL_FROM: usize = 16 << 20;
 
 /// Output of the parallel rounds waiting to be taken.
 struct Par<'a> {
