@@ -1,7 +1,9 @@
 //! The gzip framing (RFC 1952) around a payload's DEFLATE data, read
 //! strictly and in one place for every inflation path: the one-shot path
-//! ([`super`], libdeflate), the streamed walk ([`super::stream`], zlib-rs)
-//! and the parallel rounds it may run.
+//! ([`super`], libdeflate, and its split across cores) and the streamed walk
+//! ([`super::stream`], zlib-rs, and its parallel rounds). The parallel code
+//! itself ([`super::parallel`]) sees only the raw DEFLATE data this module
+//! delimits.
 //!
 //! This module owns:
 //!
@@ -9,12 +11,12 @@
 //!   reserved flag bits (RFC 1952: a reader must refuse them), and the
 //!   optional fields (`FEXTRA`, `FNAME`, `FCOMMENT`, `FHCRC`) inside the
 //!   input with room left for a trailer;
-//! - the 8-byte trailer ([`Trailer`]): the CRC-32 of the member's output,
+//! - the 8-byte trailer (`Trailer`): the CRC-32 of the member's output,
 //!   then its length mod 2³² (`ISIZE`);
-//! - what may follow a member ([`next_member`]): another member or zero
+//! - what may follow a member (`next_member`): another member or zero
 //!   padding to the end (libarchive pads to its block size), nothing else;
-//! - the one-member rule of the one-shot path ([`ends_at_its_trailer`],
-//!   [`trailer_matches`]): the trailer after the DEFLATE data must be the
+//! - the one-member rule of the one-shot path (`ends_at_its_trailer`,
+//!   `trailer_matches`): the trailer after the DEFLATE data must be the
 //!   payload's last 8 bytes;
 //! - the texts of framing errors, so that every path gives a file the same
 //!   answer.

@@ -1,5 +1,22 @@
-//! The tar bytes of a NEFF: a window of the mapped file, or one inflation
-//! of a gzip payload.
+//! The tar bytes of a gzip payload: inflated whole (one-shot, here), or as
+//! a bounded stream ([`stream`]), on one core or several ([`parallel`]). A
+//! raw payload's tar bytes are the file's own (a window of the mapping)
+//! and never come here.
+//!
+//! The room, each module importing only those listed after it:
+//!
+//! - this module: the one-shot path ([`inflate`], `inflate_within`), and
+//!   the choice between it and the stream;
+//! - [`stream`]: the bounded stream (zlib-rs), member by member, which may
+//!   hand a large single member to `parallel::Rounds`;
+//! - [`parallel`]: one member's raw DEFLATE data on several cores, split
+//!   whole or in bounded rounds, and `parallel::PARALLEL_FROM`, the one
+//!   size from which either path goes parallel;
+//! - `deflate`: the mid-stream DEFLATE decoder (marker symbols) and block
+//!   finder that `parallel` cuts with;
+//! - `buf`: huge-page memory for inflated bytes;
+//! - [`gzip`]: the gzip framing every path reads (member header, trailer,
+//!   members and padding, the error texts); it inflates nothing.
 //!
 //! A gzip payload is inflated once, with libdeflate, into one anonymous
 //! mapping sized from the gzip trailer (`ISIZE`) and advised for transparent
@@ -30,7 +47,7 @@ use libdeflater::Decompressor;
 use crate::error::{Error, Result};
 
 mod buf;
-pub mod deflate;
+mod deflate;
 pub mod gzip;
 pub mod parallel;
 pub mod stream;
@@ -85,7 +102,7 @@ impl Deref for Inflated {
 
 impl Inflated {
     /// Gives back the reused vector, if the bytes live in one.
-    pub fn into_vec(self) -> Option<Vec<u8>> {
+    pub(crate) fn into_vec(self) -> Option<Vec<u8>> {
         match self.buf {
             Buf::Vec(v) => Some(v),
             Buf::Map(_) => None,
@@ -101,7 +118,7 @@ pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
 
 /// [`inflate`], writing into `reuse` when one is given (single-member
 /// payloads; the rare multi-member ones get a fresh mapping).
-pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
+pub(crate) fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
     match inflate_within(gz, cap, u64::MAX, reuse)? {
         Whole::Done(done) => Ok(done),
         Whole::Stream(_) => inflate_members(gz, bound(gz.len(), cap), cap),
@@ -110,7 +127,7 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
 
 /// What [`inflate_within`] did.
 #[derive(Debug)]
-pub enum Whole {
+pub(crate) enum Whole {
     /// The payload, inflated whole.
     Done(Inflated),
     /// Not inflated: over the budget, more than one member, padded, or a
@@ -124,7 +141,12 @@ pub enum Whole {
 /// in `budget` bytes (and the input makes that size credible), checking
 /// the output against the trailer; anything else is left to the stream.
 /// A trailer that claims more than `cap` is refused, as [`inflate`] does.
-pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) -> Result<Whole> {
+pub(crate) fn inflate_within(
+    gz: &[u8],
+    cap: u64,
+    budget: u64,
+    reuse: Option<Vec<u8>>,
+) -> Result<Whole> {
     gzip::check_len(gz)?;
     let isize = u64::from(Trailer::last(gz).isize);
     let bound = bound(gz.len(), cap);
@@ -149,7 +171,8 @@ pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) 
         }
         return Ok(Whole::Stream(reuse));
     }
-    // Large single members: split across cores (checked by length and CRC).
+    // Large single members: split across cores (checked by length and CRC)
+    // from the one parallel threshold.
     if reuse.is_none() && gz.len() >= parallel::PARALLEL_FROM {
         if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
             return Ok(Whole::Done(done));

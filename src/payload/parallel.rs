@@ -1,10 +1,15 @@
-//! Inflating one large gzip member on several cores.
+//! Inflating one large gzip member's raw DEFLATE data on several cores,
+//! and the one size from which any path does (`PARALLEL_FROM`).
+//!
+//! This module sees raw DEFLATE data only: its callers strip the gzip
+//! framing ([`super::gzip`]) and check the output against the trailer.
 //!
 //! DEFLATE is sequential: each block may copy from the 32 KiB before it. To
 //! split the work anyway (as pugz and rapidgzip do), the compressed stream is
-//! cut into as many chunks as there are threads:
+//! cut, whole ([`inflate`], for the one-shot path), into as many chunks as
+//! there are threads:
 //!
-//! 1. near each cut, the [block finder](super::deflate::plausible_start)
+//! 1. near each cut, the block finder (`deflate::plausible_start`)
 //!    looks for the bit where a block starts;
 //! 2. chunk 0 is inflated by libdeflate, given the stream up to the first
 //!    block boundary with a final empty block appended;
@@ -13,6 +18,9 @@
 //!    block on by libdeflate, primed with those 32 KiB;
 //! 4. the chunks are joined in order, each chunk's markers resolved from the
 //!    bytes before it.
+//!
+//! The streamed walk takes the same pieces in bounded `Rounds` of two
+//! segments instead, so that memory follows a segment, never the payload.
 //!
 //! Nothing here is trusted: the caller checks the joined output's length
 //! and CRC-32 against the gzip trailer, and on any failure (no boundary
@@ -39,7 +47,7 @@ use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 /// 4 MiB, each cut searched up to 1 MiB further, before what is left runs
 /// to the stream's end (and can overflow a segment's output cap, failing
 /// the rounds and restarting the walk).
-pub const PARALLEL_FROM: usize = 16 << 20;
+pub(crate) const PARALLEL_FROM: usize = 16 << 20;
 /// Fewest compressed bytes per chunk of a whole-payload split.
 const MIN_CHUNK: usize = 4 << 20;
 /// How far past a cut the block finder looks, in bytes.
@@ -137,7 +145,7 @@ static NONCE: std::sync::LazyLock<[u8; 16]> = std::sync::LazyLock::new(|| {
 });
 
 /// Room a synthetic stream's output needs beyond its real bytes.
-pub const NONCE_ROOM: usize = 16;
+const NONCE_ROOM: usize = 16;
 
 /// Inflates the synthetic stream `s` (from [`synth`]) into `out`: when it
 /// was cut (`cut`), its output must end with the nonce, which is dropped;
@@ -346,7 +354,7 @@ pub fn split_inflate(
 /// here is trusted: any failure is [`RoundFailed`], and the caller checks the
 /// CRC-32 and length of everything produced against the gzip trailer and,
 /// on a mismatch, inflates again sequentially.
-pub struct Rounds<'a> {
+pub(crate) struct Rounds<'a> {
     data: &'a [u8],
     /// Bit where the next round starts; `None` once the stream is done.
     next: Option<usize>,
@@ -378,15 +386,15 @@ fn cut_after(
 /// A round that did not decode: no block boundary near a cut, a window
 /// that never cleared, a segment over its output cap, or corrupt data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RoundFailed;
+pub(crate) struct RoundFailed;
 
 /// Output a segment is sized to produce.
-pub const ROUND_TARGET: usize = 16 << 20;
+const ROUND_TARGET: usize = 16 << 20;
 
 impl<'a> Rounds<'a> {
     /// Rounds over the raw DEFLATE stream `data`, starting with segments of
     /// `seg` compressed bytes.
-    pub fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
+    pub(crate) fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
         Rounds {
             data,
             next: Some(0),
@@ -402,17 +410,17 @@ impl<'a> Rounds<'a> {
     }
 
     /// Bytes of input before the next round's start (done with).
-    pub fn consumed(&self) -> usize {
+    pub(crate) fn consumed(&self) -> usize {
         self.next.map_or(self.data.len(), |bit| bit / 8)
     }
 
     /// Length of the raw DEFLATE input.
-    pub fn data_len(&self) -> usize {
+    pub(crate) fn data_len(&self) -> usize {
         self.data.len()
     }
 
     /// The output of the last round, in order.
-    pub fn parts(&self) -> [&[u8]; 3] {
+    pub(crate) fn parts(&self) -> [&[u8]; 3] {
         [
             &self.a[self.a_range.clone()],
             &self.b_head,
@@ -422,7 +430,7 @@ impl<'a> Rounds<'a> {
 
     /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
     /// the stream is done.
-    pub fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+    pub(crate) fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         self.a_range = 0..0;
         self.b_head.clear();
         self.b_range = 0..0;

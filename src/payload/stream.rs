@@ -6,7 +6,10 @@
 //! whose trailer cannot be trusted. The inflater is zlib-rs (through
 //! flate2's raw-DEFLATE interface), which measured as fast as one-shot
 //! libdeflate on `big_pkg2.neff` and 17 times faster on a payload of zeros,
-//! since its output stays in cache (PERF.md §10). The payload is read
+//! since its output stays in cache (PERF.md §10); a large single member
+//! may instead be inflated in parallel rounds on a free core
+//! (`GzStream::new_parallel`, `parallel::Rounds`), checked against
+//! its trailer at the end. The payload is read
 //! member by member, with the strict framing of [`super::gzip`]:
 //!
 //! - every member header is checked (magic, method 8, no reserved flag
@@ -66,7 +69,7 @@ pub struct GzStream<'a> {
 }
 
 /// What a [`GzStream`] tells of the input it has gone past.
-pub trait Passed {
+pub(crate) trait Passed {
     /// The input bytes `range` (offsets into the payload) will not be
     /// read again by this stream.
     fn passed(&self, range: std::ops::Range<usize>);
@@ -92,7 +95,7 @@ impl std::fmt::Debug for GzStream<'_> {
 
 impl<'a> GzStream<'a> {
     /// A stream over the gzip payload `gz`, producing at most `cap` bytes.
-    pub fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
+    pub(crate) fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         gzip::check_len(gz)?;
         Ok(GzStream {
             gz,
@@ -115,7 +118,7 @@ impl<'a> GzStream<'a> {
     /// Calls `release` with each range of the input (offsets into `gz`)
     /// that the inflater has gone past, a few MiB at a time, so that the
     /// caller can drop those pages of a mapped file.
-    pub fn release_behind(mut self, release: &'a dyn Passed) -> Self {
+    pub(crate) fn release_behind(mut self, release: &'a dyn Passed) -> Self {
         self.release = Some(release);
         self
     }
@@ -137,7 +140,7 @@ impl<'a> GzStream<'a> {
     /// trailer at the end; when it does not match, or the rounds fail, the
     /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
     /// starts over with [`new`](Self::new).
-    pub fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
+    pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         let free_core =
             rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
         // A padded payload (zeros where a trailer would be) has more than
@@ -226,7 +229,7 @@ impl<'a> GzStream<'a> {
     }
 
     /// Bytes produced so far.
-    pub fn produced(&self) -> u64 {
+    pub(crate) fn produced(&self) -> u64 {
         self.total_out
     }
 
@@ -252,7 +255,7 @@ impl<'a> GzStream<'a> {
 
     /// Inflates into `out`; the number of bytes written, 0 only at the end
     /// of the payload (every member's trailer checked).
-    pub fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+    pub(crate) fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
         if out.is_empty() {
             return Ok(0);
         }
@@ -314,7 +317,7 @@ impl<'a> GzStream<'a> {
 
     /// Skips `n` bytes of output using `window` as scratch; the bytes
     /// skipped (fewer than `n` only at the end of the payload).
-    pub fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {
+    pub(crate) fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {
         let mut done = 0;
         while n > 0 {
             let want = window.len().min(usize::try_from(n).unwrap_or(usize::MAX));
@@ -330,7 +333,7 @@ impl<'a> GzStream<'a> {
 
     /// Inflates the rest of the payload, discarding it, so that every
     /// trailer is checked; the total produced.
-    pub fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
+    pub(crate) fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
         while self.fill(window)? > 0 {}
         Ok(self.total_out)
     }
