@@ -8,9 +8,9 @@
 //! libdeflate on `big_pkg2.neff` and 17 times faster on a payload of zeros,
 //! since its output stays in cache (PERF.md §10); a large single member
 //! may instead be inflated in parallel rounds on a free core
-//! (`GzStream::new_parallel`, `parallel::Rounds`), checked against
-//! its trailer at the end. The payload is read
-//! member by member, with the strict framing of [`super::gzip`]:
+//! (`GzStream::new_parallel`, `parallel::Rounds`), checked against its
+//! trailer at the end. The payload is read member by member, with the
+//! strict framing of [`super::gzip`]:
 //!
 //! - every member header is checked (magic, method 8, no reserved flag
 //!   bits, every optional field inside the input);
