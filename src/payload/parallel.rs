@@ -41,12 +41,14 @@ use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 /// after the first is marker-decoded (slowly, bit by bit) until its last
 /// 32 KiB no longer depend on the unknown window, and its output is
 /// resolved and copied into place. Below 16 MiB of gzip that cost is not
-/// won back: the split took twice the CPU time of one libdeflate pass on
-/// 12 MiB payloads and the rounds half as much again as one zlib-rs pass
-/// on 9–11 MiB ones, and they need the room besides: two first segments of
-/// 4 MiB, each cut searched up to 1 MiB further, before what is left runs
-/// to the stream's end (and can overflow a segment's output cap, failing
-/// the rounds and restarting the walk).
+/// won back: on payloads of 9–12 MiB of gzip (text and noise mixed, 2:1 to
+/// 10:1) the split took 2.1–2.3 times the CPU time of one libdeflate pass
+/// and the rounds 1.8–2.3 times that of one zlib-rs pass, so two cores at
+/// best break even (the split was 8 MiB, the rounds 16 MiB, until both
+/// paths took this one threshold). The rounds need the room besides: two
+/// first segments of 4 MiB, each cut searched up to 1 MiB further, before
+/// what is left runs to the stream's end (and can overflow a segment's
+/// output cap, failing the rounds and restarting the walk).
 pub(crate) const PARALLEL_FROM: usize = 16 << 20;
 /// Fewest compressed bytes per chunk of a whole-payload split.
 const MIN_CHUNK: usize = 4 << 20;
