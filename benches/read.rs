@@ -182,7 +182,7 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
                     .unwrap()
             })
         });
-        let start = neff::fuzzing::steps::parallel::deflate_start(&gz).unwrap();
+        let start = neff::fuzzing::steps::member_header(&gz).unwrap();
         let data = &gz[start..gz.len() - 8];
         let threads = rayon::current_num_threads();
         g.bench_function(BenchmarkId::new("parallel_reused_vec", name), |b| {

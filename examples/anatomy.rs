@@ -80,7 +80,7 @@ fn main() {
         "crc32 of output        {:.5} s",
         time(n, || libdeflater::crc32(&tar))
     );
-    let start = neff::fuzzing::steps::parallel::deflate_start(gz).unwrap();
+    let start = neff::fuzzing::steps::member_header(gz).unwrap();
     let data = &gz[start..gz.len() - 8];
     for threads in [2, 4] {
         let mut out = vec![0u8; isize];

@@ -12,6 +12,7 @@ use std::path::Path;
 pub mod steps {
     pub use crate::json::skim::top_level_keys;
     pub use crate::map::FileBytes;
+    pub use crate::payload::gzip::member_header;
     pub use crate::payload::inflate;
     pub use crate::payload::parallel;
     pub use crate::tar::Index;

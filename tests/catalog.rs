@@ -552,7 +552,10 @@ fn shard_databases_merge_with_the_documented_sql_into_the_full_scans_database() 
     let printed = String::from_utf8(neff_ok(&["index", "merge-sql", "shard-2.db"])).unwrap();
     assert_eq!(printed, neff::catalog::merge_sql("shard-2.db"));
     let readme = std::fs::read_to_string(root().join("docs/GUIDE.md")).unwrap();
-    assert!(readme.contains(&printed), "docs/GUIDE.md lacks the merge SQL");
+    assert!(
+        readme.contains(&printed),
+        "docs/GUIDE.md lacks the merge SQL"
+    );
 }
 
 #[test]
@@ -718,7 +721,10 @@ fn index_schema_prints_sql_that_builds_an_empty_catalogue() {
     let schema = String::from_utf8(neff_ok(&["index", "schema"])).unwrap();
     assert!(schema.contains(neff::catalog::SCHEMA));
     let readme = std::fs::read_to_string(root().join("docs/GUIDE.md")).unwrap();
-    assert!(readme.contains(&schema), "docs/GUIDE.md documents this schema");
+    assert!(
+        readme.contains(&schema),
+        "docs/GUIDE.md documents this schema"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("new.db");
     rusqlite::Connection::open(&db)

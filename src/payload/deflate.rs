@@ -14,22 +14,22 @@
 //! plain `None`: on any doubt the caller falls back to libdeflate.
 
 /// Size of the DEFLATE history window.
-pub const WINDOW: usize = 32 << 10;
+pub(crate) const WINDOW: usize = 32 << 10;
 /// First marker value: `MARKER + i` is byte `i` of the unknown window.
-pub const MARKER: u16 = 256;
+pub(crate) const MARKER: u16 = 256;
 
 /// An LSB-first bit reader over a byte slice.
 #[derive(Clone)]
-pub struct Bits<'a> {
+pub(crate) struct Bits<'a> {
     data: &'a [u8],
     /// Position in bits.
-    pub pos: usize,
+    pub(crate) pos: usize,
 }
 
 impl<'a> Bits<'a> {
     /// A reader over `data`, starting `pos` bits in (bit 0 is the least
     /// significant bit of byte 0).
-    pub fn new(data: &'a [u8], pos: usize) -> Bits<'a> {
+    pub(crate) fn new(data: &'a [u8], pos: usize) -> Bits<'a> {
         Bits { data, pos }
     }
 
@@ -54,7 +54,7 @@ impl<'a> Bits<'a> {
     }
 
     /// Whether the reader has gone past the end of the data.
-    pub fn overrun(&self) -> bool {
+    pub(crate) fn overrun(&self) -> bool {
         self.pos > self.data.len() * 8
     }
 }
@@ -219,15 +219,15 @@ fn header(b: &mut Bits<'_>) -> Option<Block> {
 
 /// Decoder state: output symbols (the first [`WINDOW`] are the markers of
 /// the unknown window) and where the last marker was written.
-pub struct Decoder {
+pub(crate) struct Decoder {
     /// Every symbol decoded so far, after the [`WINDOW`] markers it starts with:
     /// a value below 256 is a byte, `MARKER + i` is byte `i` of the unknown window.
-    pub out: Vec<u16>,
+    pub(crate) out: Vec<u16>,
     last_marker: Option<usize>,
 }
 
 /// What [`Decoder::block`] found.
-pub enum Step {
+pub(crate) enum Step {
     /// A block ended; `true` if it was the final one.
     Ended(bool),
 }
@@ -241,7 +241,7 @@ impl Default for Decoder {
 impl Decoder {
     /// A decoder whose output starts as the [`WINDOW`] markers of the unknown
     /// history (`MARKER`, `MARKER + 1`, …).
-    pub fn new() -> Decoder {
+    pub(crate) fn new() -> Decoder {
         Decoder {
             out: (0..WINDOW as u16).map(|i| MARKER + i).collect(),
             last_marker: Some(WINDOW - 1),
@@ -249,18 +249,18 @@ impl Decoder {
     }
 
     /// Symbols decoded so far (window markers excluded).
-    pub fn produced(&self) -> &[u16] {
+    pub(crate) fn produced(&self) -> &[u16] {
         &self.out[WINDOW..]
     }
 
     /// Whether the last [`WINDOW`] symbols are all real bytes.
-    pub fn window_is_clean(&self) -> bool {
+    pub(crate) fn window_is_clean(&self) -> bool {
         self.last_marker
             .is_none_or(|m| self.out.len() - (m + 1) >= WINDOW)
     }
 
     /// The last [`WINDOW`] bytes (only meaningful when the window is clean).
-    pub fn window(&self) -> Vec<u8> {
+    pub(crate) fn window(&self) -> Vec<u8> {
         self.out[self.out.len() - WINDOW..]
             .iter()
             .map(|&s| s as u8)
@@ -269,7 +269,7 @@ impl Decoder {
 
     /// Decodes one whole block at `b`, appending to the output. `limit` caps
     /// the output symbols; `None` on any invalid input.
-    pub fn block(&mut self, b: &mut Bits<'_>, limit: usize) -> Option<Step> {
+    pub(crate) fn block(&mut self, b: &mut Bits<'_>, limit: usize) -> Option<Step> {
         let last = b.take(1) == 1;
         match header(b)? {
             Block::Stored { len } => {
@@ -360,7 +360,7 @@ fn quick_header_check(b: &mut Bits<'_>) -> bool {
 ///
 /// With `aligned` (the position is known to follow a stored block, so it is
 /// exact) any non-final block type is accepted.
-pub fn plausible_start(data: &[u8], pos: usize, aligned: bool) -> bool {
+pub(crate) fn plausible_start(data: &[u8], pos: usize, aligned: bool) -> bool {
     // BFINAL = 0, BTYPE = 2 (bits 1..2 = 0b10), then a valid code-length code.
     if aligned {
         if Bits::new(data, pos).peek(1) != 0 {
@@ -384,16 +384,16 @@ pub fn plausible_start(data: &[u8], pos: usize, aligned: bool) -> bool {
 
 /// A bit writer for the synthetic stream prefixes handed to libdeflate.
 #[derive(Default)]
-pub struct BitWriter {
+pub(crate) struct BitWriter {
     /// The bytes written so far; the last one may be partly filled (unused bits zero).
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     bits: usize,
 }
 
 impl BitWriter {
     /// Appends the low `n` bits of `v`, least significant bit first (DEFLATE's
     /// order for everything but Huffman codes).
-    pub fn put(&mut self, v: u32, n: u32) {
+    pub(crate) fn put(&mut self, v: u32, n: u32) {
         for i in 0..n {
             if self.bits % 8 == 0 {
                 self.bytes.push(0);
@@ -406,19 +406,19 @@ impl BitWriter {
     }
 
     /// Writes a Huffman code (sent MSB first).
-    pub fn code(&mut self, code: u32, len: u32) {
+    pub(crate) fn code(&mut self, code: u32, len: u32) {
         for i in (0..len).rev() {
             self.put((code >> i) & 1, 1);
         }
     }
 
     /// How many bits have been written.
-    pub fn bit_len(&self) -> usize {
+    pub(crate) fn bit_len(&self) -> usize {
         self.bits
     }
 
     /// Pads to a byte boundary with zeros.
-    pub fn align(&mut self) {
+    pub(crate) fn align(&mut self) {
         self.bits = self.bits.div_ceil(8) * 8;
     }
 }
@@ -454,7 +454,7 @@ fn empty_dynamic_block(w: &mut BitWriter) {
 /// bits into a byte (`k` = the bit offset where the real stream resumes),
 /// without outputting anything after the window, so the history stays
 /// exactly the window.
-pub fn primer(window: &[u8], k: u32) -> BitWriter {
+pub(crate) fn primer(window: &[u8], k: u32) -> BitWriter {
     let mut w = BitWriter::default();
     // A stored block holding the window: BFINAL 0, BTYPE 00, LEN, NLEN.
     w.put(0, 3);

@@ -1,12 +1,29 @@
-//! The tar bytes of a NEFF: a window of the mapped file, or one inflation
-//! of a gzip payload.
+//! The tar bytes of a gzip payload: inflated whole (one-shot, here), or as
+//! a bounded stream ([`stream`]), on one core or several ([`parallel`]). A
+//! raw payload's tar bytes are the file's own (a window of the mapping)
+//! and never come here.
+//!
+//! The room, each module importing only those listed after it:
+//!
+//! - this module: the one-shot path ([`inflate`], `inflate_within`), and
+//!   the choice between it and the stream;
+//! - [`stream`]: the bounded stream (zlib-rs), member by member, which may
+//!   hand a large single member to `parallel::Rounds`;
+//! - [`parallel`]: one member's raw DEFLATE data on several cores, split
+//!   whole or in bounded rounds, and `parallel::PARALLEL_FROM`, the one
+//!   size from which either path goes parallel;
+//! - `deflate`: the mid-stream DEFLATE decoder (marker symbols) and block
+//!   finder that `parallel` cuts with;
+//! - `buf`: huge-page memory for inflated bytes;
+//! - [`gzip`]: the gzip framing every path reads (member header, trailer,
+//!   members and padding, the error texts); it inflates nothing.
 //!
 //! A gzip payload is inflated once, with libdeflate, into one anonymous
 //! mapping sized from the gzip trailer (`ISIZE`) and advised for transparent
 //! huge pages: libdeflate is the fastest inflater available, and huge pages
 //! cut the page faults of a fresh output buffer 512-fold (PERF.md has the
 //! measurements behind this choice). The member header is parsed strictly
-//! (RFC 1952's reserved flag bits refused), libdeflate inflates the DEFLATE
+//! ([`gzip`]: RFC 1952's reserved flag bits refused), libdeflate inflates the DEFLATE
 //! data and checks the 8 bytes right after it against the output's CRC-32
 //! and `ISIZE`, and those 8 bytes must be the payload's last: nothing between
 //! the data and its trailer, nothing after it (a second member, padding or
@@ -26,13 +43,17 @@
 use std::ops::Deref;
 
 use libdeflater::Decompressor;
-use memmap2::{Advice, MmapMut};
 
 use crate::error::{Error, Result};
 
-pub mod deflate;
+mod buf;
+mod deflate;
+pub mod gzip;
 pub mod parallel;
 pub mod stream;
+
+use buf::HugeBuf;
+use gzip::{ends_at_its_trailer, may_end_with_trailer, raw_deflate, trailer_matches, Trailer};
 
 /// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
 const MAX_RATIO: u64 = 1032;
@@ -40,8 +61,6 @@ const MAX_RATIO: u64 = 1032;
 /// up front (zoo NEFFs inflate 2–10:1; a claim of 1000:1 is either zeros,
 /// which fault in cheaply as they are written, or a lie).
 const CREDIBLE_RATIO: u64 = 64;
-/// Bytes of the gzip trailer (CRC-32, ISIZE).
-const TRAILER: usize = 8;
 
 /// Where inflated bytes live: a fresh anonymous mapping, or a caller's
 /// vector reused across files (a scan inflates thousands of small payloads,
@@ -50,51 +69,6 @@ const TRAILER: usize = 8;
 enum Buf {
     Map(HugeBuf),
     Vec(Vec<u8>),
-}
-
-/// Anonymous memory for inflated bytes, 2 MiB-aligned so that transparent
-/// huge pages can back all of it, optionally prefaulted in one call
-/// (`MADV_POPULATE_WRITE`) instead of one fault per page.
-#[derive(Debug)]
-pub(crate) struct HugeBuf {
-    map: MmapMut,
-    off: usize,
-    len: usize,
-}
-
-const HUGE: usize = 2 << 20;
-
-impl HugeBuf {
-    /// `len` bytes of zeroed memory; `populate` when all of it will be written.
-    pub(crate) fn new(len: usize, populate: bool) -> Result<HugeBuf> {
-        let pad = if len >= HUGE { HUGE } else { 0 };
-        let map = MmapMut::map_anon((len + pad).max(1))?;
-        let off = if pad > 0 {
-            (HUGE - map.as_ptr() as usize % HUGE) % HUGE
-        } else {
-            0
-        };
-        // Advice is a hint; a kernel without THP or MADV_POPULATE_WRITE
-        // simply faults pages in as they are written.
-        let _ = map.advise(Advice::HugePage);
-        if populate && len > 0 {
-            let _ = map.advise_range(Advice::PopulateWrite, off, len);
-        }
-        Ok(HugeBuf { map, off, len })
-    }
-}
-
-impl Deref for HugeBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.map[self.off..self.off + self.len]
-    }
-}
-
-impl std::ops::DerefMut for HugeBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.map[self.off..self.off + self.len]
-    }
 }
 
 impl Buf {
@@ -128,7 +102,7 @@ impl Deref for Inflated {
 
 impl Inflated {
     /// Gives back the reused vector, if the bytes live in one.
-    pub fn into_vec(self) -> Option<Vec<u8>> {
+    pub(crate) fn into_vec(self) -> Option<Vec<u8>> {
         match self.buf {
             Buf::Vec(v) => Some(v),
             Buf::Map(_) => None,
@@ -146,7 +120,7 @@ pub fn inflate(gz: &[u8], cap: u64) -> Result<Inflated> {
 /// [`inflate`], writing into `reuse` when one is given (single-member
 /// payloads; the rare multi-member ones get a fresh mapping).
 #[cfg(any(test, feature = "fuzzing"))]
-pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
+pub(crate) fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<Inflated> {
     match inflate_within(gz, cap, u64::MAX, reuse)? {
         Whole::Done(done) => Ok(done),
         Whole::Stream(_) => inflate_members(gz, bound(gz.len(), cap), cap),
@@ -155,7 +129,7 @@ pub fn inflate_reusing(gz: &[u8], cap: u64, reuse: Option<Vec<u8>>) -> Result<In
 
 /// What [`inflate_within`] did.
 #[derive(Debug)]
-pub enum Whole {
+pub(crate) enum Whole {
     /// The payload, inflated whole.
     Done(Inflated),
     /// Not inflated: over the budget, more than one member, padded, or a
@@ -169,21 +143,21 @@ pub enum Whole {
 /// in `budget` bytes (and the input makes that size credible), checking
 /// the output against the trailer; anything else is left to the stream.
 /// A trailer that claims more than `cap` is refused, as [`inflate`] does.
-pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) -> Result<Whole> {
-    if gz.len() < 18 {
-        return Err(Error::gzip(format!(
-            "truncated gzip input: {} bytes is shorter than the smallest gzip member",
-            gz.len()
-        )));
-    }
-    let isize = u32::from_le_bytes(gz[gz.len() - 4..].try_into().expect("4 bytes")) as u64;
+pub(crate) fn inflate_within(
+    gz: &[u8],
+    cap: u64,
+    budget: u64,
+    reuse: Option<Vec<u8>>,
+) -> Result<Whole> {
+    gzip::check_len(gz)?;
+    let isize = u64::from(Trailer::last(gz).isize);
     let bound = bound(gz.len(), cap);
     // The trailer is the file's word, not a fact: memory is committed up
     // front only for a size the input makes likely. Past that, the buffer is
     // address space that fills as bytes are produced, so a trailer that
     // lies costs what the data really inflates to.
     let credible = isize <= (gz.len() as u64).saturating_mul(CREDIBLE_RATIO);
-    if isize > cap && ends_with_gzip_trailer_plausibly(gz) {
+    if isize > cap && may_end_with_trailer(gz) {
         return Err(Error::Limit {
             what: "inflated payload size (from the gzip trailer)",
             found: isize,
@@ -199,8 +173,9 @@ pub fn inflate_within(gz: &[u8], cap: u64, budget: u64, reuse: Option<Vec<u8>>) 
         }
         return Ok(Whole::Stream(reuse));
     }
-    // Large single members: split across cores (checked by length and CRC).
-    if reuse.is_none() && gz.len() >= parallel::MIN_PARALLEL {
+    // Large single members: split across cores (checked by length and CRC)
+    // from the one parallel threshold.
+    if reuse.is_none() && gz.len() >= parallel::PARALLEL_FROM {
         if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
             return Ok(Whole::Done(done));
         }
@@ -298,67 +273,11 @@ fn bound(compressed: usize, cap: u64) -> u64 {
         .min(cap)
 }
 
-/// The gzip trailer that `out` would have: its CRC-32, then its length mod 2^32.
-fn trailer(out: &[u8]) -> [u8; TRAILER] {
-    let mut t = [0u8; TRAILER];
-    t[..4].copy_from_slice(&libdeflater::crc32(out).to_le_bytes());
-    t[4..].copy_from_slice(&(out.len() as u32).to_le_bytes());
-    t
-}
-
-/// The raw DEFLATE data of a payload that starts with one gzip member
-/// header: the bytes between that header and the last 8 (the trailer).
-fn raw_deflate(gz: &[u8]) -> Option<&[u8]> {
-    parallel::deflate_start(gz).map(|start| &gz[start..gz.len() - TRAILER])
-}
-
-/// Whether `out` is what the trailer ending `gz` describes: `isize` bytes
-/// with that CRC-32, and whether that trailer is the first place its 8
-/// bytes occur after the header. (Where the DEFLATE data ended is not known
-/// here: data followed by a copy of its trailer and more bytes would
-/// otherwise pass, where gzip and libarchive stop at the first trailer. Such
-/// a payload is left to the stream, which reads it as they do.)
-fn trailer_matches(gz: &[u8], out: &[u8], isize: u64) -> bool {
-    let t = trailer(out);
-    out.len() as u64 == isize
-        && gz.ends_with(&t)
-        && memchr::memmem::find(&gz[10..], &t) == Some(gz.len() - TRAILER - 10)
-}
-
-/// Whether the DEFLATE data of a one-member payload ends right before the
-/// payload's last 8 bytes, given that libdeflate found `out`'s trailer
-/// (CRC-32, `ISIZE`) right after that data, at some offset `e`: nothing may
-/// sit between data and trailer, or after it.
-///
-/// If the 4 `ISIZE` bytes occur only at the very end of the payload, the
-/// `ISIZE` that libdeflate read at `e + 4` is that one, so `e` is the last
-/// trailer's offset: one search of the compressed bytes, no second CRC.
-/// Compressed bytes look random, so another occurrence is rare (about one
-/// payload in 2³² per compressed byte); then the full trailer is computed
-/// and must occur first at the end ([`trailer_matches`]), which again pins
-/// `e` there.
-fn ends_at_its_trailer(gz: &[u8], out: &[u8]) -> bool {
-    let size = (out.len() as u32).to_le_bytes();
-    // Header (>= 10 bytes) then the CRC-32: an ISIZE starts at 14 or later.
-    let from = 14;
-    gz.len() >= from + 4
-        && gz.ends_with(&size)
-        && (memchr::memmem::find(&gz[from..], &size) == Some(gz.len() - 4 - from)
-            || trailer_matches(gz, out, out.len() as u64))
-}
-
-/// Whether the last 8 bytes could be a real trailer (the input is not padded).
-fn ends_with_gzip_trailer_plausibly(gz: &[u8]) -> bool {
-    gz[gz.len() - TRAILER..].iter().any(|&b| b != 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn gz(data: &[u8]) -> Vec<u8> {
-        crate::pack::gzip(data)
-    }
+    use gzip::{gzip as gz, trailer_of as trailer};
 
     #[test]
     fn one_member_takes_the_fast_path() {
@@ -456,9 +375,9 @@ mod tests {
 
     #[test]
     fn large_payloads_inflate_in_parallel_and_match() {
-        // Over MIN_PARALLEL compressed: noise compresses poorly.
+        // Over PARALLEL_FROM compressed: noise compresses poorly.
         let mut x = 1u64;
-        let data: Vec<u8> = (0..(parallel::MIN_PARALLEL * 3 / 2))
+        let data: Vec<u8> = (0..(parallel::PARALLEL_FROM * 3 / 2))
             .map(|i| {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -471,8 +390,8 @@ mod tests {
             })
             .collect();
         let s = gz(&data);
-        assert!(s.len() >= parallel::MIN_PARALLEL);
-        let start = parallel::deflate_start(&s).unwrap();
+        assert!(s.len() >= parallel::PARALLEL_FROM);
+        let start = gzip::member_header(&s).unwrap();
         let mut out = vec![0u8; data.len()];
         let n = parallel::inflate(&s[start..s.len() - 8], &mut out, 2);
         assert_eq!(n, Some(data.len()));

@@ -1,10 +1,15 @@
-//! Inflating one large gzip member on several cores.
+//! Inflating one large gzip member's raw DEFLATE data on several cores,
+//! and the one size from which any path does (`PARALLEL_FROM`).
+//!
+//! This module sees raw DEFLATE data only: its callers strip the gzip
+//! framing ([`super::gzip`]) and check the output against the trailer.
 //!
 //! DEFLATE is sequential: each block may copy from the 32 KiB before it. To
 //! split the work anyway (as pugz and rapidgzip do), the compressed stream is
-//! cut into as many chunks as there are threads:
+//! cut, whole ([`inflate`], for the one-shot path), into as many chunks as
+//! there are threads:
 //!
-//! 1. near each cut, the [block finder](super::deflate::plausible_start)
+//! 1. near each cut, the block finder (`deflate::plausible_start`)
 //!    looks for the bit where a block starts;
 //! 2. chunk 0 is inflated by libdeflate, given the stream up to the first
 //!    block boundary with a final empty block appended;
@@ -14,6 +19,9 @@
 //! 4. the chunks are joined in order, each chunk's markers resolved from the
 //!    bytes before it.
 //!
+//! The streamed walk takes the same pieces in bounded `Rounds` of two
+//! segments instead, so that memory follows a segment, never the payload.
+//!
 //! Nothing here is trusted: the caller checks the joined output's length
 //! and CRC-32 against the gzip trailer, and on any failure (no boundary
 //! found, a window that never clears, a mismatch) inflates sequentially.
@@ -21,20 +29,33 @@
 use libdeflater::Decompressor;
 use rayon::prelude::*;
 
+use super::buf::HugeBuf;
 use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 
-/// Compressed payloads smaller than this are inflated on one thread.
-pub const MIN_PARALLEL: usize = 8 << 20;
+/// The one threshold for "parallel or not": a gzip payload of at least
+/// this many compressed bytes is inflated on more than one core, whole
+/// ([`inflate`], by the one-shot path) or in bounded rounds ([`Rounds`],
+/// by the streamed walk); a smaller one on one core, by either path.
+///
+/// Going parallel costs CPU up front on both paths: a chunk or segment
+/// after the first is marker-decoded (slowly, bit by bit) until its last
+/// 32 KiB no longer depend on the unknown window, and its output is
+/// resolved and copied into place. Below 16 MiB of gzip that cost is not
+/// won back: on payloads of 9–12 MiB of gzip (text and noise mixed, 2:1 to
+/// 10:1) the split took 2.1–2.3 times the CPU time of one libdeflate pass
+/// and the rounds 1.8–2.3 times that of one zlib-rs pass, so two cores at
+/// best break even (the split was 8 MiB, the rounds 16 MiB, until both
+/// paths took this one threshold). The rounds need the room besides: two
+/// first segments of 4 MiB, each cut searched up to 1 MiB further, before
+/// what is left runs to the stream's end (and can overflow a segment's
+/// output cap, failing the rounds and restarting the walk).
+pub(crate) const PARALLEL_FROM: usize = 16 << 20;
+/// Fewest compressed bytes per chunk of a whole-payload split.
+const MIN_CHUNK: usize = 4 << 20;
 /// How far past a cut the block finder looks, in bytes.
 const SEARCH: usize = 1 << 20;
 /// The most symbols a chunk may marker-decode before giving up.
 const MARKER_LIMIT: usize = 4 << 20;
-
-/// Where the raw DEFLATE data of a single-member gzip stream starts (the
-/// member header checked strictly: [`super::stream::member_header`]).
-pub fn deflate_start(gz: &[u8]) -> Option<usize> {
-    super::stream::member_header(gz)
-}
 
 /// The first plausible block start at or after bit `from`.
 fn find_block(data: &[u8], from: usize) -> Option<usize> {
@@ -126,7 +147,7 @@ static NONCE: std::sync::LazyLock<[u8; 16]> = std::sync::LazyLock::new(|| {
 });
 
 /// Room a synthetic stream's output needs beyond its real bytes.
-pub const NONCE_ROOM: usize = 16;
+const NONCE_ROOM: usize = 16;
 
 /// Inflates the synthetic stream `s` (from [`synth`]) into `out`: when it
 /// was cut (`cut`), its output must end with the nonce, which is dropped;
@@ -153,7 +174,7 @@ fn inflate_synth(s: &[u8], out: &mut [u8], cut: bool) -> Option<usize> {
 struct Chunk {
     symbols: Vec<u16>,
     window: Vec<u8>,
-    bytes: Option<super::HugeBuf>,
+    bytes: Option<HugeBuf>,
     range: std::ops::Range<usize>,
 }
 
@@ -212,7 +233,7 @@ fn later_chunk(
     let s = synth(&prefix, data, b.pos, to);
     let mut bytes = match reuse {
         Some(buf) => Bytes::Reused(buf),
-        None => Bytes::Fresh(super::HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
+        None => Bytes::Fresh(HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
     };
     let n = inflate_synth(&s, bytes.as_mut(), to.is_some())?;
     let produced = d.produced();
@@ -230,7 +251,7 @@ fn later_chunk(
 
 /// Where a later chunk's libdeflate output goes.
 enum Bytes<'b> {
-    Fresh(super::HugeBuf),
+    Fresh(HugeBuf),
     Reused(&'b mut [u8]),
 }
 
@@ -246,7 +267,7 @@ impl Bytes<'_> {
 /// Inflates the raw DEFLATE stream `data` into `out` on up to `threads`
 /// threads; returns the bytes written, or `None` to fall back.
 pub fn inflate(data: &[u8], out: &mut [u8], threads: usize) -> Option<usize> {
-    split_inflate(data, out, threads, MIN_PARALLEL / 2)
+    split_inflate(data, out, threads, MIN_CHUNK)
 }
 
 /// [`inflate`] with chunks of at least `min_chunk` compressed bytes.
@@ -335,7 +356,7 @@ pub fn split_inflate(
 /// here is trusted: any failure is [`RoundFailed`], and the caller checks the
 /// CRC-32 and length of everything produced against the gzip trailer and,
 /// on a mismatch, inflates again sequentially.
-pub struct Rounds<'a> {
+pub(crate) struct Rounds<'a> {
     data: &'a [u8],
     /// Bit where the next round starts; `None` once the stream is done.
     next: Option<usize>,
@@ -367,15 +388,15 @@ fn cut_after(
 /// A round that did not decode: no block boundary near a cut, a window
 /// that never cleared, a segment over its output cap, or corrupt data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RoundFailed;
+pub(crate) struct RoundFailed;
 
 /// Output a segment is sized to produce.
-pub const ROUND_TARGET: usize = 16 << 20;
+const ROUND_TARGET: usize = 16 << 20;
 
 impl<'a> Rounds<'a> {
     /// Rounds over the raw DEFLATE stream `data`, starting with segments of
     /// `seg` compressed bytes.
-    pub fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
+    pub(crate) fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
         Rounds {
             data,
             next: Some(0),
@@ -391,17 +412,17 @@ impl<'a> Rounds<'a> {
     }
 
     /// Bytes of input before the next round's start (done with).
-    pub fn consumed(&self) -> usize {
+    pub(crate) fn consumed(&self) -> usize {
         self.next.map_or(self.data.len(), |bit| bit / 8)
     }
 
     /// Length of the raw DEFLATE input.
-    pub fn data_len(&self) -> usize {
+    pub(crate) fn data_len(&self) -> usize {
         self.data.len()
     }
 
     /// The output of the last round, in order.
-    pub fn parts(&self) -> [&[u8]; 3] {
+    pub(crate) fn parts(&self) -> [&[u8]; 3] {
         [
             &self.a[self.a_range.clone()],
             &self.b_head,
@@ -411,7 +432,7 @@ impl<'a> Rounds<'a> {
 
     /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
     /// the stream is done.
-    pub fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+    pub(crate) fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         self.a_range = 0..0;
         self.b_head.clear();
         self.b_range = 0..0;

@@ -6,8 +6,11 @@
 //! whose trailer cannot be trusted. The inflater is zlib-rs (through
 //! flate2's raw-DEFLATE interface), which measured as fast as one-shot
 //! libdeflate on `big_pkg2.neff` and 17 times faster on a payload of zeros,
-//! since its output stays in cache (PERF.md §10). The gzip framing is read
-//! here, strictly, member by member:
+//! since its output stays in cache (PERF.md §10); a large single member
+//! may instead be inflated in parallel rounds on a free core
+//! (`GzStream::new_parallel`, `parallel::Rounds`), checked against its
+//! trailer at the end. The payload is read member by member, with the
+//! strict framing of [`super::gzip`]:
 //!
 //! - every member header is checked (magic, method 8, no reserved flag
 //!   bits, every optional field inside the input);
@@ -17,21 +20,20 @@
 //!   (libarchive pads to its block size) may follow;
 //! - the total output is capped by [`Limits::max_inflated`](crate::Limits::max_inflated).
 //!
-//! Failures carry the same texts as the one-shot path ([`super::inflate`]),
-//! so that both paths give a file the same answer.
+//! Failures carry the texts of [`super::gzip`], which the one-shot path
+//! uses too, so that both paths give a file the same answer.
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-use super::parallel::Rounds;
+use super::gzip::{self, Trailer, TRAILER};
+use super::parallel::{Rounds, PARALLEL_FROM};
 use crate::error::{Error, Result};
 
-/// Compressed bytes per segment of the parallel rounds.
+/// Compressed bytes per segment of the parallel rounds, at first (then
+/// sized from the ratio seen so far).
 const SEGMENT: usize = 4 << 20;
 /// Most output one segment may produce before the rounds give up.
 const SEGMENT_OUT: usize = 64 << 20;
-/// Payloads from this size up are inflated in parallel rounds when a core
-/// is free (PERF.md §10).
-pub const PARALLEL_FROM: usize = 16 << 20;
 
 /// Output of the parallel rounds waiting to be taken.
 struct Par<'a> {
@@ -40,9 +42,6 @@ struct Par<'a> {
     part: usize,
     pos: usize,
 }
-
-/// Bytes of the gzip trailer (CRC-32, ISIZE).
-const TRAILER: usize = 8;
 
 /// A gzip payload being inflated, one window at a time.
 pub struct GzStream<'a> {
@@ -70,7 +69,7 @@ pub struct GzStream<'a> {
 }
 
 /// What a [`GzStream`] tells of the input it has gone past.
-pub trait Passed {
+pub(crate) trait Passed {
     /// The input bytes `range` (offsets into the payload) will not be
     /// read again by this stream.
     fn passed(&self, range: std::ops::Range<usize>);
@@ -96,13 +95,8 @@ impl std::fmt::Debug for GzStream<'_> {
 
 impl<'a> GzStream<'a> {
     /// A stream over the gzip payload `gz`, producing at most `cap` bytes.
-    pub fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        if gz.len() < 18 {
-            return Err(Error::gzip(format!(
-                "truncated gzip input: {} bytes is shorter than the smallest gzip member",
-                gz.len()
-            )));
-        }
+    pub(crate) fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
+        gzip::check_len(gz)?;
         Ok(GzStream {
             gz,
             pos: 0,
@@ -124,7 +118,7 @@ impl<'a> GzStream<'a> {
     /// Calls `release` with each range of the input (offsets into `gz`)
     /// that the inflater has gone past, a few MiB at a time, so that the
     /// caller can drop those pages of a mapped file.
-    pub fn release_behind(mut self, release: &'a dyn Passed) -> Self {
+    pub(crate) fn release_behind(mut self, release: &'a dyn Passed) -> Self {
         self.release = Some(release);
         self
     }
@@ -146,12 +140,12 @@ impl<'a> GzStream<'a> {
     /// trailer at the end; when it does not match, or the rounds fail, the
     /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
     /// starts over with [`new`](Self::new).
-    pub fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
+    pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         let free_core =
             rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
         // A padded payload (zeros where a trailer would be) has more than
         // the one member the rounds can check: sequential from the start.
-        let trailer_at_end = gz[gz.len() - TRAILER..].iter().any(|&b| b != 0);
+        let trailer_at_end = gzip::may_end_with_trailer(gz);
         if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
             GzStream::in_rounds(gz, cap, SEGMENT)
         } else {
@@ -163,8 +157,7 @@ impl<'a> GzStream<'a> {
     /// `seg` compressed bytes (when the payload starts with a gzip member).
     fn in_rounds(gz: &'a [u8], cap: u64, seg: usize) -> Result<GzStream<'a>> {
         let mut s = GzStream::new(gz, cap)?;
-        if let Some(start) = member_header(gz) {
-            let data = &gz[start..gz.len() - TRAILER];
+        if let Some(data) = gzip::raw_deflate(gz) {
             s.par = Some(Par {
                 rounds: Rounds::new(data, seg, SEGMENT_OUT),
                 part: 3,
@@ -203,10 +196,7 @@ impl<'a> GzStream<'a> {
                 }
                 Ok(false) => {
                     // Done: everything produced must be what the trailer says.
-                    let t = &self.gz[self.gz.len() - TRAILER..];
-                    let crc = u32::from_le_bytes(t[..4].try_into().expect("4 bytes"));
-                    let isize = u32::from_le_bytes(t[4..].try_into().expect("4 bytes"));
-                    if crc != self.crc.sum() || isize != self.total_out as u32 {
+                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.total_out) {
                         self.doubt = true;
                         return Err(self.corrupt());
                     }
@@ -239,39 +229,23 @@ impl<'a> GzStream<'a> {
     }
 
     /// Bytes produced so far.
-    pub fn produced(&self) -> u64 {
+    pub(crate) fn produced(&self) -> u64 {
         self.total_out
     }
 
     fn corrupt(&self) -> Error {
-        Error::gzip(format!(
-            "corrupt or truncated gzip member at offset {}",
-            self.member_at
-        ))
+        gzip::corrupt(self.member_at)
     }
 
     /// Starts the next member at `pos`, after skipping zero padding; `false`
     /// at the end of the input.
     fn start_member(&mut self) -> Result<bool> {
-        if self.pos > 0 {
-            match self.gz[self.pos..].iter().position(|&b| b != 0) {
-                Some(skip) => self.pos += skip,
-                None => {
-                    self.pos = self.gz.len();
-                    return Ok(false);
-                }
-            }
-        }
-        let at = self.pos;
-        let rest = &self.gz[at..];
-        if !rest.starts_with(&[0x1f, 0x8b]) {
-            return Err(Error::gzip(format!(
-                "bytes at offset {at} are neither a gzip member nor zero padding"
-            )));
-        }
-        self.member_at = at;
-        let start = member_header(rest).ok_or_else(|| self.corrupt())?;
-        self.pos = at + start;
+        let Some(member) = gzip::next_member(self.gz, self.pos)? else {
+            self.pos = self.gz.len();
+            return Ok(false);
+        };
+        self.member_at = member.at;
+        self.pos = member.data;
         self.in_member = true;
         self.inflater.reset(false);
         self.crc = libdeflater::Crc::new();
@@ -281,7 +255,7 @@ impl<'a> GzStream<'a> {
 
     /// Inflates into `out`; the number of bytes written, 0 only at the end
     /// of the payload (every member's trailer checked).
-    pub fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+    pub(crate) fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
         if out.is_empty() {
             return Ok(0);
         }
@@ -332,13 +306,8 @@ impl<'a> GzStream<'a> {
 
     /// Checks the trailer of the member whose DEFLATE stream just ended.
     fn end_member(&mut self) -> Result<()> {
-        let t = self
-            .gz
-            .get(self.pos..self.pos + TRAILER)
-            .ok_or_else(|| self.corrupt())?;
-        let crc = u32::from_le_bytes(t[..4].try_into().expect("4 bytes"));
-        let isize = u32::from_le_bytes(t[4..].try_into().expect("4 bytes"));
-        if crc != self.crc.sum() || isize != self.member_out as u32 {
+        let t = Trailer::at(self.gz, self.pos).ok_or_else(|| self.corrupt())?;
+        if !t.describes(self.crc.sum(), self.member_out) {
             return Err(self.corrupt());
         }
         self.pos += TRAILER;
@@ -348,7 +317,7 @@ impl<'a> GzStream<'a> {
 
     /// Skips `n` bytes of output using `window` as scratch; the bytes
     /// skipped (fewer than `n` only at the end of the payload).
-    pub fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {
+    pub(crate) fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {
         let mut done = 0;
         while n > 0 {
             let want = window.len().min(usize::try_from(n).unwrap_or(usize::MAX));
@@ -364,41 +333,15 @@ impl<'a> GzStream<'a> {
 
     /// Inflates the rest of the payload, discarding it, so that every
     /// trailer is checked; the total produced.
-    pub fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
+    pub(crate) fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
         while self.fill(window)? > 0 {}
         Ok(self.total_out)
     }
 }
 
-/// Length of the gzip member header at the start of `gz`, checked: method
-/// 8 (DEFLATE), no reserved flag bits, and every optional field (extra,
-/// name, comment, header CRC) inside the input with room for a trailer.
-pub fn member_header(gz: &[u8]) -> Option<usize> {
-    if gz.len() < 18 || gz[0] != 0x1f || gz[1] != 0x8b || gz[2] != 8 {
-        return None;
-    }
-    let flg = gz[3];
-    if flg & 0xe0 != 0 {
-        return None; // reserved bits: RFC 1952 says such a member must not be read
-    }
-    let mut p = 10usize;
-    if flg & 4 != 0 {
-        let xlen = usize::from(u16::from_le_bytes([*gz.get(p)?, *gz.get(p + 1)?]));
-        p += 2 + xlen;
-    }
-    for bit in [8u8, 16] {
-        if flg & bit != 0 {
-            p += memchr::memchr(0, gz.get(p..)?)? + 1;
-        }
-    }
-    if flg & 2 != 0 {
-        p += 2;
-    }
-    (p + TRAILER <= gz.len()).then_some(p)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::gzip::gzip;
     use super::*;
 
     fn all(gz: &[u8], window: usize) -> Result<Vec<u8>> {
@@ -415,20 +358,20 @@ mod tests {
     }
 
     #[test]
-    fn streams_what_the_one_shot_path_inflates_in_any_window() {
+    fn streams_every_member_past_padding_in_any_window() {
         let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let mut gz = crate::pack::gzip(&data);
+        let mut gz = gzip(&data);
         gz.extend(vec![0u8; 100]);
-        gz.extend(crate::pack::gzip(b"second member"));
-        let want = super::super::inflate(&gz, 1 << 30).unwrap();
+        gz.extend(gzip(b"second member"));
+        let want = [&data[..], b"second member"].concat();
         for w in [1, 7, 4096, 1 << 20] {
-            assert!(all(&gz, w).unwrap() == want[..], "window {w}");
+            assert!(all(&gz, w).unwrap() == want, "window {w}");
         }
     }
 
     #[test]
     fn a_bad_trailer_reserved_flag_or_truncation_is_refused() {
-        let gz = crate::pack::gzip(&b"abc".repeat(1000));
+        let gz = gzip(&b"abc".repeat(1000));
         let mut bad = gz.clone();
         let n = bad.len();
         bad[n - 8] ^= 1;
@@ -479,7 +422,7 @@ mod tests {
     #[test]
     fn parallel_rounds_give_the_sequential_bytes() {
         let data = corpus();
-        let gz = crate::pack::gzip(&data);
+        let gz = gzip(&data);
         for seg in [4 << 10, 64 << 10, 300 << 10] {
             let s = GzStream::in_rounds(&gz, 1 << 30, seg).unwrap();
             assert!(s.par.is_some());
@@ -492,7 +435,7 @@ mod tests {
     #[test]
     fn parallel_rounds_that_do_not_check_out_are_doubted_not_trusted() {
         let data = corpus();
-        let mut gz = crate::pack::gzip(&data);
+        let mut gz = gzip(&data);
         let n = gz.len();
         gz[n - 8] ^= 1; // the CRC: the rounds' bytes cannot be verified
         let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10).unwrap());
@@ -500,8 +443,8 @@ mod tests {
         // Two members: the rounds stop at the first member's end and the
         // whole does not match the last trailer; the sequential stream
         // reads both.
-        let mut two = crate::pack::gzip(&data[..1 << 20]);
-        two.extend(crate::pack::gzip(&data[1 << 20..]));
+        let mut two = gzip(&data[..1 << 20]);
+        two.extend(gzip(&data[1 << 20..]));
         let (out, doubt) = drain(GzStream::in_rounds(&two, 1 << 30, 64 << 10).unwrap());
         assert!(out.is_err() && doubt);
         let (out, doubt) = drain(GzStream::new(&two, 1 << 30).unwrap());
@@ -509,7 +452,7 @@ mod tests {
         // A copy of the trailer after the real one: the rounds must not
         // stop at the final block and match the copy (the sequential
         // stream refuses the copy as neither a member nor padding).
-        let mut copy = crate::pack::gzip(&data);
+        let mut copy = gzip(&data);
         let n = copy.len();
         let t = copy[n - 8..].to_vec();
         copy.extend_from_slice(&t);
@@ -521,7 +464,7 @@ mod tests {
 
     #[test]
     fn the_cap_stops_a_bomb_as_bytes_are_produced() {
-        let gz = crate::pack::gzip(&vec![0u8; 8 << 20]);
+        let gz = gzip(&vec![0u8; 8 << 20]);
         let mut s = GzStream::new(&gz, 1 << 20).unwrap();
         let e = s.finish(&mut [0u8; 4096]).unwrap_err().to_string();
         assert!(e.contains("over the cap"), "{e}");
