@@ -26,7 +26,9 @@ import re
 import sys
 import tarfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference")
+)
 
 from neffinfo_ref import (  # noqa: E402 - found through the path above
     ACCESSORS,
