@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Side-by-side timings of neff against today's readers, in one hyperfine run
-# per case, on the corpus of ../shared/bench/make_bench_corpus.py.
+# per case, on the corpus of bench/make_corpus.py.
 #
-#   python3 ../shared/bench/make_bench_corpus.py /tmp/neff-bench   # once, ~2 min
-#   bench/compare.sh [CORPUS] [OUT]          # CASES="ls get scan" to choose
+#   python3 bench/make_corpus.py /tmp/neff-bench   # once, a few minutes
+#   bench/compare.sh [CORPUS] [OUT]                # CASES="ls get scan" to choose
+#
+# The Python readers: the reference re-creation (tests/reference/neffinfo_ref.py,
+# or $NEFFINFO_REF) and the whole-file tarfile one (bench/tarfile_ref.py, or
+# $TARFILE_REF).
 #
 # Needs hyperfine, bsdtar (libarchive-tools) and GNU time. Medians are what
 # PERF.md quotes; hyperfine's JSON for each case lands in OUT.
@@ -13,7 +17,8 @@ root=$(dirname "$here")
 C=${1:-/tmp/neff-bench}
 OUT=${2:-/tmp/neff-compare}
 CASES=${CASES:-ls rss get scan pack}
-REF=${REF:-$root/../shared/bench}
+NEFFINFO_REF=${NEFFINFO_REF:-$root/tests/reference/neffinfo_ref.py}
+TARFILE_REF=${TARFILE_REF:-$root/bench/tarfile_ref.py}
 PY=${PY:-$(python3 -c 'import sys; print(sys.executable)')}
 RUNS=${RUNS:-10}
 SLOW=${SLOW:-3}
@@ -47,26 +52,26 @@ get)
   warm "$L/big_pkg1.neff" "$small"
   hf get_cc_raw -w 1 -r "$SLOW" \
     "$N get $L/big_pkg1.neff cc-world-size" \
-    "$PY $REF/neffinfo_ref.py $L/big_pkg1.neff cc-world-size" \
-    "$PY $REF/tarfile_ref.py $L/big_pkg1.neff cc-world-size"
+    "$PY $NEFFINFO_REF $L/big_pkg1.neff cc-world-size" \
+    "$PY $TARFILE_REF $L/big_pkg1.neff cc-world-size"
   hf get_def_raw -w 1 -r "$SLOW" \
     "$N get $L/big_pkg1.neff def" \
-    "$PY $REF/neffinfo_ref.py $L/big_pkg1.neff def" \
-    "$PY $REF/tarfile_ref.py $L/big_pkg1.neff def"
+    "$PY $NEFFINFO_REF $L/big_pkg1.neff def" \
+    "$PY $TARFILE_REF $L/big_pkg1.neff def"
   hf get_def_small_gz -w 2 -r "$RUNS" \
     "$N get $small def" \
-    "$PY $REF/neffinfo_ref.py $small def" \
-    "$PY $REF/tarfile_ref.py $small def"
+    "$PY $NEFFINFO_REF $small def" \
+    "$PY $TARFILE_REF $small def"
   ;;
 scan)
   warm $(find "$C/small" -name '*.neff')
   hf scan_subset -w 1 -r 3 \
     "$N scan --json --no-progress $C/small_subset200" \
-    "$PY $REF/neffinfo_ref.py --scan $C/small_subset200"
+    "$PY $NEFFINFO_REF --scan $C/small_subset200"
   hf scan_zoo -w 1 -r 3 \
     "$N scan --json --no-progress --jobs 1 $C/small" \
     "$N scan --json --no-progress --jobs 2 $C/small" \
-    "$PY $REF/tarfile_ref.py --scan $C/small"
+    "$PY $TARFILE_REF --scan $C/small"
   for j in 1 2; do /usr/bin/time -f "%M" "$N" scan --json --no-progress --jobs $j "$C/small" 2>&1 >/dev/null | tail -1; done \
     | awk '{print "neff scan zoo peak RSS KiB:", $1}' | tee "$OUT/scan_rss.txt"
   ;;

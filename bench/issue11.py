@@ -7,7 +7,8 @@ Each case runs its commands interleaved (A B C, A B C, ...) N times and
 prints the median wall time and the median peak RSS of each (ru_maxrss of
 the child, from wait4), with each command's ratio to the first. Inputs:
 bench/make_large.py's DIR (default /tmp/neff-large: huge.neff, bomb.neff,
-liar.neff, zoo_large/) and the bench corpus (default /tmp/neff-bench).
+liar.neff, zoo_large/) and the bench corpus of bench/make_corpus.py (default
+/tmp/neff-bench).
 BIN is an older neff build to compare with (optional).
 """
 import argparse
@@ -22,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEFF = os.path.join(HERE, "..", "target", "release", "neff")
-REF = os.path.join(HERE, "..", "..", "shared", "bench", "neffinfo_ref.py")
+REF = os.path.join(HERE, "..", "tests", "reference", "neffinfo_ref.py")
 
 
 def run(cmd, shell=False):

@@ -12,12 +12,18 @@ import statistics
 import sys
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def short(cmd):
-    cmd = cmd.replace(os.path.expanduser("~"), "~")
-    for long, s in [("/work/main/target/release/neff", "neff"),
-                    ("/root/.pyenv/versions/3.11.7/bin/python3 ", ""),
-                    ("/work/main/../shared/bench/", ""), ("/tmp/neff-bench/", "")]:
+    # This checkout's neff and Python readers (bench/compare.sh's defaults), the
+    # interpreter and the corpus path are left out.
+    for long, s in [(os.path.join(ROOT, "target", "release", "neff"), "neff"),
+                    (sys.executable + " ", ""), ("/root/.pyenv/versions/3.11.7/bin/python3 ", ""),
+                    (os.path.join(ROOT, "tests", "reference") + "/", ""),
+                    (os.path.join(ROOT, "bench") + "/", ""), ("/tmp/neff-bench/", "")]:
         cmd = cmd.replace(long, s)
+    cmd = cmd.replace(os.path.expanduser("~"), "~")
     return cmd if len(cmd) < 90 else cmd[:87] + "..."
 
 

@@ -3,7 +3,7 @@
 class vs neff.NeffInfo, side by side in one run, medians of N rounds.
 
     python bench/python_getters.py [--corpus /tmp/neff-bench] [--rounds 5]
-                                   [--ref ../shared/bench/neffinfo_ref.py] [--neff-bin NEFF]
+                                   [--ref tests/reference/neffinfo_ref.py] [--neff-bin NEFF]
 
 * first call: a new object per round, then one getter (what a script calling
   the reference once per question pays);
@@ -11,7 +11,7 @@ class vs neff.NeffInfo, side by side in one run, medians of N rounds.
   (the reference's lru_cache vs neff.NeffInfo's memo);
 * threads: neff.open + get_json("def") + cc_world_size() over a zoo, on 1 and
   2 Python threads.
-Needs the corpus of ../shared/bench/make_bench_corpus.py; not run in CI.
+Needs the corpus of bench/make_corpus.py; not run in CI.
 """
 
 import argparse
@@ -160,7 +160,7 @@ def main():
     ap.add_argument("--corpus", default="/tmp/neff-bench")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument(
-        "--ref", default=os.path.join(here, "..", "..", "shared", "bench", "neffinfo_ref.py")
+        "--ref", default=os.path.join(here, "..", "tests", "reference", "neffinfo_ref.py")
     )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--neff-bin", help="also time `neff get` (a release build) for scale")

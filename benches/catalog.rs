@@ -2,8 +2,10 @@
 //! service in front of a zoo asks most.
 //!
 //! The catalogue is built here from 2,000 generated NEFFs (so the bench runs
-//! without the shared corpus); `NEFF_BENCH_CORPUS=/tmp/neff-bench` also
-//! indexes its `small/` zoo (one cold scan) and looks up there.
+//! without the bench corpus); `NEFF_BENCH_CORPUS=/tmp/neff-bench` also
+//! indexes its `small/` zoo (one cold scan) and looks up there
+//! (`python3 bench/make_corpus.py` writes that corpus, by default to
+//! `/tmp/neff-bench`).
 //! `cargo bench --bench catalog`.
 
 use std::hint::black_box;

@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the reader's steps, on NEFFs generated here (so
-//! they run without the shared corpus):
+//! they run without the bench corpus):
 //!
 //! - `index`: open + index a raw NEFF (3,000 members) and a gzip one;
 //! - `inflate`: one gzip payload inflated by libdeflate into a fresh
@@ -11,7 +11,9 @@
 //!   a copy of the member against a copy-on-write map of it.
 //!
 //! `cargo bench --bench read`; `NEFF_BENCH_CORPUS=/tmp/neff-bench` adds the
-//! shared corpus's big files to `index` and `inflate`.
+//! bench corpus's big files (`large/big_pkg1.neff`, `large/big_pkg2.neff`) to
+//! `index` and `inflate`. `python3 bench/make_corpus.py` writes that corpus,
+//! by default to `/tmp/neff-bench`.
 
 use std::hint::black_box;
 use std::io::Read;

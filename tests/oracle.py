@@ -15,8 +15,8 @@ broken gzip, unreadable tar), {"error": "message"} with no other keys.
 
 Standard library only.  This file is also the written-down semantics the Rust reader
 (`neff get`, `neff ls`) is tested against, so every rule is spelled out in a comment next to
-the code that implements it.  Design references: shared/design/NEFF-FORMAT.md §1-§4 and
-shared/design/CLI.md.
+the code that implements it.  Design references: docs/FORMAT.md (the header, the inner
+archive, the JSON members and the reference reader) and docs/CLI.md.
 
 --------------------------------------------------------------------------------------------
 Semantics in short

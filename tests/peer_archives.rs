@@ -1,6 +1,6 @@
 //! A peer's test suite, read as GNU tar reads it: every archive of tar-rs's
-//! `tests/archives/` (`../shared/peer/tar-rs-archives/`, MIT, see its
-//! LICENSE-MIT), wrapped in a NEFF raw and gzip, lists as `tar tf` lists it
+//! `tests/archives/` (copied unmodified into `fixtures/peer/tar-rs/`, MIT,
+//! see its LICENSE-MIT and PROVENANCE.md), wrapped in a NEFF raw and gzip, lists as `tar tf` lists it
 //! (one leading `./` removed, as CLI.md says) and gives the bytes `tar xOf`
 //! extracts, or, for the GNU sparse files tar expands and `neff` does not
 //! read, is refused with that reason (never listed with its stored bytes).
@@ -13,7 +13,7 @@ use std::process::Command;
 use common::*;
 
 fn archives() -> Vec<PathBuf> {
-    let dir = root().join("../shared/peer/tar-rs-archives");
+    let dir = root().join("fixtures/peer/tar-rs");
     assert!(dir.is_dir(), "{} is missing", dir.display());
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

@@ -1,5 +1,5 @@
 //! The text of `neff get` equals what the reference re-creation
-//! (`../shared/bench/neffinfo_ref.py`, the `dd | tar` + `json.loads` +
+//! (`tests/reference/neffinfo_ref.py`, the `dd | tar` + `json.loads` +
 //! `json.dumps` path users run today) prints, byte for byte: on every
 //! fixture, and on members built to differ from a tape's view of JSON
 //! (duplicate keys, escapes, big and negative numbers, floats, deep nesting,
@@ -20,12 +20,8 @@ use common::*;
 use neff::pack::{pack, PackEntry, PackOptions};
 
 fn reference() -> PathBuf {
-    let p = root().join("../shared/bench/neffinfo_ref.py");
-    assert!(
-        p.exists(),
-        "{} is missing: the shared material must sit beside the project",
-        p.display()
-    );
+    let p = root().join("tests/reference/neffinfo_ref.py");
+    assert!(p.exists(), "{} is missing", p.display());
     p
 }
 

@@ -1,9 +1,9 @@
-"""neff.NeffInfo against the reference reader (../shared/bench/neffinfo_ref.py).
+"""neff.NeffInfo against the reference reader (tests/reference/neffinfo_ref.py).
 
 Where both answer, the answers are equal (value, type, key order), except
 where CLI.md's contract has a rule the reference lacks (listed below, each
 with its reason). Where the reference raises one of its guard strings
-(NEFF-FORMAT.md §4.3) on a NEFF the library can read, NeffInfo raises
+(docs/FORMAT.md) on a NEFF the library can read, NeffInfo raises
 NeffError with the same message, and the other way round. A missing member
 is refused as `no member matches <pattern>` by both, the library naming the
 pattern it searched (dots escaped), the reference its own: that message is

@@ -1,8 +1,8 @@
 //! Replays the differential fuzz corpora (`fuzz/corpus/vs_libarchive`,
 //! `fuzz/corpus/vs_tar_crate`) and every archive of the other corpora and
 //! fixtures that is a plain tar through both oracles, on stable, in CI; and
-//! a peer's test archives (tar-rs's `tests/archives/`, MIT, read from
-//! `../shared/peer/tar-rs-archives/` as `tests/peer_archives.rs` does).
+//! a peer's test archives (tar-rs's `tests/archives/`, MIT, kept in
+//! `fixtures/peer/tar-rs/` and read as `tests/peer_archives.rs` reads them).
 
 use std::path::{Path, PathBuf};
 
@@ -70,7 +70,7 @@ fn tar_payload_corpus_reads_as_both_oracles_read_it() {
 
 #[test]
 fn peer_archives_read_as_both_oracles_read_them() {
-    let n = replay("../shared/peer/tar-rs-archives", |d| {
+    let n = replay("fixtures/peer/tar-rs", |d| {
         neff_oracles::vs_libarchive(d);
         neff_oracles::vs_tar_crate(d);
     });
