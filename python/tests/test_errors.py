@@ -224,6 +224,38 @@ def test_a_device_or_fifo_is_a_refused_error(tmp_path):
     assert type(e) is neff.NeffError and str(e) == "a FIFO, not a regular file: refused without reading it"
 
 
+def test_a_file_truncated_while_read_is_a_changed_error(tmp_path):
+    big = bytes(i * 7 % 251 for i in range(1 << 20)) * 4
+    path = make_neff(
+        tmp_path,
+        {"a-big.bin": big, "sg00/def.json": b'{"var":{},"replica_groups":[[[0,1]]]}'},
+        "--no-gzip",
+    )
+    reason = "the file was truncated while being read"
+    for call in (
+        lambda n: n.read("a-big.bin"),
+        lambda n: n.find("big"),
+        lambda n: n.get("def"),
+        lambda n: n.cc_world_size(),
+    ):
+        with open(path, "rb") as f:
+            whole = f.read()
+        with neff.open(path) as n:  # mapped: a raw file of 4 MiB
+            with open(path, "r+b") as f:
+                f.truncate(8192)
+            e = raised(call, n)
+            assert type(e) is neff.ChangedError and str(e) == reason
+        with open(path, "wb") as f:
+            f.write(whole)
+    # NeffInfo: the same refusal, as NeffError itself.
+    info = neff.NeffInfo(path)
+    assert info.hasCC() is True  # opened (mapped) here
+    with open(path, "r+b") as f:
+        f.truncate(8192)
+    e = raised(info.findInNeff, "big")
+    assert type(e) is neff.NeffError and str(e) == reason
+
+
 def test_os_errors_stay_os_errors(tmp_path):
     e = raised(neff.open, tmp_path / "missing.neff")
     assert type(e) is FileNotFoundError and not isinstance(e, neff.NeffError)
