@@ -34,7 +34,10 @@ verbatim). The classes, all exported here::
           +-- RefusedError            refused for a reason outside the bytes (a FIFO, a device)
           +-- UsageError              (also ValueError) a malformed request (a bad regular expression)
 
-Operating-system errors raise the matching ``OSError`` subclass
+``HashError``, ``UnsafePathError`` and ``CatalogError`` come from library
+calls this package does not expose (verify, unpack, the scan catalogue);
+they are here so that every kind has its class. Operating-system errors
+raise the matching ``OSError`` subclass
 (``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``, ...), not
 a NeffError. Python-level misuse raises the usual built-ins: ``KeyError``
 from :meth:`Neff.read` for a missing exact name, ``ValueError`` after
@@ -218,7 +221,9 @@ class Neff:
 
     def find(self, pattern: str) -> bytes:
         """The bytes of the first regular member (byte-wise name order) whose name
-        the regular expression ``pattern`` matches, unanchored (``neff cat``)."""
+        the regular expression ``pattern`` matches, unanchored (``neff cat``).
+        No match raises :class:`NoMatchError`; a pattern that is not a regular
+        expression, :class:`UsageError`."""
         return self._r.find(pattern)[1]
 
     def find_member(self, pattern: str) -> Tuple[str, bytes]:
