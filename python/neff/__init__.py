@@ -10,11 +10,41 @@ Three ways in:
 * :func:`scan` / :func:`scan_table`: the records of ``neff scan --json`` for
   whole zoos, streamed; :mod:`neff.ray` fans a scan out on Ray Data.
 
-Errors: a file the reader refuses raises :class:`NeffError` (a subclass of
-``Exception``) whose message is the library's one-line reason: for the
-reference reader's guards, its guard string verbatim. Operating-system
-errors raise the matching ``OSError`` subclass (``FileNotFoundError``,
-``PermissionError``, ...). The GIL is released during every read, inflate,
+Errors: a file the reader refuses raises a subclass of :class:`NeffError`
+(itself a subclass of ``Exception``), named after the library's error kind;
+its message is the library's one-line reason, the text ``neff`` prints after
+``neff: <path>: `` (for the reference reader's guards, its guard string
+verbatim). The classes, all exported here::
+
+    Exception
+     +-- NeffError                    any refusal of the library
+          +-- HeaderError             not a NEFF header, or sizes that do not fit the file
+          +-- GzipError               corrupt or truncated gzip payload
+          +-- TarError                malformed tar ("tar at byte N: ...")
+          +-- HashError               payload hash differs from the header's
+          +-- LimitError              a resource cap reached (inflated size, JSON size or depth, ...)
+          +-- ChangedError            the file was truncated or rewritten while read
+          +-- OutOfMemoryError        (also MemoryError) an allocation the input justified failed
+          +-- NoMatchError            (also LookupError) no member matches a pattern
+          +-- JsonError               a JSON member is not valid JSON
+          +-- ShapeError              valid JSON of the wrong shape for an accessor
+          +-- GuardError              a guard of the reference reader ("NEFF does not have CC op")
+          +-- UnsafePathError         unpacking would write outside the target
+          +-- CatalogError            the scan catalogue (SQLite) failed
+          +-- RefusedError            refused for a reason outside the bytes (a FIFO, a device)
+          +-- UsageError              (also ValueError) a malformed request (a bad regular expression)
+
+``HashError``, ``UnsafePathError`` and ``CatalogError`` come from library
+calls this package does not expose (verify, unpack, the scan catalogue);
+they are here so that every kind has its class. Operating-system errors
+raise the matching ``OSError`` subclass
+(``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``, ...), not
+a NeffError. Python-level misuse raises the usual built-ins: ``KeyError``
+from :meth:`Neff.read` for a missing exact name, ``ValueError`` after
+:meth:`Neff.close` or for an unknown accessor. :class:`NeffInfo`, as a
+drop-in for the reference reader, raises ``NeffError`` itself (never a
+subclass), as the reference does. The classes pickle (Ray hands them
+between processes). The GIL is released during every read, inflate,
 parse and scan, so Python threads run in parallel.
 """
 
@@ -25,10 +55,42 @@ from dataclasses import dataclass as _dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _neff
-from ._neff import NeffError
+from ._neff import (
+    CatalogError,
+    ChangedError,
+    GuardError,
+    GzipError,
+    HashError,
+    HeaderError,
+    JsonError,
+    LimitError,
+    NeffError,
+    NoMatchError,
+    OutOfMemoryError,
+    RefusedError,
+    ShapeError,
+    TarError,
+    UnsafePathError,
+    UsageError,
+)
 
 __all__ = [
     "NeffError",
+    "HeaderError",
+    "GzipError",
+    "TarError",
+    "HashError",
+    "LimitError",
+    "ChangedError",
+    "OutOfMemoryError",
+    "NoMatchError",
+    "JsonError",
+    "ShapeError",
+    "GuardError",
+    "UnsafePathError",
+    "CatalogError",
+    "RefusedError",
+    "UsageError",
     "NeffInfo",
     "Neff",
     "Header",
@@ -159,7 +221,9 @@ class Neff:
 
     def find(self, pattern: str) -> bytes:
         """The bytes of the first regular member (byte-wise name order) whose name
-        the regular expression ``pattern`` matches, unanchored (``neff cat``)."""
+        the regular expression ``pattern`` matches, unanchored (``neff cat``).
+        No match raises :class:`NoMatchError`; a pattern that is not a regular
+        expression, :class:`UsageError`."""
         return self._r.find(pattern)[1]
 
     def find_member(self, pattern: str) -> Tuple[str, bytes]:
@@ -249,6 +313,22 @@ _GETTERS = {
 }
 
 
+def _as_neff_error(method: Any) -> Any:
+    """NeffInfo raises NeffError itself, as the reference reader does: a
+    subclass raised by the library becomes a NeffError with its message."""
+
+    @_functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except NeffError as e:
+            if type(e) is NeffError:
+                raise
+            raise NeffError(*e.args) from None
+
+    return wrapper
+
+
 class NeffInfo:
     """Drop-in for the reference NeffInfo reader, answering what ``neff get`` answers.
 
@@ -259,9 +339,11 @@ class NeffInfo:
     instance (the reference memoizes its member getters with
     ``functools.lru_cache``; here the derived getters are memoized too): a
     repeated call returns the same object, so do not mutate it. Refusals raise
-    :class:`NeffError`: a guard of the reference with its string verbatim,
+    :class:`NeffError` itself, never one of its subclasses (the reference
+    has the one class): a guard of the reference with its string verbatim,
     anything else with the library's reason (what ``neff get`` prints after
-    ``neff: <path>: ``).
+    ``neff: <path>: ``). Operating-system errors raise ``OSError``
+    subclasses, as with :func:`open`.
     """
 
     def __init__(self, neff: Optional[str] = None):
@@ -289,6 +371,7 @@ class NeffInfo:
             self._open()
         return self
 
+    @_as_neff_error
     def _open(self, first: str = "") -> Neff:
         if self._reader is None:
             if self.neff is None:
@@ -298,6 +381,7 @@ class NeffInfo:
             self._reader = Neff(self.neff, early_cc=first in ("has-cc", "cc-world-size"))
         return self._reader
 
+    @_as_neff_error
     def _answer(self, getter: str) -> Any:
         acc = _GETTERS[getter]
         r = self._open(acc)
@@ -318,10 +402,12 @@ class NeffInfo:
         return self._answer(getter)
 
     # ---- the member primitive
+    @_as_neff_error
     def findInNeff(self, file_rgx: str) -> bytes:
         """The bytes of the first member (sorted name order) ``file_rgx`` matches."""
         return self._open().find(file_rgx)
 
+    @_as_neff_error
     def getNeffFile(self, member: Optional[str] = None) -> Union[str, bytes, None]:
         """The NEFF's path, or with ``member`` that member's bytes."""
         if member is None:

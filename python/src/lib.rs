@@ -7,7 +7,7 @@
 //!
 //! | module | what it owns |
 //! |---|---|
-//! | [`errors`] | `NeffError` and how library errors become Python exceptions |
+//! | [`errors`] | `NeffError`, its subclasses, and how library errors become Python exceptions |
 //! | [`open`] | the `Neff` class: one open NEFF |
 //! | [`scan`] | `scan()`: a streaming iterator of scan records |
 
@@ -20,7 +20,7 @@ mod scan;
 /// The `neff._neff` module.
 #[pymodule]
 fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("NeffError", m.py().get_type::<errors::NeffError>())?;
+    errors::register(m)?;
     m.add_class::<open::Neff>()?;
     m.add_class::<scan::ScanIter>()?;
     m.add_function(wrap_pyfunction!(open::open_path, m)?)?;

@@ -52,6 +52,15 @@ impl Neff {
             .ok_or_else(|| PyValueError::new_err("I/O operation on closed NEFF"))
     }
 
+    /// As `neff` does after a read: a file truncated or rewritten while
+    /// this call read it is reported as changed, whatever the answer (the
+    /// bytes seen were zeros where the pages went), before the answer's
+    /// own error.
+    fn unchanged<T>(r: &Reader, answer: neff::Result<T>) -> PyResult<T> {
+        r.check_unchanged().map_err(to_py)?;
+        answer.map_err(to_py)
+    }
+
     fn accessor(name: &str) -> PyResult<Accessor> {
         Accessor::from_name(name)
             .ok_or_else(|| PyValueError::new_err(format!("unknown accessor {name}")))
@@ -83,10 +92,9 @@ impl Neff {
     /// `neff info --json` as JSON text: the decoded header and a summary.
     fn summary_json(&self, py: Python<'_>) -> PyResult<String> {
         let r = self.reader()?;
-        py.allow_threads(|| {
-            serde_json::to_string(&neff::summary::Summary::of(&r))
-                .map_err(|e| NeffError::new_err(e.to_string()))
-        })
+        let summary = py.allow_threads(|| neff::summary::Summary::of(&r));
+        Neff::unchanged(&r, Ok(()))?;
+        serde_json::to_string(&summary).map_err(|e| NeffError::new_err(e.to_string()))
     }
 
     /// Every regular member as `(name, size, kind)`, in archive order;
@@ -109,23 +117,26 @@ impl Neff {
         let r = self.reader()?;
         let found = py.allow_threads(|| r.member(name.as_bytes()).map(|e| r.data(e)));
         match found {
-            Some(data) => Ok(PyBytes::new(py, &data.map_err(to_py)?)),
+            Some(data) => {
+                // The copy reads a mapped member's pages: check after it.
+                let data = data.map(|d| PyBytes::new(py, &d));
+                Neff::unchanged(&r, data)
+            }
             None => Err(PyKeyError::new_err(name.to_string())),
         }
     }
 
     /// The first regular member, in byte-wise name order, whose name the
     /// regular expression `pattern` matches (unanchored): `(name, bytes)`.
-    /// No match raises `NeffError("no member matches <pattern>")`.
+    /// No match raises `NoMatchError("no member matches <pattern>")`.
     fn find<'py>(&self, py: Python<'py>, pattern: &str) -> PyResult<(String, Bound<'py, PyBytes>)> {
         let r = self.reader()?;
-        let (name, data) = py
-            .allow_threads(|| {
-                r.find_pattern(pattern)
-                    .and_then(|e| Ok((r.name_str(e).into_owned(), r.data(e)?)))
-            })
-            .map_err(to_py)?;
-        Ok((name, PyBytes::new(py, &data)))
+        let found = py.allow_threads(|| {
+            r.find_pattern(pattern)
+                .and_then(|e| Ok((r.name_str(e).into_owned(), r.data(e)?)))
+        });
+        let found = found.map(|(name, data)| (name, PyBytes::new(py, &data)));
+        Neff::unchanged(&r, found)
     }
 
     /// An accessor's answer as the compact JSON `neff get` prints (without
@@ -134,44 +145,44 @@ impl Neff {
         let a = Neff::accessor(accessor)?;
         let r = self.reader()?;
         let mut out = Vec::new();
-        py.allow_threads(|| a.write_json(&r, &mut out))
-            .map_err(to_py)?;
+        let answer = py.allow_threads(|| a.write_json(&r, &mut out));
+        Neff::unchanged(&r, answer)?;
         Ok(PyBytes::new(py, &out))
     }
 
     /// The single target arch (kelf's `target`).
     fn arch(&self, py: Python<'_>) -> PyResult<String> {
         let r = self.reader()?;
-        py.allow_threads(|| neff::accessors::arch(&r).map(str::to_string))
-            .map_err(to_py)
+        let answer = py.allow_threads(|| neff::accessors::arch(&r).map(str::to_string));
+        Neff::unchanged(&r, answer)
     }
 
     /// Whether def.json carries collective metadata.
     fn has_cc(&self, py: Python<'_>) -> PyResult<bool> {
         let r = self.reader()?;
-        py.allow_threads(|| neff::accessors::has_cc(&r))
-            .map_err(to_py)
+        let answer = py.allow_threads(|| neff::accessors::has_cc(&r));
+        Neff::unchanged(&r, answer)
     }
 
     /// The collective world size (≥ 1); refused with the guard strings.
     fn cc_world_size(&self, py: Python<'_>) -> PyResult<u128> {
         let r = self.reader()?;
-        py.allow_threads(|| neff::accessors::cc_world_size(&r))
-            .map_err(to_py)
+        let answer = py.allow_threads(|| neff::accessors::cc_world_size(&r));
+        Neff::unchanged(&r, answer)
     }
 
     /// The number of NeuronCores (neff.json's kelf nodes, else kelf graphs).
     fn num_cores(&self, py: Python<'_>) -> PyResult<u64> {
         let r = self.reader()?;
-        py.allow_threads(|| neff::accessors::num_cores(&r))
-            .map_err(to_py)
+        let answer = py.allow_threads(|| neff::accessors::num_cores(&r));
+        Neff::unchanged(&r, answer)
     }
 
     /// Whether the tensor map asks for a must-alias.
     fn must_alias(&self, py: Python<'_>) -> PyResult<bool> {
         let r = self.reader()?;
-        py.allow_threads(|| neff::accessors::must_alias(&r))
-            .map_err(to_py)
+        let answer = py.allow_threads(|| neff::accessors::must_alias(&r));
+        Neff::unchanged(&r, answer)
     }
 
     /// Whether the payload is gzip-compressed.

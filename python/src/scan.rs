@@ -16,7 +16,7 @@ use pyo3::types::PyBytes;
 
 use neff::scan::{self, ScanOptions};
 
-use crate::errors::NeffError;
+use crate::errors::{to_py, NeffError};
 
 /// Records waiting to be taken.
 const QUEUE: usize = 1024;
@@ -24,7 +24,14 @@ const QUEUE: usize = 1024;
 /// An iterator of scan records, each the `neff scan --json` line as bytes.
 #[pyclass(module = "neff._neff", frozen)]
 pub struct ScanIter {
-    rx: Mutex<Receiver<Result<Vec<u8>, String>>>,
+    rx: Mutex<Receiver<Result<Vec<u8>, Failed>>>,
+}
+
+/// Why the scan stopped early: the library's error (its kind picks the
+/// exception class), or a record that could not be serialized.
+enum Failed {
+    Scan(neff::Error),
+    Record(String),
 }
 
 #[pymethods]
@@ -41,7 +48,8 @@ impl ScanIter {
         match next {
             None => Ok(None),
             Some(Ok(line)) => Ok(Some(PyBytes::new(py, &line))),
-            Some(Err(e)) => Err(NeffError::new_err(e)),
+            Some(Err(Failed::Scan(e))) => Err(to_py(e)),
+            Some(Err(Failed::Record(e))) => Err(NeffError::new_err(e)),
         }
     }
 }
@@ -101,7 +109,8 @@ pub fn scan_paths(
     std::thread::Builder::new()
         .name("neff-scan".into())
         .spawn(move || {
-            let line = |r: &scan::Record| serde_json::to_vec(r).map_err(|e| e.to_string());
+            let line =
+                |r: &scan::Record| serde_json::to_vec(r).map_err(|e| Failed::Record(e.to_string()));
             let (files, walk_errors) = scan::list(&paths, opts.shard);
             for r in &walk_errors {
                 if tx.send(line(r)).is_err() {
@@ -117,7 +126,7 @@ pub fn scan_paths(
                 let _ = tx
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .send(Err(e.to_string()));
+                    .send(Err(Failed::Scan(e)));
             }
         })
         .map_err(|e| NeffError::new_err(format!("cannot start the scan thread: {e}")))?;

@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 mod quote;
 mod scan;
@@ -247,6 +247,18 @@ enum Cmd {
         #[command(subcommand)]
         what: IndexCmd,
     },
+    /// Print the man page (roff), generated from these definitions
+    Man {
+        /// Instead, write neff.1 and one page per subcommand (neff-scan.1,
+        /// ...) into DIR
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -454,6 +466,15 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             };
             out.write_all(text.as_bytes()).map_err(stdout_err)?;
         }
+        Cmd::Man { dir } => match dir {
+            Some(dir) => man_pages(&dir).map_err(Error::Io).at(&dir)?,
+            None => man_page(man_command())
+                .render(&mut out)
+                .map_err(stdout_err)?,
+        },
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "neff", &mut out);
+        }
         Cmd::Mem {
             files,
             json,
@@ -493,6 +514,32 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
     }
     out.flush().map_err(stdout_err)?;
     Ok(0)
+}
+
+/// The command the man pages describe: the parser's, without the `help`
+/// subcommand (it has no page of its own).
+fn man_command() -> clap::Command {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    cmd
+}
+
+/// The page of `cmd` (the whole command or a subcommand), its footer
+/// naming the program and version, as the top page's does.
+fn man_page(cmd: clap::Command) -> clap_mangen::Man {
+    clap_mangen::Man::new(cmd).source(concat!("neff ", env!("CARGO_PKG_VERSION")))
+}
+
+/// `man --dir`: neff.1 and a page per subcommand, nested ones included
+/// (neff-scan.1, neff-index-schema.1, ...).
+fn man_pages(dir: &Path) -> io::Result<()> {
+    fn write(cmd: &clap::Command, dir: &Path) -> io::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            write(sub, dir)?;
+        }
+        man_page(cmd.clone()).generate_to(dir).map(drop)
+    }
+    write(&man_command(), dir)
 }
 
 fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()> {
