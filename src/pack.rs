@@ -9,7 +9,6 @@
 
 use std::path::Path;
 
-use libdeflater::{CompressionLvl, Compressor};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
@@ -274,15 +273,10 @@ fn kelf_graphs<'a>(files: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Option<
     u32::try_from(v.get("graphs")?.as_array()?.len()).ok()
 }
 
-/// libdeflate gzip at its default level (6), with a zero gzip MTIME.
+/// One gzip member of `data`, as `pack` compresses a payload: libdeflate at
+/// its default level (6), with a zero gzip MTIME.
 pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut c = Compressor::new(CompressionLvl::default());
-    let mut out = vec![0u8; c.gzip_compress_bound(data.len())];
-    let n = c
-        .gzip_compress(data, &mut out)
-        .expect("the bound is always enough");
-    out.truncate(n);
-    out
+    crate::payload::gzip::compress(data)
 }
 
 /// Writes one entry's header (a PAX `x` header first when the name or link

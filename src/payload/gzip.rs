@@ -198,10 +198,9 @@ pub(crate) fn next_member(gz: &[u8], pos: usize) -> Result<Option<Member>> {
     }))
 }
 
-/// libdeflate gzip at its default level (6), with a zero gzip MTIME: the
-/// members the payload tests build (what `pack` writes).
-#[cfg(test)]
-pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
+/// One gzip member of `data`: libdeflate at its default level (6), with
+/// a zero gzip MTIME (what `pack` writes, and what the payload tests read).
+pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
     use libdeflater::{CompressionLvl, Compressor};
     let mut c = Compressor::new(CompressionLvl::default());
     let mut out = vec![0u8; c.gzip_compress_bound(data.len())];
@@ -218,7 +217,7 @@ mod tests {
 
     #[test]
     fn the_header_is_read_strictly() {
-        let g = gzip(b"member");
+        let g = compress(b"member");
         assert_eq!(member_header(&g), Some(10));
         let mut reserved = g.clone();
         reserved[3] |= 0x20;
@@ -244,7 +243,7 @@ mod tests {
 
     #[test]
     fn members_padding_and_junk_after_a_trailer() {
-        let g = gzip(b"one");
+        let g = compress(b"one");
         let mut s = g.clone();
         s.extend(vec![0u8; 5]);
         s.extend_from_slice(&g);

@@ -277,7 +277,7 @@ fn bound(compressed: usize, cap: u64) -> u64 {
 mod tests {
     use super::*;
 
-    use gzip::{gzip as gz, trailer_of as trailer};
+    use gzip::{compress as gz, trailer_of as trailer};
 
     #[test]
     fn one_member_takes_the_fast_path() {

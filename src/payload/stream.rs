@@ -341,7 +341,7 @@ impl<'a> GzStream<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::gzip::gzip;
+    use super::gzip::compress as gzip;
     use super::*;
 
     fn all(gz: &[u8], window: usize) -> Result<Vec<u8>> {
