@@ -430,7 +430,7 @@ impl Neff {
     }
 
     /// Parses a member as JSON (uncached), under the size and depth caps,
-    /// reading what Python's `json.loads` reads ([`json::parse_member`]).
+    /// reading what Python's `json.loads` reads (the JSON layer's member policy).
     pub fn parse_json(&self, e: &Entry) -> Result<Parsed> {
         json::check_size(e.size, &self.limits)?;
         self.populate(e);
@@ -446,7 +446,7 @@ impl Neff {
 
     /// Writes a member as the reference reader's users see it: the text of
     /// Python's `json.dumps(json.loads(member), separators=(",", ":"),
-    /// ensure_ascii=False)` ([`json::dumps_member`]), under the size and
+    /// ensure_ascii=False)` (`json::python` in the crate), under the size and
     /// depth caps.
     pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
         json::check_size(e.size, &self.limits)?;
@@ -471,7 +471,7 @@ impl Neff {
     /// The collective-metadata keys of the accessors' def.json, as an
     /// object holding just those keys (a non-object when def.json is not an
     /// object). A def.json already parsed is used as is; a large one is
-    /// skimmed instead of parsed whole ([`json::skim`]).
+    /// skimmed instead of parsed whole (a validating skim that parses only those keys).
     pub fn def_cc(&self) -> Result<Option<(&Entry, Json<'_>)>> {
         let Some(e) = self.known(Known::Def) else {
             return Ok(None);

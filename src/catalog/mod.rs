@@ -5,8 +5,8 @@
 //!
 //! | file | what it owns |
 //! |---|---|
-//! | [`schema`] | the SQL schema, its version, safe opening, migration, the shard merge SQL |
-//! | [`update`] | one indexed scan: reuse unchanged files' rows, read and replace the rest |
+//! | `schema` | the SQL schema, its version, safe opening, migration, the shard merge SQL |
+//! | `update` | one indexed scan: reuse unchanged files' rows, read and replace the rest |
 //! | this module | [`Catalog`], the read-only API |
 //!
 //! The database is in WAL mode: a [`Catalog`] opened read-only keeps

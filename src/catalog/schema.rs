@@ -68,7 +68,7 @@ pub const NEFF_COLUMNS: &[&str] = &[
     "record",
 ];
 
-/// The schema (version [`SCHEMA_VERSION`]), as `neff index schema` prints it.
+/// The schema (version `SCHEMA_VERSION`), as `neff index schema` prints it.
 pub const SCHEMA: &str = "\
 -- One row per NEFF file the scan saw (readable or not).
 CREATE TABLE neffs (
@@ -349,7 +349,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
 
 /// The secondary indexes, by name and definition (as MIGRATIONS creates
 /// them). A cold load drops them and builds them once after its rows
-/// ([`drop_indexes`], [`create_indexes`]): one sort per index instead of
+/// (`drop_indexes`, `create_indexes`): one sort per index instead of
 /// a B-tree insert per row.
 pub const INDEXES: [(&str, &str); 7] = [
     ("neffs_uuid", "neffs(uuid)"),

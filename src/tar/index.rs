@@ -58,7 +58,7 @@ pub enum Name {
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The member name, with GNU long names, PAX `path` and the ustar prefix
-    /// applied; resolve it with [`Index::resolve`].
+    /// applied; resolve it with [`Neff::name`](crate::Neff::name).
     pub name: Name,
     /// What the entry is, from its typeflag.
     pub kind: Kind,
