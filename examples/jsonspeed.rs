@@ -1,5 +1,5 @@
 //! JSON parse speed on one file: simd-json tape vs serde_json (full Value,
-//! and skipping everything with IgnoredAny) vs `neff::json::skim` on one
+//! and skipping everything with IgnoredAny) vs the crate's JSON skim (`neff::fuzzing::steps::top_level_keys`) on one
 //! and two threads. `--example jsonspeed -- FILE`.
 use std::time::Instant;
 

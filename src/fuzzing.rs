@@ -16,6 +16,18 @@ pub mod steps {
     pub use crate::payload::inflate;
     pub use crate::payload::parallel;
     pub use crate::tar::Index;
+
+    /// Inflates all of `gz` through the bounded stream (with its parallel
+    /// rounds when `parallel`) into a reused window; the bytes produced.
+    pub fn stream_inflate(gz: &[u8], parallel: bool) -> crate::error::Result<u64> {
+        use crate::payload::stream::GzStream;
+        let mut window = vec![0u8; 256 << 10];
+        let mut s = match parallel {
+            true => GzStream::new_parallel(gz, u64::MAX)?,
+            false => GzStream::new(gz, u64::MAX)?,
+        };
+        s.finish(&mut window)
+    }
 }
 
 use crate::accessors::Accessor;

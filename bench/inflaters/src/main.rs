@@ -37,9 +37,9 @@ fn one(mode: &str, path: &std::path::Path) -> u64 {
                 .gzip_decompress(gz, &mut out)
                 .unwrap() as u64
         }
-        "split" => neff::payload::inflate(gz, u64::MAX).unwrap().len() as u64,
+        "split" => neff::fuzzing::steps::inflate(gz, u64::MAX).unwrap().len() as u64,
         "zlib-rs" => {
-            let start = neff::payload::stream::member_header(gz).unwrap();
+            let start = neff::fuzzing::steps::member_header(gz).unwrap();
             let mut d = flate2::Decompress::new(false);
             let (mut pos, mut total) = (start, 0u64);
             loop {
@@ -55,8 +55,7 @@ fn one(mode: &str, path: &std::path::Path) -> u64 {
             }
         }
         "neff-stream" => {
-            let mut s = neff::payload::stream::GzStream::new_parallel(gz, u64::MAX).unwrap();
-            s.finish(window).unwrap()
+            neff::fuzzing::steps::stream_inflate(gz, true).unwrap()
         }
         "rapidgzip" => {
             let dec = rapidgzip_core::Decoder::builder()
