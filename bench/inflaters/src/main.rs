@@ -54,9 +54,7 @@ fn one(mode: &str, path: &std::path::Path) -> u64 {
                 }
             }
         }
-        "neff-stream" => {
-            neff::fuzzing::steps::stream_inflate(gz, true).unwrap()
-        }
+        "neff-stream" => neff::fuzzing::steps::stream_inflate(gz, true).unwrap(),
         "rapidgzip" => {
             let dec = rapidgzip_core::Decoder::builder()
                 .decoder_threads(2)
