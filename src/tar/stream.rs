@@ -351,3 +351,166 @@ impl<S: ByteStream> Source for StreamSource<'_, S> {
         self.names.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pack::{write_tar, PackEntry};
+
+    /// A byte stream over `bytes` that can say it is doubtful, fail at an
+    /// offset, or fail when finished.
+    struct Mem {
+        bytes: Vec<u8>,
+        pos: usize,
+        doubtful: bool,
+        fail_at: Option<usize>,
+        fail_finish: bool,
+    }
+
+    impl Mem {
+        fn new(bytes: &[u8]) -> Mem {
+            Mem {
+                bytes: bytes.to_vec(),
+                pos: 0,
+                doubtful: false,
+                fail_at: None,
+                fail_finish: false,
+            }
+        }
+        fn take(&mut self, n: usize) -> Result<usize> {
+            let n = n.min(self.bytes.len() - self.pos);
+            if self.fail_at.is_some_and(|at| self.pos + n > at) {
+                return Err(Error::gzip("the stream's own fault"));
+            }
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    impl ByteStream for Mem {
+        fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+            let at = self.pos;
+            let n = self.take(out.len())?;
+            out[..n].copy_from_slice(&self.bytes[at..at + n]);
+            Ok(n)
+        }
+        fn skip(&mut self, n: u64, _: &mut [u8]) -> Result<u64> {
+            Ok(self.take(usize::try_from(n).unwrap())? as u64)
+        }
+        fn finish(&mut self, _: &mut [u8]) -> Result<u64> {
+            assert!(self.fail_at.is_none(), "a failed stream is never finished");
+            if self.fail_finish {
+                return Err(Error::gzip("a fault after the archive"));
+            }
+            self.pos = self.bytes.len();
+            Ok(self.pos as u64)
+        }
+        fn produced(&self) -> u64 {
+            self.pos as u64
+        }
+        fn doubtful(&self) -> bool {
+            self.doubtful
+        }
+    }
+
+    /// Keeps every JSON member.
+    struct Json;
+    impl Keep for Json {
+        fn offer(&mut self, _: &Entry, name: &[u8], _: &mut dyn FnMut(u64)) -> bool {
+            name.ends_with(b".json")
+        }
+    }
+
+    fn archive() -> Vec<u8> {
+        write_tar(&[
+            PackEntry::file("a.json", b"{\"a\":1}".to_vec(), 0),
+            PackEntry::file("w.bin", vec![7u8; 300_000], 0),
+            PackEntry::file("b.json", b"[2]".to_vec(), 0),
+        ])
+    }
+
+    #[test]
+    fn a_doubtful_first_pass_is_walked_again_on_a_careful_stream() {
+        let tar = archive();
+        let mut passes = Vec::new();
+        let (index, kept, len) = walk(
+            &mut |pass| {
+                passes.push(pass);
+                let mut m = Mem::new(&tar);
+                m.doubtful = pass == Pass::Fast;
+                Ok(m)
+            },
+            &mut || Json,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(passes, [Pass::Fast, Pass::Careful]);
+        assert_eq!(len, tar.len() as u64);
+        assert_eq!(index.entries.len(), 3);
+        let json: Vec<&[u8]> = [0, 2]
+            .iter()
+            .map(|&i| kept.get(index.entries[i].offset).unwrap())
+            .collect();
+        assert_eq!(json, [&b"{\"a\":1}"[..], b"[2]"]);
+        assert!(kept.get(index.entries[1].offset).is_none());
+    }
+
+    #[test]
+    fn a_trusted_first_pass_is_the_answer() {
+        let tar = archive();
+        let mut passes = Vec::new();
+        let walked = walk(
+            &mut |pass| {
+                passes.push(pass);
+                Ok(Mem::new(&tar))
+            },
+            &mut || Json,
+            &Limits::default(),
+        );
+        assert!(walked.is_ok());
+        assert_eq!(passes, [Pass::Fast]);
+    }
+
+    #[test]
+    fn the_streams_own_fault_ends_the_walk_whatever_it_says() {
+        let tar = archive();
+        let walked = walk(
+            &mut |_| {
+                let mut m = Mem::new(&tar);
+                m.fail_at = Some(100_000);
+                Ok(m)
+            },
+            &mut || Json,
+            &Limits::default(),
+        );
+        assert_eq!(
+            walked.unwrap_err().to_string(),
+            "gzip payload: the stream's own fault"
+        );
+    }
+
+    #[test]
+    fn a_walk_fault_still_finishes_the_stream_whose_later_fault_comes_first() {
+        let mut tar = archive();
+        tar[1024 + 148] = b'9'; // w.bin's header: its checksum no longer holds
+        let mut m = Mem::new(&tar);
+        m.fail_finish = true;
+        let mut once = Some(m);
+        let walked = walk(
+            &mut |_| Ok(once.take().unwrap()),
+            &mut || Json,
+            &Limits::default(),
+        );
+        assert_eq!(
+            walked.unwrap_err().to_string(),
+            "gzip payload: a fault after the archive"
+        );
+        // Without the later fault, the walk's own refusal stands.
+        let walked = walk(
+            &mut |_| Ok(Mem::new(&tar)),
+            &mut || Json,
+            &Limits::default(),
+        );
+        assert!(walked.unwrap_err().to_string().starts_with("tar at byte"));
+    }
+}
