@@ -85,7 +85,7 @@ pub mod fuzzing;
 
 pub use accessors::Accessor;
 pub use error::{Error, ErrorKind, Result};
-pub use header::{Compression, Header};
+pub use header::{Compression, Header, PayloadSpan};
 pub use limits::Limits;
 pub use map::ReadMode;
 pub use reader::{DataCursor, Neff, Options, Scratch};

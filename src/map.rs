@@ -131,9 +131,13 @@ impl FileBytes {
             return Ok(FileBytes::Owned(buf));
         }
         // SAFETY: the mapping is read-only. Another process may rewrite the
-        // file while it is mapped: that changes the bytes under us, but
-        // every length we use is checked against the mapping's length, so
-        // we only read different (still bounded) bytes. It may also
+        // file while it is mapped: that changes the bytes under us. Rust's
+        // model has no room for a `&[u8]` whose bytes change; this is the
+        // risk every reader of a mapped file accepts (memmap2 says so), and
+        // the crate keeps it small: every offset and length is checked
+        // against the mapping's length, which a rewrite cannot change, so a
+        // rewrite gives different (still bounded) bytes, never an access
+        // out of range. It may also
         // truncate the file: reads past the new end raise SIGBUS, which the
         // guard turns into a page of zeros and a recorded fault (see the
         // module docs and `guard`): the process is not killed, and the
@@ -275,9 +279,9 @@ pub mod guard {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::OnceLock;
 
-    /// How many mappings can be guarded at once. A scan holds at most two
-    /// per worker (the file and one member window); past this, a mapping is
-    /// made unguarded rather than refused.
+    /// How many mappings can be guarded at once. A scan holds one per
+    /// worker (the file); past this, a mapping is made unguarded rather
+    /// than refused.
     pub const SLOTS: usize = 256;
 
     struct Slot {
@@ -374,7 +378,7 @@ pub mod guard {
                     libc::mmap(
                         page as *mut libc::c_void,
                         page_size,
-                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::PROT_READ,
                         libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                         -1,
                         0,

@@ -19,9 +19,9 @@ pub enum Kind {
     File,
     /// A directory: typeflag `5`, or a regular-file entry (`0` or NUL) whose name ends in `/`.
     Dir,
-    /// A symbolic link (typeflag `2`); its target is [`Entry::link`].
+    /// A symbolic link (typeflag `2`); its target is [`Neff::link`](crate::Neff::link).
     Symlink,
-    /// A hard link to an earlier member (typeflag `1`); its target is [`Entry::link`].
+    /// A hard link to an earlier member (typeflag `1`); its target is [`Neff::link`](crate::Neff::link).
     Hardlink,
     /// FIFOs and character or block devices (typeflags `3`, `4`, `6`).
     Other,
@@ -59,7 +59,7 @@ pub enum Name {
 pub struct Entry {
     /// The member name, with GNU long names, PAX `path` and the ustar prefix
     /// applied; resolve it with [`Neff::name`](crate::Neff::name).
-    pub name: Name,
+    pub(crate) name: Name,
     /// What the entry is, from its typeflag.
     pub kind: Kind,
     /// Offset of the entry's data in the tar stream.
@@ -70,8 +70,8 @@ pub struct Entry {
     pub mtime: i64,
     /// Permission bits as stored.
     pub mode: u32,
-    /// Link target (symlinks and hard links).
-    pub link: Option<Name>,
+    /// Link target (symlinks and hard links); resolve it with [`Neff::link`](crate::Neff::link).
+    pub(crate) link: Option<Name>,
     /// The raw typeflag byte.
     pub typeflag: u8,
     /// Offset of the entry's (first) header block.
