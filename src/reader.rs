@@ -435,13 +435,10 @@ impl Neff {
         json::check_size(e.size, &self.limits)?;
         self.populate(e);
         let name = self.name_str(e);
-        let mut buffers = self.json.buffers();
-        json::parse_member(
-            &name,
-            &mut || Ok(self.data(e)?.into_owned()),
-            &self.limits,
-            &mut buffers,
-        )
+        // The member is read (maybe inflated again) before the scratch is
+        // locked: parses of one NEFF wait for each other's parse only.
+        let bytes = self.data(e)?.into_owned();
+        json::parse_member(&name, bytes, &mut || self.data(e), &self.limits, &self.json)
     }
 
     /// Writes a member as the reference reader's users see it: the text of

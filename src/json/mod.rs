@@ -119,23 +119,26 @@ pub(crate) fn check_size(size: u64, limits: &Limits) -> Result<()> {
 /// Python reads (NaN, Infinity, integers past 64 bits, lone surrogates)
 /// re-encoded in a form a tape holds ([`python::for_tape`]) and parsed
 /// again; what Python refuses too is refused with Python's reason.
-/// (`read` is called again for the re-encoding: simd-json parses in place.)
-pub(crate) fn parse_member(
+/// (`again` gives the member's bytes for the re-encoding, borrowed where
+/// they are held: simd-json parsed `bytes` in place.)
+pub(crate) fn parse_member<'a>(
     name: &str,
-    read: &mut dyn FnMut() -> Result<Vec<u8>>,
+    bytes: Vec<u8>,
+    again: &mut dyn FnMut() -> Result<std::borrow::Cow<'a, [u8]>>,
     limits: &Limits,
-    buffers: &mut Buffers,
+    cache: &Cache,
 ) -> Result<Parsed> {
-    match Parsed::parse(name, read()?, limits, buffers) {
+    let first = Parsed::parse(name, bytes, limits, &mut cache.buffers());
+    match first {
         Err(Error::Json { .. }) => {
             let mut text = Vec::new();
-            python::for_tape(&read()?, limits.max_json_depth, &mut text).map_err(|err| {
+            python::for_tape(&again()?, limits.max_json_depth, &mut text).map_err(|err| {
                 Error::Json {
                     member: name.to_string(),
                     reason: err.to_string(),
                 }
             })?;
-            Parsed::parse(name, text, limits, buffers)
+            Parsed::parse(name, text, limits, &mut cache.buffers())
         }
         other => other,
     }
