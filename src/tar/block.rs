@@ -2,7 +2,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::number::{parse_numeric, parse_octal};
+use super::number::{libarchive_bids, parse_octal};
 
 /// Size of a tar block.
 pub const BLOCK: usize = 512;
@@ -79,21 +79,39 @@ impl Block {
         stored as i64 == signed
     }
 
-    /// Checks the numeric fields besides the size, in every header (PAX
-    /// and GNU long-name headers too): octal digits between spaces and
-    /// NULs, or GNU base-256. libarchive does not recognize a tar whose
-    /// first header has other bytes there, and GNU tar refuses them in any
-    /// header, so a header that has them is refused wherever it is.
-    pub fn check_numbers(&self) -> Result<(), String> {
+    /// Checks what libarchive's format bid checks in the first header of
+    /// an archive: its typeflag is NUL, a digit or a letter, and its mode,
+    /// uid, gid, mtime, size and device fields are octal digits between
+    /// spaces and NULs (or start with a NUL or a base-256 marker).
+    /// libarchive does not recognize a tar whose first header fails this;
+    /// GNU tar reads it. In later headers libarchive no longer checks
+    /// (see [`number`](super::number) for how each field is then read).
+    pub fn check_first(&self) -> Result<(), String> {
+        let t = self.typeflag;
+        if !(t == 0 || t.is_ascii_alphanumeric()) {
+            return Err(format!(
+                "typeflag '{}' in the first header: libarchive does not recognize \
+                 the archive, GNU tar reads it (GNU tar and libarchive read it differently)",
+                [t].escape_ascii()
+            ));
+        }
         for (what, f) in [
             ("mode", &self.mode[..]),
-            ("mtime", &self.mtime[..]),
             ("uid", &self.uid[..]),
             ("gid", &self.gid[..]),
+            ("mtime", &self.mtime[..]),
+            ("size", &self.size[..]),
             ("devmajor", &self.devmajor[..]),
             ("devminor", &self.devminor[..]),
         ] {
-            parse_numeric(f).map_err(|e| format!("{what} field: {e}"))?;
+            if !libarchive_bids(f) {
+                return Err(format!(
+                    "{what} field \"{}\" in the first header: libarchive does not \
+                     recognize the archive, GNU tar reads it (GNU tar and libarchive \
+                     read it differently)",
+                    f.escape_ascii()
+                ));
+            }
         }
         Ok(())
     }

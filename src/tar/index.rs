@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use zerocopy::FromBytes;
 
 use super::block::{Block, BLOCK};
-use super::number::parse_numeric;
+use super::number::{parse_meta, parse_size};
 use super::pax::{self, Overrides};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
@@ -15,9 +15,11 @@ use crate::limits::Limits;
 /// What kind of entry a tar header describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A regular file: typeflag `0`, NUL (v7) or `7` (contiguous file).
+    /// A regular file: typeflag `0`, NUL (v7), `7` (contiguous file), or a
+    /// type neither GNU tar nor libarchive knows (both read it as a file).
     File,
-    /// A directory: typeflag `5`, or a regular-file entry (`0` or NUL) whose name ends in `/`.
+    /// A directory: typeflag `5`, an empty GNU dump directory (`D`), or a
+    /// regular-file entry (`0` or NUL) whose name ends in `/`.
     Dir,
     /// A symbolic link (typeflag `2`); its target is [`Neff::link`](crate::Neff::link).
     Symlink,
@@ -324,26 +326,49 @@ impl Index {
                     "bad header checksum (not a tar header, or corrupt)",
                 ));
             }
-            block.check_numbers().map_err(|e| Error::tar(pos, e))?;
-            let hsize = parse_numeric(&block.size)
-                .map_err(|e| Error::tar(pos, format!("size field: {e}")))?;
+            if pos == 0 {
+                block.check_first().map_err(|e| Error::tar(pos, e))?;
+            }
+            let hsize =
+                parse_size(&block.size).map_err(|e| Error::tar(pos, format!("size field {e}")))?;
             let data = pos + BLOCK;
             let typeflag = block.typeflag;
-            if !matches!(
-                typeflag,
-                0 | b'0'..=b'7' | b'x' | b'X' | b'g' | b'L' | b'K' | b'S'
-            ) {
-                // GNU tar lists an unknown type as such, libarchive reads
-                // one as a file, an ACL or a label for the next entry, a
-                // directory (`D`), or skips it (`V`): they list different
-                // members. NEFF writers use none of them.
+            if let Some(why) = differing_type(typeflag) {
                 return Err(Error::tar(
                     pos,
                     format!(
-                        "typeflag '{}': GNU tar and libarchive read such entries differently",
+                        "typeflag '{}': {why} (GNU tar and libarchive read it differently)",
                         [typeflag].escape_ascii()
                     ),
                 ));
+            }
+            if typeflag == b'V' {
+                // A volume label: GNU tar lists it as a label (not a
+                // member) and extracts nothing, libarchive skips it. Both
+                // read the same members after it, unless it carries data
+                // (GNU tar skips it, libarchive reads it as the next header)
+                // or extended headers precede it (GNU tar applies them to
+                // the label, libarchive to the next entry).
+                if hsize > 0 {
+                    return Err(Error::tar(
+                        pos,
+                        format!(
+                            "a volume label ('V') declares {hsize} bytes of data: GNU tar \
+                             skips them, libarchive reads them as the next header (GNU tar \
+                             and libarchive read it differently)"
+                        ),
+                    ));
+                }
+                if pending.first.is_some() {
+                    return Err(Error::tar(
+                        pos,
+                        "an extended header before a volume label ('V'): GNU tar applies it \
+                         to the label, libarchive to the next entry (GNU tar and libarchive \
+                         read it differently)",
+                    ));
+                }
+                pos += BLOCK;
+                continue;
             }
             if typeflag == b'S' || pending.local.sparse || global.sparse {
                 // GNU tar and libarchive expand a sparse file (holes as
@@ -487,6 +512,22 @@ impl Index {
     }
 }
 
+/// Why GNU tar and libarchive read an entry of this type differently, for
+/// the types where they do; `None` for the types both read alike (every
+/// type GNU tar and libarchive do not know is a regular file to both).
+fn differing_type(typeflag: u8) -> Option<&'static str> {
+    match typeflag {
+        b'A' => Some(
+            "a Solaris ACL: libarchive applies it to the next entry, GNU tar lists it as a member",
+        ),
+        b'M' => Some(
+            "a multi-volume continuation: GNU tar will not extract it (its start is in \
+             another volume), libarchive reads its bytes as a member",
+        ),
+        _ => None,
+    }
+}
+
 fn trim_nul(b: &[u8]) -> Range<usize> {
     0..memchr::memchr(0, b).unwrap_or(b.len())
 }
@@ -525,11 +566,13 @@ fn make_entry<S: Source>(
         None => field(0, &block.name),
     };
     let mut kind = match block.typeflag {
-        b'0' | 0 | b'7' => Kind::File,
-        b'5' => Kind::Dir,
+        b'5' | b'D' => Kind::Dir,
         b'2' => Kind::Symlink,
         b'1' => Kind::Hardlink,
-        _ => Kind::Other,
+        b'3' | b'4' | b'6' => Kind::Other,
+        // `0`, NUL, `7`, and types neither tool knows: a regular file to
+        // both (GNU tar warns "extracted as normal file").
+        _ => Kind::File,
     };
     // Only links have a target: a link name on any other entry is ignored
     // by GNU tar and libarchive alike.
@@ -541,17 +584,36 @@ fn make_entry<S: Source>(
     };
     // Old tar marks directories only by a trailing slash: GNU tar and
     // libarchive read a regular file (`0` or NUL) whose name ends in `/` as
-    // a directory. A contiguous file (`7`) so named is a file to GNU tar, a
-    // directory to libarchive: refused.
+    // a directory. A contiguous file (`7`) or an unknown type so named is a
+    // file to GNU tar, a directory to libarchive: refused.
     if kind == Kind::File && src.name(&name).ends_with(b"/") {
-        if block.typeflag == b'7' {
+        if !matches!(block.typeflag, b'0' | 0) {
+            let what = if block.typeflag == b'7' {
+                "a contiguous-file"
+            } else {
+                "an unknown-type"
+            };
             return Err(Error::tar(
                 pos,
-                "a contiguous-file entry whose name ends in '/': GNU tar reads a file, \
-                 libarchive a directory",
+                format!(
+                    "{what} entry whose name ends in '/': GNU tar reads a file, libarchive \
+                     a directory (GNU tar and libarchive read it differently)"
+                ),
             ));
         }
         kind = Kind::Dir;
+    }
+    // A GNU dump directory (`D`) carries a listing of the directory as
+    // data: GNU tar skips it, libarchive hands it out as the entry's
+    // bytes. Refused unless empty.
+    if block.typeflag == b'D' && size > 0 {
+        return Err(Error::tar(
+            pos,
+            format!(
+                "a GNU dump directory ('D') carries {size} bytes: GNU tar skips them, \
+                 libarchive reads them as its data (GNU tar and libarchive read it differently)"
+            ),
+        ));
     }
     // An entry that carries no data (a link, device, directory or FIFO)
     // but declares a size: GNU tar and libarchive disagree on whether the
@@ -595,18 +657,15 @@ fn make_entry<S: Source>(
             });
         }
     }
+    // Metadata only, read as libarchive reads it (base-256 and negative
+    // times included): where GNU tar rejects one of these fields it
+    // reports an error but lists and extracts the same members and bytes.
     let mtime = match pending.local.mtime.or(global.mtime) {
         Some(Some(t)) => t,
-        _ => parse_numeric(&block.mtime)
-            .map_err(|e| Error::tar(pos, format!("mtime field: {e}")))?
-            .min(i64::MAX as u64) as i64,
+        _ => parse_meta(&block.mtime),
     };
-    let mode = parse_numeric(&block.mode)
-        .map_err(|e| Error::tar(pos, format!("mode field: {e}")))
-        .and_then(|m| {
-            u32::try_from(m)
-                .map_err(|_| Error::tar(pos, format!("mode field: {m} does not fit in 32 bits")))
-        })?;
+    // libarchive keeps the low bits (a `mode_t`); `unpack` uses 0o777 of them.
+    let mode = parse_meta(&block.mode) as u32;
     Ok(Entry {
         name,
         kind,

@@ -76,16 +76,18 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
         let rec = &tar[pos..end];
         let sp = memchr::memchr(b' ', rec).ok_or("PAX record has no length")?;
         let len_txt = &rec[..sp];
-        if len_txt.is_empty() || !len_txt.iter().all(u8::is_ascii_digit) || len_txt.len() > 19 {
+        if len_txt.is_empty() || !len_txt.iter().all(u8::is_ascii_digit) {
             return Err(format!(
                 "PAX record length {:?} is not a decimal number",
                 String::from_utf8_lossy(len_txt)
             ));
         }
-        let len: usize = std::str::from_utf8(len_txt)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or("PAX record length does not fit")?;
+        // Leading zeros are read by GNU tar and libarchive alike; a length
+        // too large for the header is refused below.
+        let len = len_txt.iter().try_fold(0usize, |n, &d| {
+            n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+        });
+        let len = len.unwrap_or(usize::MAX);
         if len == 0 {
             return Err("PAX record length is 0".into());
         }
@@ -124,19 +126,18 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
         match key {
             b"path" => out.path = Some((!name.is_empty()).then_some(name)),
             b"linkpath" => out.linkpath = Some((!name.is_empty()).then_some(name)),
-            b"size" => {
-                out.size = Some(if text.is_empty() {
-                    None
-                } else {
-                    Some(parse_size(text)?)
-                })
-            }
+            // An empty size is not "unset": GNU tar calls it invalid and
+            // keeps the header's size, libarchive reads 0.
+            b"size" => out.size = Some(Some(parse_size(text)?)),
             b"mtime" => {
-                out.mtime = Some(if text.is_empty() {
-                    None
-                } else {
-                    Some(parse_time(text)?)
-                })
+                if text.is_empty() {
+                    out.mtime = Some(None);
+                } else if let Some(t) = parse_time(text) {
+                    out.mtime = Some(Some(t));
+                }
+                // Else (malformed or out of range) ignored, as GNU tar
+                // ignores it: the header's mtime stands. Metadata only:
+                // neither tool lists or extracts other members or bytes.
             }
             k if k.starts_with(b"GNU.sparse.") => out.sparse = true,
             _ => {}
@@ -146,35 +147,46 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
     Ok(out)
 }
 
+/// A PAX `size`: decimal digits (leading zeros allowed) up to
+/// `i64::MAX`, which GNU tar and libarchive read alike. Anything else is
+/// read differently (GNU tar keeps the header's size where libarchive
+/// reads the digits before a space or dot, or 0, or refuses), so refused.
 fn parse_size(t: &[u8]) -> Result<u64, String> {
     std::str::from_utf8(t)
         .ok()
-        .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|s| s.parse().ok())
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&v| i64::try_from(v).is_ok())
         .ok_or_else(|| {
             format!(
-                "PAX size {:?} is not a non-negative integer",
-                String::from_utf8_lossy(t)
+                "PAX size \"{}\" is not a decimal number up to 2^63-1 (GNU tar and \
+                 libarchive read it differently)",
+                t.escape_ascii()
             )
         })
 }
 
-/// `mtime` is decimal seconds with an optional fraction; keep whole seconds
-/// (rounded towards negative infinity, as tar does).
-fn parse_time(t: &[u8]) -> Result<i64, String> {
-    let s = std::str::from_utf8(t).map_err(|_| "PAX mtime is not text".to_string())?;
+/// `mtime` is decimal seconds with an optional fraction (`-1.5` is 1.5 s
+/// before the epoch); keep whole seconds, rounded towards negative
+/// infinity, as tar does. `None` for a value that is not such a number or
+/// does not fit in 64 bits.
+fn parse_time(t: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(t).ok()?;
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    let bad = || format!("PAX mtime {s:?} is not a number");
-    if !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
+    let digits = int.strip_prefix('-').unwrap_or(int);
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
     }
-    let secs: i64 = int.parse().map_err(|_| bad())?;
+    let secs: i64 = int.parse().ok()?;
     let has_frac = frac.bytes().any(|b| b != b'0');
-    Ok(if secs < 0 || int.starts_with('-') {
-        secs - i64::from(has_frac)
+    if int.starts_with('-') {
+        secs.checked_sub(i64::from(has_frac))
     } else {
-        secs
-    })
+        Some(secs)
+    }
 }
 
 #[cfg(test)]
@@ -219,9 +231,48 @@ mod tests {
         assert!(p(b"14 path=named\n9 =value\n").is_err());
     }
 
+    /// One record with its length computed.
+    fn rec(k: &str, v: &str) -> Vec<u8> {
+        let rest = format!(" {k}={v}\n");
+        let mut n = rest.len() + 1;
+        while format!("{n}{rest}").len() != n {
+            n += 1;
+        }
+        format!("{n}{rest}").into_bytes()
+    }
+
     #[test]
-    fn negative_size_is_refused() {
-        assert!(p(b"11 size=-1\n").is_err());
+    fn a_size_other_than_decimal_digits_is_refused() {
+        for bad in ["-1", "", " 4", "4 ", "4.0", "+4", "99999999999999999999"] {
+            let e = p(&rec("size", bad)).unwrap_err();
+            assert!(e.contains("read it differently"), "{bad:?}: {e}");
+        }
+        assert_eq!(p(&rec("size", "0004")).unwrap().size, Some(Some(4)));
+    }
+
+    #[test]
+    fn a_length_with_leading_zeros_is_read() {
+        let r = b"00019 path=longnam\n";
+        let o = p(r).unwrap();
+        assert_eq!(&r[o.path.unwrap().unwrap()], b"longnam");
+        assert!(p(b"000000000000000000000000000000000000009 path=x\n").is_err());
+        assert!(p(b"99999999999999999999999 path=x\n")
+            .unwrap_err()
+            .contains("runs past"));
+    }
+
+    #[test]
+    fn mtimes_are_floored_and_malformed_ones_ignored() {
+        let m = |v: &str| p(&rec("mtime", v)).unwrap().mtime;
+        assert_eq!(m("1.5"), Some(Some(1)));
+        assert_eq!(m("-1.5"), Some(Some(-2)));
+        assert_eq!(m("-1"), Some(Some(-1)));
+        assert_eq!(m("1."), Some(Some(1)));
+        assert_eq!(m("99999999999999999999"), None);
+        assert_eq!(m("-99999999999999999999.5"), None);
+        assert_eq!(m("abc"), None);
+        assert_eq!(m(".5"), None);
+        assert_eq!(m(""), Some(None));
     }
 
     #[test]
