@@ -38,12 +38,24 @@
 //! - two PAX `x` headers for one entry: GNU tar keeps the last, libarchive
 //!   warns that it is malformed (merging them would name the entry from
 //!   the first); refused;
-//! - a numeric field (size, mode, mtime, checksum, uid, gid, device
-//!   numbers) with digits after a NUL: GNU tar skips one leading NUL and
-//!   reads the digits, libarchive reads 0; refused. So is any other byte
-//!   than spaces around octal digits (libarchive does not recognize a tar
-//!   whose first header has one), and a base-256 marker other than GNU's
-//!   `0x80` (libarchive takes any byte with the top bit set);
+//! - numbers ([`number`] models both tools' parsers): a size is read only
+//!   where both read the same value (digits up to a space or NUL whatever
+//!   follows, leading spaces, no terminator, NULs, base-256 `0x80`), and
+//!   refused where they differ (a NUL before the digits, blanks, garbage
+//!   after the digits, other base-256 markers, negative); mode and mtime
+//!   are metadata, read as libarchive reads them (negative base-256 times
+//!   included; GNU tar reports a bad one but lists and extracts the same);
+//!   the first header must pass libarchive's format bid (numeric fields,
+//!   typeflag), or libarchive does not recognize the archive: refused;
+//! - PAX records: a length with leading zeros is read; a `size` must be
+//!   decimal digits (empty, spaced, signed or fractional sizes are read
+//!   differently: refused); a fractional or negative `mtime` is read
+//!   (floored), an out-of-range or malformed one ignored as GNU tar does;
+//! - entry types: `7` and types neither tool knows are files, an empty
+//!   GNU dump directory `D` is a directory, an empty volume label `V` is
+//!   no entry, as both read them; a `D` or `V` with data, a `V` after an
+//!   extended header, a multi-volume continuation `M` and a Solaris ACL
+//!   `A` are read differently: refused;
 //! - an archive that ends inside a block (the padding of the last entry's
 //!   data, or a cut block of zeros after it): libarchive refuses it (GNU
 //!   tar reads a cut block of zeros as the end); refused. An empty tar

@@ -240,7 +240,7 @@ mod tests {
         assert_eq!(size(b"0000000004\x007"), Ok(4), "so does a NUL");
         assert_eq!(size(b"0000000004 8"), Ok(4));
         assert_eq!(size(b"\t0000000004\0"), Ok(4));
-        assert_eq!(size(b"\0\0000123"), Ok(0), "both stop at the second NUL");
+        assert_eq!(size(b"\0\x00000123"), Ok(0), "both stop at the second NUL");
         let mut f = [0u8; 12];
         f[0] = 0x80;
         f[11] = 0x01;
