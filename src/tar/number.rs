@@ -9,15 +9,15 @@
 //! reads it ([`parse_meta`]): where GNU tar rejects such a field it warns,
 //! exits 2, and still lists and extracts the same members and bytes.
 
-/// GNU tar's reading of a numeric field (`from_header`): `None` where it
+/// GNU tar's reading of a numeric field (`from_header`), or why it
 /// rejects the field (it then reports an error; for a size it skips the
 /// header). Values outside `min..=max` are rejected too.
-pub fn gnu(f: &[u8], min: i128, max: i128) -> Option<i128> {
+pub fn gnu(f: &[u8], min: i128, max: i128) -> Result<i128, &'static str> {
     let lim = f.len();
     let mut i = usize::from(f.first() == Some(&0)); // one leading NUL
     loop {
         if i == lim {
-            return None; // "Blanks in header where numeric value expected"
+            return Err("it is blank"); // "Blanks in header where numeric value expected"
         }
         if !is_c_space(f[i]) {
             break;
@@ -38,9 +38,9 @@ pub fn gnu(f: &[u8], min: i128, max: i128) -> Option<i128> {
         i += 1;
         while i < lim {
             let Some(d) = base64_digit(f[i]) else { break };
-            value = value.checked_mul(64)?.checked_add(i128::from(d))?;
+            value = value * 64 + i128::from(d);
             if value > i128::from(u64::MAX) {
-                return None;
+                return Err("it overflows 64 bits");
             }
             i += 1;
         }
@@ -57,13 +57,18 @@ pub fn gnu(f: &[u8], min: i128, max: i128) -> Option<i128> {
         }
         // GNU computes in 64 bits and rejects what does not fit.
         if value > i128::from(u64::MAX) || value < i128::from(i64::MIN) {
-            return None;
+            return Err("it overflows 64 bits");
         }
     }
     if i != lim && f[i] != 0 && !is_c_space(f[i]) {
-        return None; // "Archive contains ... where numeric value expected"
+        // "Archive contains ... where numeric value expected"
+        return Err("a byte other than a space or NUL follows the number");
     }
-    (min..=max).contains(&value).then_some(value)
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err("it is out of range")
+    }
 }
 
 /// libarchive's reading of a numeric field (`tar_atol`): base-256 when
@@ -153,9 +158,12 @@ pub fn parse_size(f: &[u8]) -> Result<u64, String> {
     let g = gnu(f, 0, i128::from(i64::MAX));
     let l = libarchive(f);
     match g {
-        Some(v) if v == i128::from(l) => Ok(l as u64),
+        Ok(v) if v == i128::from(l) => Ok(l as u64),
         _ => {
-            let gnu = g.map_or_else(|| "rejects it".to_string(), |v| format!("reads {v}"));
+            let gnu = match g {
+                Ok(v) => format!("reads {v}"),
+                Err(why) => format!("rejects it ({why})"),
+            };
             let la = if l < 0 {
                 "refuses a negative size".to_string()
             } else {
@@ -272,16 +280,18 @@ mod tests {
         f[8..].copy_from_slice(&(-86400i32).to_be_bytes());
         assert_eq!(
             gnu(&f, i128::from(i64::MIN), i128::from(i64::MAX)),
-            Some(-86400)
+            Ok(-86400)
         );
         assert_eq!(libarchive(&f), -86400);
         let mode = [0x80, 0, 0, 0, 0, 0, 0x01, 0xa4];
         assert_eq!(libarchive(&mode), 0o644);
-        assert_eq!(gnu(&mode, 0, 0o7777), Some(0o644));
+        assert_eq!(gnu(&mode, 0, 0o7777), Ok(0o644));
         // Too large for 64 bits: GNU rejects, libarchive saturates.
         let mut big = [0xffu8; 12];
         big[0] = 0x80;
-        assert_eq!(gnu(&big, 0, i128::from(i64::MAX)), None);
+        assert!(gnu(&big, 0, i128::from(i64::MAX))
+            .unwrap_err()
+            .contains("overflows"));
         assert_eq!(libarchive(&big), i64::MAX);
     }
 
