@@ -664,8 +664,12 @@ fn make_entry<S: Source>(
         Some(Some(t)) => t,
         _ => parse_meta(&block.mtime),
     };
-    // libarchive keeps the low bits (a `mode_t`); `unpack` uses 0o777 of them.
-    let mode = parse_meta(&block.mode) as u32;
+    // A mode beyond 32 bits (base-256, or negative) is refused rather than
+    // truncated to its low bits as libarchive's `mode_t` would (a silent
+    // mode 0): the one metadata field kept strict (tests/cli.rs).
+    let m = parse_meta(&block.mode);
+    let mode = u32::try_from(m)
+        .map_err(|_| Error::tar(pos, format!("mode field: {m} does not fit in 32 bits")))?;
     Ok(Entry {
         name,
         kind,
