@@ -660,3 +660,73 @@ fn entry_types_both_tools_handle_are_read_and_the_others_refused() {
     ));
     check(cases);
 }
+
+#[test]
+fn random_size_fields_are_read_only_where_both_tools_read_them_alike() {
+    assert!(
+        have("tar") && have("bsdtar"),
+        "GNU tar or bsdtar is missing"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    // Size fields from the bytes the two parsers treat differently: digits
+    // (8 is not octal), spaces, tabs, NULs, newlines, signs, garbage, and
+    // base-256 markers; mostly zeros, so most sizes fit the data present.
+    let alphabet = b"00000000000014 \t\0\0\n8x+-";
+    let bytes = noise(300 * 13, 21);
+    let (mut read, mut refused) = (0, 0);
+    for (i, r) in bytes.chunks(13).enumerate() {
+        let mut f: Vec<u8> = r[..12]
+            .iter()
+            .map(|&b| alphabet[b as usize % alphabet.len()])
+            .collect();
+        match r[12] % 8 {
+            0 => f[0] = 0x80,
+            1 => f[0] = 0xff,
+            2 => f[0] = b' ',
+            _ => {}
+        }
+        let in_first = r[12] % 5 == 0;
+        // Zeros for data: a size that stops short of them leaves a block
+        // of zeros, the end of the archive to every reader.
+        let a = edited("a", &[0; 512], |h| h.size = f.clone());
+        let tar = if in_first {
+            archive(&[a, member("b", b"B")])
+        } else {
+            archive(&[first(), a, member("b", b"B")])
+        };
+        let tar_path = tmp.path().join(format!("{i}.tar"));
+        std::fs::write(&tar_path, &tar).unwrap();
+        let gnu = tool_reads("tar", &tar_path);
+        let bsd = tool_reads("bsdtar", &tar_path);
+        let p = tmp.path().join(format!("{i}.neff"));
+        std::fs::write(&p, wrap(&tar)).unwrap();
+        let field = f.escape_ascii();
+        match neff_reads(&p) {
+            Ok((ours, _)) => {
+                assert!(
+                    gnu.is_some() && gnu == bsd,
+                    "size field \"{field}\": neff read it, the tools differ:\n  GNU tar: {gnu:?}\n  bsdtar:  {bsd:?}"
+                );
+                assert_eq!(Some(ours), gnu, "size field \"{field}\"");
+                read += 1;
+            }
+            Err(e) if e.contains("read it differently") => {
+                // (Or neither reads it at all.)
+                assert!(
+                    gnu != bsd || gnu.is_none(),
+                    "size field \"{field}\": refused, the tools agree on {gnu:?}: {e}"
+                );
+                refused += 1;
+            }
+            // Otherwise the size runs past the data: libarchive stops too.
+            Err(e) => {
+                assert!(
+                    e.contains("runs past the end"),
+                    "size field \"{field}\": {e}"
+                );
+                assert_eq!(bsd, None, "size field \"{field}\": {e}");
+            }
+        }
+    }
+    assert!(read > 30 && refused > 30, "read {read}, refused {refused}");
+}

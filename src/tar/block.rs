@@ -91,7 +91,7 @@ impl Block {
         if !(t == 0 || t.is_ascii_alphanumeric()) {
             return Err(format!(
                 "typeflag '{}' in the first header: libarchive does not recognize \
-                 the archive, GNU tar reads it (GNU tar and libarchive read it differently)",
+                 the archive as tar (GNU tar and libarchive read it differently)",
                 [t].escape_ascii()
             ));
         }
@@ -107,8 +107,8 @@ impl Block {
             if !libarchive_bids(f) {
                 return Err(format!(
                     "{what} field \"{}\" in the first header: libarchive does not \
-                     recognize the archive, GNU tar reads it (GNU tar and libarchive \
-                     read it differently)",
+                     recognize the archive as tar (GNU tar and libarchive read it \
+                     differently)",
                     f.escape_ascii()
                 ));
             }
