@@ -31,6 +31,13 @@ pub struct Limits {
     /// (PERF.md §10 has the measurements behind it); 0 streams every gzip
     /// payload.
     pub inflate_budget: u64,
+    /// Most segments in the maps of an archive's GNU sparse members, all
+    /// together (16 bytes each in the index). Default 1,048,576.
+    pub max_sparse_segments: usize,
+    /// Largest real (expanded) size of one GNU sparse member: what reading
+    /// it whole ([`Neff::data`](crate::Neff::data)) allocates, although
+    /// the archive stores only its segments. Default 64 GiB.
+    pub max_sparse_size: u64,
 }
 
 impl Default for Limits {
@@ -43,6 +50,8 @@ impl Default for Limits {
             max_json_size: 256 << 20,
             max_json_depth: 512,
             inflate_budget: 64 << 20,
+            max_sparse_segments: 1 << 20,
+            max_sparse_size: 64 << 30,
         }
     }
 }
