@@ -226,6 +226,7 @@ const EXT_ENTRIES: usize = 21;
 const EXT_EXTENDED: usize = 504;
 
 /// What the map entries of one old GNU block said.
+#[derive(Debug)]
 pub struct OldBlock {
     /// Whether an extension block follows.
     pub extended: bool,
@@ -293,6 +294,7 @@ pub fn old_extension(block: &[u8], out: &mut Vec<Segment>) -> Result<bool, Strin
 }
 
 /// The outcome of parsing a PAX 1.0 in-data map from a prefix of the data.
+#[derive(Debug)]
 pub enum InData {
     /// More bytes are needed.
     More,
