@@ -561,6 +561,16 @@ impl<'n> DataCursor<'n> {
         if let Some(d) = self.neff.held(e) {
             return Ok(Cow::Borrowed(d));
         }
+        if e.is_sparse() && e.size > self.neff.limits.max_inflated {
+            // Its holes are not stored: held whole, it could outgrow the
+            // file by any factor. Capped as an inflation is (copy_data and
+            // unpack stream it instead).
+            return Err(Error::Limit {
+                what: "expanded size of a sparse member read whole",
+                found: e.size,
+                cap: self.neff.limits.max_inflated,
+            });
+        }
         let mut v = Vec::new();
         v.try_reserve_exact(usize::try_from(e.size).unwrap_or(usize::MAX))
             .map_err(|_| Error::no_memory("the member's data"))?;

@@ -656,3 +656,38 @@ fn a_map_that_ends_before_the_real_size_is_refused() {
         "the tools read a map short of the real size alike: read it instead"
     );
 }
+
+#[test]
+fn a_sparse_member_read_whole_is_capped_like_an_inflation_but_streams_uncapped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = 64 << 20;
+    let tar = end(old_gnu("big-hole", real, &[(0, 512), (real, 0)], &[3; 512]));
+    let path = tmp.path().join("big.neff");
+    std::fs::write(&path, wrap(&tar)).unwrap();
+    let opts = Options {
+        limits: Limits {
+            max_inflated: 1 << 20,
+            ..Limits::default()
+        },
+        ..Options::default()
+    };
+    let n = Neff::open_with(&path, &opts).unwrap();
+    let e = &n.entries()[0];
+    let err = n.data(e).unwrap_err().to_string();
+    assert!(err.contains("sparse member read whole"), "{err}");
+    // Streamed, it is not held: 64 MiB go through a counting writer.
+    struct Count(u64, bool);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len() as u64;
+            self.1 &= self.0 <= 512 || b.iter().all(|&x| x == 0);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0, true);
+    n.copy_data(e, &mut c).unwrap();
+    assert_eq!((c.0, c.1), (real, true));
+}
