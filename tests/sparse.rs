@@ -480,6 +480,7 @@ fn stored_data_that_is_not_what_the_map_needs_is_refused() {
             "p00",
             &[
                 ("GNU.sparse.size", "100"),
+                ("GNU.sparse.numblocks", "2"),
                 ("GNU.sparse.offset", "0"),
                 ("GNU.sparse.numbytes", "10"),
                 ("GNU.sparse.offset", "100"),
@@ -690,4 +691,28 @@ fn a_sparse_member_read_whole_is_capped_like_an_inflation_but_streams_uncapped()
     let mut c = Count(0, true);
     n.copy_data(e, &mut c).unwrap();
     assert_eq!((c.0, c.1), (real, true));
+}
+
+#[test]
+fn pax_0_0_offsets_before_their_numblocks_are_refused() {
+    tools_present();
+    // GNU tar: "excess GNU.sparse.offset", and the member read dense;
+    // bsdtar expands it.
+    let (_, agree) = refused(
+        pax(
+            "early-offsets",
+            &[
+                ("GNU.sparse.size", "100"),
+                ("GNU.sparse.offset", "90"),
+                ("GNU.sparse.numbytes", "10"),
+            ],
+            &[1; 10],
+        ),
+        "early-offsets",
+        "before a GNU.sparse.numblocks",
+    );
+    assert!(
+        !agree,
+        "the tools read offsets before numblocks alike: read them instead"
+    );
 }

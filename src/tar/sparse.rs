@@ -66,6 +66,8 @@ pub struct Records<N> {
     map: Option<Vec<u64>>,
     /// `GNU.sparse.offset` and `GNU.sparse.numbytes` (0.0), in turn.
     pairs: Vec<u64>,
+    /// An offset came before any `GNU.sparse.numblocks`.
+    early_offset: bool,
 }
 
 impl<N> Default for Records<N> {
@@ -79,6 +81,7 @@ impl<N> Default for Records<N> {
             name: None,
             map: None,
             pairs: Vec::new(),
+            early_offset: false,
         }
     }
 }
@@ -126,7 +129,10 @@ impl<N> Records<N> {
                 }
                 self.map = Some(v);
             }
-            b"offset" if self.pairs.len() % 2 == 0 => self.pairs.push(number(key, text)?),
+            b"offset" if self.pairs.len() % 2 == 0 => {
+                self.early_offset |= self.numblocks.is_none();
+                self.pairs.push(number(key, text)?)
+            }
             b"numbytes" if self.pairs.len() % 2 == 1 => self.pairs.push(number(key, text)?),
             b"offset" | b"numbytes" => {
                 return Err(format!(
@@ -151,6 +157,7 @@ impl<N> Records<N> {
             name: self.name.map(f),
             map: self.map,
             pairs: self.pairs,
+            early_offset: self.early_offset,
         }
     }
 
@@ -181,7 +188,17 @@ impl<N> Records<N> {
                         return Err("both a GNU.sparse.map and GNU.sparse.offset records".into())
                     }
                     (Some(m), true) => &m[..],
-                    (None, _) => &self.pairs[..],
+                    (None, _) => {
+                        if self.early_offset {
+                            // GNU tar keeps only as many pairs as a
+                            // numblocks record before them allowed ("excess
+                            // GNU.sparse.offset"), libarchive reads them all.
+                            return Err("GNU.sparse.offset records before a GNU.sparse.numblocks \
+                                 record (GNU tar drops them, libarchive reads them)"
+                                .into());
+                        }
+                        &self.pairs[..]
+                    }
                 };
                 if nums.len() % 2 == 1 {
                     return Err("a sparse map with an odd count of numbers".into());
@@ -698,6 +715,15 @@ mod tests {
     fn pax_records_name_their_encoding() {
         let mut r: Records<()> = Records::default();
         r.record(b"GNU.sparse.size", b"10", ()).unwrap();
+        r.record(b"GNU.sparse.offset", b"2", ()).unwrap();
+        r.record(b"GNU.sparse.numbytes", b"3", ()).unwrap();
+        assert!(r
+            .encoding()
+            .unwrap_err()
+            .contains("before a GNU.sparse.numblocks"));
+        let mut r: Records<()> = Records::default();
+        r.record(b"GNU.sparse.size", b"10", ()).unwrap();
+        r.record(b"GNU.sparse.numblocks", b"1", ()).unwrap();
         r.record(b"GNU.sparse.offset", b"2", ()).unwrap();
         assert!(r.record(b"GNU.sparse.offset", b"2", ()).is_err());
         r.record(b"GNU.sparse.numbytes", b"3", ()).unwrap();
