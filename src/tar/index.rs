@@ -520,7 +520,16 @@ impl Index {
                         segs: at..segments.len(),
                         stored: size,
                     });
-                    entry.sparse = NonZeroU32::new(maps.len() as u32);
+                    entry.sparse = Some(
+                        u32::try_from(maps.len())
+                            .ok()
+                            .and_then(NonZeroU32::new)
+                            .ok_or(Error::Limit {
+                                what: "number of sparse members",
+                                found: maps.len() as u64,
+                                cap: u64::from(u32::MAX),
+                            })?,
+                    );
                 }
                 let retain = on_entry(&entry, src.name(&entry.name));
                 if let Some(left) = src.data(data, size, retain)? {

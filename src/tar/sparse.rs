@@ -411,6 +411,15 @@ pub fn check(segs: &[Segment], real: u64, stored: u64, limits: &Limits) -> Resul
              output stops at the map's end, libarchive's at the real size)"
         ));
     }
+    if total == 0 && real > 0 {
+        // libarchive's archive_read_data (the runtime's read) hands out
+        // nothing for a map without data; GNU tar and `bsdtar -x` write
+        // the real size of zeros.
+        return Err(format!(
+            "a sparse file of {real} bytes that is all hole (libarchive's \
+             archive_read_data reads it empty, GNU tar as {real} zeros)"
+        ));
+    }
     let last = segs.iter().rposition(|s| s.len > 0).unwrap_or(0);
     if let Some(s) = segs[..last].iter().find(|s| s.len % BLOCK as u64 != 0) {
         // GNU tar reads each segment from a fresh block (dropping the rest
@@ -661,6 +670,10 @@ mod tests {
         assert_eq!(got.len(), 700);
         assert_eq!(&got[598..604], [0, 0, 7, 7, 7, 0]);
         assert_eq!(expand(&[seg(4, 0)], 4, b"", 1), [0u8; 4]);
+        assert!(check(&[seg(4, 0)], 4, 0, &Limits::default())
+            .unwrap_err()
+            .contains("all hole"));
+        assert!(check(&[seg(0, 0)], 0, 0, &Limits::default()).is_ok());
     }
 
     #[test]
