@@ -18,8 +18,11 @@ use std::process::Command;
 use common::*;
 use neff::{Limits, Neff, Options};
 
-/// The sparse files of the matrix: (name, real size, data stretches).
-fn patterns() -> Vec<(&'static str, u64, Vec<(u64, Vec<u8>)>)> {
+/// A sparse file of the matrix: name, real size, data stretches.
+type Pattern = (&'static str, u64, Vec<(u64, Vec<u8>)>);
+
+/// The sparse files of the matrix.
+fn patterns() -> Vec<Pattern> {
     let mut many = Vec::new();
     for i in 0..300u64 {
         many.push((i * 8192 + 100, format!("x{i}").into_bytes()));
