@@ -42,6 +42,7 @@ pub fn fuzz_options() -> Options {
         limits: Limits {
             max_inflated: 64 << 20,
             max_json_size: 16 << 20,
+            max_sparse_size: 64 << 20,
             ..Limits::default()
         },
         ..Options::default()

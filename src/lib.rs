@@ -91,7 +91,7 @@ pub use map::ReadMode;
 pub use reader::{DataCursor, Neff, Options, Scratch};
 pub use select::{Known, Pattern};
 pub use summary::Summary;
-pub use tar::{Entry, Kind};
+pub use tar::{Entry, Kind, Piece, Segment};
 pub use verify::{verify, verify_bytes};
 
 /// Typed views of the JSON sidecars (`def.json`, `kelf-*.json`,

@@ -8,7 +8,11 @@
 /// The caps applied while opening and querying a NEFF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest inflated (tar) size of a gzip payload. Default 4 GiB.
+    /// Largest inflated (tar) size of a gzip payload, and largest GNU
+    /// sparse member read whole into memory
+    /// ([`Neff::data`](crate::Neff::data); streaming reads such as
+    /// [`Neff::copy_data`](crate::Neff::copy_data) and unpack are not held
+    /// to it). Default 4 GiB.
     pub max_inflated: u64,
     /// Most tar entries (of any kind) in one archive. Default 1,000,000.
     pub max_members: usize,
@@ -31,6 +35,13 @@ pub struct Limits {
     /// (PERF.md §10 has the measurements behind it); 0 streams every gzip
     /// payload.
     pub inflate_budget: u64,
+    /// Most segments in the maps of an archive's GNU sparse members, all
+    /// together (16 bytes each in the index). Default 1,048,576.
+    pub max_sparse_segments: usize,
+    /// Largest real (expanded) size of one GNU sparse member, whose holes
+    /// the archive does not store (listing reads only its map; streaming
+    /// it writes this many bytes). Default 64 GiB.
+    pub max_sparse_size: u64,
 }
 
 impl Default for Limits {
@@ -43,6 +54,8 @@ impl Default for Limits {
             max_json_size: 256 << 20,
             max_json_depth: 512,
             inflate_budget: 64 << 20,
+            max_sparse_segments: 1 << 20,
+            max_sparse_size: 64 << 30,
         }
     }
 }

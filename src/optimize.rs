@@ -110,7 +110,7 @@ pub fn optimize_to<W: Write + Seek>(
             let e = &entries[i];
             let end = match entries.get(i + 1) {
                 Some(next) => next.header_offset,
-                None => e.offset + e.size.div_ceil(BLOCK as u64) * BLOCK as u64,
+                None => e.offset + neff.stored_len(e).div_ceil(BLOCK as u64) * BLOCK as u64,
             };
             let end = end.min(tar.len() as u64) as usize;
             let start = (e.header_offset as usize).min(end);

@@ -25,7 +25,7 @@ use crate::map::{FileBytes, ReadMode};
 use crate::payload::stream::GzStream;
 use crate::payload::{self, Inflated, Whole};
 use crate::select::{self, Known, Pattern};
-use crate::tar::{self, Entry, FileSource, Index, Kind, Pass, Reread, Retained};
+use crate::tar::{self, Entry, Expander, FileSource, Index, Kind, Pass, Piece, Reread, Retained};
 
 /// Where the tar bytes are.
 #[derive(Debug)]
@@ -344,12 +344,35 @@ impl Neff {
 
     /// The data of an entry if it is in memory: borrowed from the map, the
     /// inflated buffer, or (for a streamed payload) the retained members.
+    /// `None` for a GNU sparse member, whose content is never held as such
+    /// (its holes are not stored): read it with [`data`](Self::data).
     pub fn held(&self, e: &Entry) -> Option<&[u8]> {
-        match &self.tar {
-            Tar::Streamed { .. } if e.size == 0 => Some(&[]),
-            Tar::Streamed { retained, .. } => retained.get(e.offset),
-            _ => Some(e.data(self.tar_bytes())),
+        if e.is_sparse() {
+            return None;
         }
+        self.stored(e)
+    }
+
+    /// The bytes the archive stores for an entry, if they are in memory
+    /// (for a sparse member, its segments back to back).
+    fn stored(&self, e: &Entry) -> Option<&[u8]> {
+        match &self.tar {
+            Tar::Streamed { .. } if self.index.stored_len(e) == 0 => Some(&[]),
+            Tar::Streamed { retained, .. } => retained.get(e.offset),
+            _ => Some(self.index.stored(e, self.tar_bytes())),
+        }
+    }
+
+    /// How many bytes the archive stores for an entry (for a sparse
+    /// member, its segments' total; else its size).
+    pub(crate) fn stored_len(&self, e: &Entry) -> u64 {
+        self.index.stored_len(e)
+    }
+
+    /// The segments of a GNU sparse member (where its stored bytes go in
+    /// its content; the rest are holes), `None` for other entries.
+    pub fn sparse_map(&self, e: &Entry) -> Option<&[tar::Segment]> {
+        self.index.segments(e)
     }
 
     /// The data of an entry: borrowed when [`held`](Self::held), else
@@ -376,7 +399,7 @@ impl Neff {
     /// Prefaults a large member of a mapped raw tar that is about to be read
     /// whole (one call instead of a fault per 64 KiB).
     fn populate(&self, e: &Entry) {
-        if matches!(self.tar, Tar::Raw) && e.size >= 256 << 10 {
+        if matches!(self.tar, Tar::Raw) && e.size >= 256 << 10 && !e.is_sparse() {
             self.file
                 .populate(self.span.start + e.offset as usize, e.size as usize);
         }
@@ -532,34 +555,91 @@ impl std::fmt::Debug for DataCursor<'_> {
 }
 
 impl<'n> DataCursor<'n> {
-    /// The data of `e`, borrowed when held, else inflated into a buffer.
+    /// The data of `e`, borrowed when held, else inflated into a buffer
+    /// (a GNU sparse member is expanded into one: holes as zeros).
     pub fn read(&mut self, e: &Entry) -> Result<Cow<'n, [u8]>> {
         if let Some(d) = self.neff.held(e) {
             return Ok(Cow::Borrowed(d));
         }
+        if e.is_sparse() && e.size > self.neff.limits.max_inflated {
+            // Its holes are not stored: held whole, it could outgrow the
+            // file by any factor. Capped as an inflation is (copy_data and
+            // unpack stream it instead).
+            return Err(Error::Limit {
+                what: "expanded size of a sparse member read whole",
+                found: e.size,
+                cap: self.neff.limits.max_inflated,
+            });
+        }
         let mut v = Vec::new();
         v.try_reserve_exact(usize::try_from(e.size).unwrap_or(usize::MAX))
             .map_err(|_| Error::no_memory("the member's data"))?;
-        self.stream(e, &mut |chunk| {
-            v.extend_from_slice(chunk);
+        self.pieces(e, &mut |p| {
+            match p {
+                Piece::Data(d) => v.extend_from_slice(d),
+                Piece::Hole(n) => v.resize(v.len() + n as usize, 0),
+            }
             Ok(())
         })?;
         Ok(Cow::Owned(v))
     }
 
-    /// Writes the data of `e` to `out`.
+    /// Writes the data of `e` to `out` (a sparse member's holes as zeros,
+    /// a window at a time).
     pub fn copy(&mut self, e: &Entry, out: &mut dyn std::io::Write) -> Result<()> {
-        match self.neff.held(e) {
-            Some(d) => out.write_all(d).map_err(Error::Io),
-            None => self.stream(e, &mut |chunk| out.write_all(chunk).map_err(Error::Io)),
+        if let Some(d) = self.neff.held(e) {
+            return out.write_all(d).map_err(Error::Io);
         }
+        self.pieces(e, &mut |p| match p {
+            Piece::Data(d) => out.write_all(d).map_err(Error::Io),
+            Piece::Hole(mut n) => {
+                static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+                while n > 0 {
+                    let k = n.min(ZEROS.len() as u64) as usize;
+                    out.write_all(&ZEROS[..k]).map_err(Error::Io)?;
+                    n -= k as u64;
+                }
+                Ok(())
+            }
+        })
     }
 
-    /// Inflates up to `e`'s data and hands it to `sink` a window at a time.
-    fn stream(&mut self, e: &Entry, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    /// Hands the content of `e` to `sink` in pieces: its data, and for a
+    /// GNU sparse member its holes (which a writer may seek over).
+    pub fn pieces(
+        &mut self,
+        e: &Entry,
+        sink: &mut dyn FnMut(Piece<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(segs) = self.neff.index.segments(e) else {
+            return match self.neff.held(e) {
+                Some(d) => sink(Piece::Data(d)),
+                None => self.stream(e.offset, e.size, &mut |d| sink(Piece::Data(d))),
+            };
+        };
+        let mut x = Expander::new(segs, e.size);
+        match self.neff.stored(e) {
+            Some(d) => x.feed(d, sink)?,
+            None => {
+                let len = self.neff.index.stored_len(e);
+                self.stream(e.offset, len, &mut |d| x.feed(d, sink))?;
+            }
+        }
+        x.finish(sink)
+    }
+
+    /// Inflates up to the `len` stored bytes at `offset` and hands them to
+    /// `sink` a window at a time.
+    fn stream(
+        &mut self,
+        offset: u64,
+        len: u64,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let neff = self.neff;
         let short = self.reread.read(
-            e,
+            offset,
+            len,
             &mut || {
                 Ok(
                     GzStream::new(neff.stored_payload(), neff.limits.max_inflated)?

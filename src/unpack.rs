@@ -22,6 +22,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
+use std::io::{Seek, SeekFrom, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -31,7 +32,7 @@ use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 use crate::error::{Error, Result};
 use crate::reader::Neff;
-use crate::tar::{Entry, Kind};
+use crate::tar::{Entry, Kind, Piece};
 
 /// What to do with one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -381,7 +382,22 @@ pub fn unpack(neff: &Neff, dir: &Path) -> Result<Report> {
             }
             Action::File => {
                 let mut f = root.create(&s.path)?;
-                cursor.copy(e, &mut f)?;
+                if e.is_sparse() {
+                    // Holes stay holes: seek over them (the file is new
+                    // and empty), then set the length a trailing hole ends at.
+                    cursor.pieces(e, &mut |p| match p {
+                        Piece::Data(d) => f.write_all(d).map_err(Error::Io),
+                        Piece::Hole(n) => {
+                            let n = i64::try_from(n).map_err(|_| {
+                                Error::Io(std::io::Error::other("a hole of 2^63 bytes or more"))
+                            })?;
+                            f.seek(SeekFrom::Current(n)).map(drop).map_err(Error::Io)
+                        }
+                    })?;
+                    f.set_len(e.size)?;
+                } else {
+                    cursor.copy(e, &mut f)?;
+                }
                 f.set_permissions(fs::Permissions::from_mode(e.mode & 0o777))?;
                 f.set_modified(mtime(e.mtime))?;
                 report.files += 1;

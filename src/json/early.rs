@@ -56,8 +56,10 @@ pub(crate) fn walk_raw(
             // own pattern and sorted-order rule).
             // (Shown before the walk has checked that the data exists: a
             // member cut short is not skimmed, and the walk refuses it.)
+            // (A sparse member's stored bytes are not its content.)
             let data = usize::try_from(e.offset)
                 .ok()
+                .filter(|_| !e.is_sparse())
                 .zip(usize::try_from(e.size).ok())
                 .and_then(|(at, n)| stored.get(at..at.checked_add(n)?));
             if let (None, Kind::File, true, true, Some(data)) = (
@@ -86,7 +88,7 @@ pub(crate) fn walk_raw(
         let known = select::resolve_known(&sorted, &index, stored);
         let def_skim = match (spec, known[Known::Def as usize]) {
             (Some((offset, low)), Some(i)) if index.entries[i as usize].offset == offset => {
-                let data = index.entries[i as usize].data(stored);
+                let data = index.stored(&index.entries[i as usize], stored);
                 let up = skim::upper(data, &CC_TOP_KEYS, depth, shared);
                 Some(low.join().ok().and_then(|low| skim::finish(low, up)))
             }

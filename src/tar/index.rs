@@ -1,6 +1,7 @@
 //! The walk over tar headers, and the index it builds.
 
 use std::fs::File;
+use std::num::NonZeroU32;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
@@ -9,6 +10,7 @@ use zerocopy::FromBytes;
 use super::block::{Block, BLOCK};
 use super::number::{parse_meta, parse_size};
 use super::pax::{self, Overrides};
+use super::sparse::{self, Segment};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -78,13 +80,17 @@ pub struct Entry {
     pub typeflag: u8,
     /// Offset of the entry's (first) header block.
     pub header_offset: u64,
+    /// For a GNU sparse member, 1 + its map's place in the index's maps.
+    pub(crate) sparse: Option<NonZeroU32>,
 }
 
 impl Entry {
-    /// The entry's data, given the tar bytes the index was built from.
-    pub fn data<'a>(&self, tar: &'a [u8]) -> &'a [u8] {
-        // In bounds by construction: the walker checked offset + size.
-        &tar[self.offset as usize..(self.offset + self.size) as usize]
+    /// Whether the entry is a GNU sparse member: its [`size`](Self::size)
+    /// is its real (expanded) size, and [`offset`](Self::offset) is where
+    /// its stored segments start; read it with
+    /// [`Neff::data`](crate::Neff::data).
+    pub fn is_sparse(&self) -> bool {
+        self.sparse.is_some()
     }
 }
 
@@ -95,12 +101,38 @@ pub struct Index {
     pub entries: Vec<Entry>,
     /// Names read through a [`FileSource`], back to back.
     pub names: Vec<u8>,
+    /// The maps of the sparse entries ([`Entry::sparse`] counts from 1).
+    pub maps: Vec<sparse::Map>,
+    /// The segments of every sparse map, back to back.
+    pub segments: Vec<Segment>,
 }
 
 impl Index {
     /// The bytes of a name, given the tar bytes the index was built from.
     pub fn resolve<'a>(&'a self, name: &'a Name, tar: &'a [u8]) -> &'a [u8] {
         resolve(name, tar, &self.names)
+    }
+
+    /// A sparse entry's segments (`None` for any other entry).
+    pub fn segments(&self, e: &Entry) -> Option<&[Segment]> {
+        let m = &self.maps[e.sparse?.get() as usize - 1];
+        Some(&self.segments[m.segs.clone()])
+    }
+
+    /// How many bytes of data the archive stores for `e`: its size, or
+    /// for a sparse member its segments' total.
+    pub fn stored_len(&self, e: &Entry) -> u64 {
+        match e.sparse {
+            Some(i) => self.maps[i.get() as usize - 1].stored,
+            None => e.size,
+        }
+    }
+
+    /// The entry's stored data, given the tar bytes the index was built
+    /// from (for a sparse member, its segments back to back).
+    pub fn stored<'a>(&self, e: &Entry, tar: &'a [u8]) -> &'a [u8] {
+        // In bounds by construction: the walker checked offset + length.
+        &tar[e.offset as usize..(e.offset + self.stored_len(e)) as usize]
     }
 }
 
@@ -292,6 +324,8 @@ impl Index {
         on_entry: &mut dyn FnMut(&Entry, &[u8]) -> bool,
     ) -> Result<Index> {
         let mut entries = Vec::new();
+        let mut maps = Vec::new();
+        let mut segments = Vec::new();
         let mut global: Overrides<Name> = Overrides::default();
         let mut pending = Pending::default();
         let mut scratch = Vec::new();
@@ -331,7 +365,7 @@ impl Index {
             }
             let hsize =
                 parse_size(&block.size).map_err(|e| Error::tar(pos, format!("size field {e}")))?;
-            let data = pos + BLOCK;
+            let mut data = pos + BLOCK;
             let typeflag = block.typeflag;
             if let Some(why) = differing_type(typeflag) {
                 return Err(Error::tar(
@@ -370,20 +404,10 @@ impl Index {
                 pos += BLOCK;
                 continue;
             }
-            if typeflag == b'S' || pending.local.sparse || global.sparse {
-                // GNU tar and libarchive expand a sparse file (holes as
-                // zeros, to its real size); listing its stored bytes, or its
-                // PAX 1.0 internal name, would read it differently. Not read.
-                return Err(Error::tar(
-                    pos,
-                    "a GNU sparse file: not read here (tar expands it; its stored \
-                     bytes are not its content)",
-                ));
-            }
             let extended = matches!(typeflag, b'x' | b'g' | b'L' | b'K' | b'X');
             // The PAX size record applies to real entries only, never to an
             // extended header in between.
-            let size = if extended {
+            let mut size = if extended {
                 hsize
             } else {
                 // (A global `size` is refused where its record is read.)
@@ -392,7 +416,7 @@ impl Index {
                     _ => hsize,
                 }
             };
-            let past_end = |left: u64| {
+            let past_end = |left: u64, size: u64| {
                 Error::tar(
                     pos,
                     format!(
@@ -416,7 +440,7 @@ impl Index {
                 scratch.clear();
                 scratch.extend_from_slice(src.read(data, size as usize)?);
                 if (scratch.len() as u64) < size {
-                    return Err(past_end(scratch.len() as u64));
+                    return Err(past_end(scratch.len() as u64, size));
                 }
                 let mut keep =
                     |r: Range<usize>| src.keep(data + r.start..data + r.end, &scratch[r]);
@@ -443,6 +467,7 @@ impl Index {
                                 ("path", o.path.is_some()),
                                 ("linkpath", o.linkpath.is_some()),
                                 ("size", o.size.is_some()),
+                                ("GNU.sparse records", o.sparse.is_some()),
                             ];
                             if let Some((key, _)) = sets.iter().find(|(_, set)| *set) {
                                 return Err(Error::tar(
@@ -477,10 +502,63 @@ impl Index {
                         cap: limits.max_members as u64,
                     });
                 }
-                let entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
+                let records = pending.local.sparse.take();
+                if let Some(name) = records.as_ref().and_then(|r| r.name.clone()) {
+                    // GNU.sparse.name is the real name (PAX 0.1 and 1.0).
+                    pending.local.path = Some(Some(name));
+                }
+                let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
+                if typeflag == b'S' || records.is_some() {
+                    let (map, real) = sparse::read_map(
+                        &mut src,
+                        pos,
+                        &raw,
+                        records.as_deref(),
+                        size,
+                        segments.len(),
+                        limits,
+                    )
+                    .map_err(|e| match e {
+                        sparse::Fault::Tar(why) => Error::tar(
+                            pos,
+                            format!(
+                                "GNU sparse member \"{}\": {why}",
+                                src.name(&entry.name).escape_ascii()
+                            ),
+                        ),
+                        sparse::Fault::Other(e) => e,
+                    })?;
+                    if entry.kind != Kind::File && typeflag != b'S' {
+                        return Err(Error::tar(
+                            pos,
+                            "GNU sparse records on an entry that is not a regular file",
+                        ));
+                    }
+                    entry.kind = Kind::File;
+                    entry.size = real;
+                    data = map.data_at;
+                    size = map.stored;
+                    entry.offset = data as u64;
+                    let at = segments.len();
+                    segments.extend_from_slice(&map.segs);
+                    maps.push(sparse::Map {
+                        segs: at..segments.len(),
+                        stored: size,
+                    });
+                    entry.sparse = Some(
+                        u32::try_from(maps.len())
+                            .ok()
+                            .and_then(NonZeroU32::new)
+                            .ok_or(Error::Limit {
+                                what: "number of sparse members",
+                                found: maps.len() as u64,
+                                cap: u64::from(u32::MAX),
+                            })?,
+                    );
+                }
                 let retain = on_entry(&entry, src.name(&entry.name));
                 if let Some(left) = src.data(data, size, retain)? {
-                    return Err(past_end(left));
+                    return Err(past_end(left, size));
                 }
                 entries.push(entry);
                 pending = Pending::default();
@@ -508,6 +586,8 @@ impl Index {
         Ok(Index {
             entries,
             names: src.take_names(),
+            maps,
+            segments,
         })
     }
 }
@@ -680,6 +760,7 @@ fn make_entry<S: Source>(
         link,
         typeflag: block.typeflag,
         header_offset: pending.first.unwrap_or(pos) as u64,
+        sparse: None,
     })
 }
 

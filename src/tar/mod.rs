@@ -67,18 +67,23 @@
 //!   whole header; refused;
 //! - two GNU long names for one entry: both take the last, as does the
 //!   walk;
-//! - a GNU sparse file (old `S` entries, or PAX `GNU.sparse.*` records):
-//!   both tools expand it to its real size; listing its stored bytes or its
-//!   PAX 1.0 internal name (`GNUSparseFile.0/…`) would read it differently,
-//!   so it is refused until the walk expands sparse maps
-//!   (`tests/peer_archives.rs` lists tar-rs's archives with GNU tar).
+//! - a GNU sparse file (old `S` entries with extension blocks, PAX 0.0,
+//!   0.1, 1.0) as GNU tar writes it: both tools expand it to its real size
+//!   under its real name, and so does the index ([`sparse`]); maps the two
+//!   read differently (overlapping, short of the real size, segments not
+//!   in whole blocks before the last, an old GNU entry half empty, …) are
+//!   refused with the member's name (`tests/sparse.rs` builds each one and
+//!   reads it with both tools).
 
 mod block;
 mod index;
 mod number;
 mod pax;
+mod sparse;
 mod stream;
 
 pub use block::{Block, BLOCK};
 pub use index::{Entry, FileSource, Index, Kind};
+pub(crate) use sparse::Expander;
+pub use sparse::{Piece, Segment};
 pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};

@@ -1,11 +1,14 @@
 //! PAX extended-header records: `"<len> <key>=<value>\n"`, repeated.
 //!
 //! Only the keywords that change what the index records are kept: `path`,
-//! `linkpath`, `size` and `mtime`. Values are kept as spans of the tar bytes.
+//! `linkpath`, `size`, `mtime` and the `GNU.sparse.*` family (read by
+//! [`super::sparse`]). Values are kept as spans of the tar bytes.
 //! An empty value unsets the keyword (POSIX), which is recorded as
 //! `Some(None)` so it can override a global record.
 
 use std::ops::Range;
+
+use super::sparse::Records;
 
 /// The keywords of one `x` or `g` header that the index uses.
 #[derive(Debug, Clone)]
@@ -14,9 +17,9 @@ pub struct Overrides<N = Range<usize>> {
     pub linkpath: Option<Option<N>>,
     pub size: Option<Option<u64>>,
     pub mtime: Option<Option<i64>>,
-    /// Whether a `GNU.sparse.*` record was seen: the entry is a GNU sparse
-    /// file (PAX 0.x or 1.0 encoding), which the index refuses to read.
-    pub sparse: bool,
+    /// The `GNU.sparse.*` records, if any: the entry is a GNU sparse file
+    /// (PAX 0.x or 1.0 encoding, see [`super::sparse`]).
+    pub sparse: Option<Box<Records<N>>>,
 }
 
 impl<N> Default for Overrides<N> {
@@ -26,7 +29,7 @@ impl<N> Default for Overrides<N> {
             linkpath: None,
             size: None,
             mtime: None,
-            sparse: false,
+            sparse: None,
         }
     }
 }
@@ -40,7 +43,7 @@ impl<N> Overrides<N> {
             linkpath: conv(self.linkpath),
             size: self.size,
             mtime: self.mtime,
-            sparse: self.sparse,
+            sparse: self.sparse.map(|r| Box::new(r.map_name(&mut f))),
         }
     }
 
@@ -58,7 +61,9 @@ impl<N> Overrides<N> {
         if newer.mtime.is_some() {
             self.mtime = newer.mtime;
         }
-        self.sparse |= newer.sparse;
+        if newer.sparse.is_some() {
+            self.sparse = newer.sparse;
+        }
     }
 }
 
@@ -139,7 +144,10 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
                 // ignores it: the header's mtime stands. Metadata only:
                 // neither tool lists or extracts other members or bytes.
             }
-            k if k.starts_with(b"GNU.sparse.") => out.sparse = true,
+            k if k.starts_with(b"GNU.sparse.") => out
+                .sparse
+                .get_or_insert_with(Default::default)
+                .record(k, text, name)?,
             _ => {}
         }
         pos += len;

@@ -120,18 +120,19 @@ impl<S: ByteStream> Reread<S> {
         self.stream.is_some()
     }
 
-    /// Hands `e`'s data to `sink` a window at a time, from the stream
+    /// Hands the `size` bytes at `offset` (a member's data) to `sink` a window at a time, from the stream
     /// already open if it has not passed `e`, else from `open()`. Returns
     /// whether the stream ended before the data did (the walk saw those
     /// bytes: the caller's file changed).
     pub(crate) fn read(
         &mut self,
-        e: &Entry,
+        offset: u64,
+        size: u64,
         open: &mut dyn FnMut() -> Result<S>,
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<bool> {
         let restart = match &self.stream {
-            Some(s) => s.produced() > e.offset,
+            Some(s) => s.produced() > offset,
             None => true,
         };
         if restart {
@@ -141,9 +142,9 @@ impl<S: ByteStream> Reread<S> {
             self.window = vec![0u8; CHUNK];
         }
         let s = self.stream.as_mut().expect("set above");
-        let skip = e.offset - s.produced();
+        let skip = offset - s.produced();
         let mut short = s.skip(skip, &mut self.window)? < skip;
-        let mut left = e.size;
+        let mut left = size;
         while left > 0 && !short {
             let want = self
                 .window

@@ -17,7 +17,7 @@ use neff::Neff;
 
 /// Most bytes of one entry's data an oracle reads before giving up on
 /// judging the input (a sparse file's holes can expand a small input
-/// without bound; `neff` refuses sparse files anyway).
+/// without bound).
 pub const MAX_DATA: usize = 16 << 20;
 
 /// One archive entry as a reader lists it.
@@ -25,7 +25,7 @@ pub const MAX_DATA: usize = 16 << 20;
 pub struct Listed {
     /// The name, as raw bytes.
     pub name: Vec<u8>,
-    /// `file`, `dir`, `symlink`, `hardlink`, `sparse` or `other`.
+    /// `file` (a GNU sparse file too), `dir`, `symlink`, `hardlink` or `other`.
     pub kind: &'static str,
     /// The declared size of the entry's data.
     pub size: u64,

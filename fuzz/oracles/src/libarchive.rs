@@ -109,7 +109,7 @@ pub fn list(tar: &[u8]) -> Option<Listing> {
             _ => return Some(Err(format!("entry {}: {}", entries.len(), r.error()))),
         }
         // SAFETY (this block): `e` is the live entry just returned.
-        let (name, ftype, size, symlink, hardlink, sparse) = unsafe {
+        let (name, ftype, size, symlink, hardlink, _sparse) = unsafe {
             (
                 text(archive_entry_pathname(e)),
                 archive_entry_filetype(e) & AE_IFMT,
@@ -123,7 +123,8 @@ pub fn list(tar: &[u8]) -> Option<Listing> {
             "hardlink"
         } else {
             match ftype {
-                AE_IFREG if sparse > 0 => "sparse",
+                // A GNU sparse file: listed with its real size, and read
+                // expanded (holes as zeros), as `neff` reads it.
                 AE_IFREG => "file",
                 AE_IFDIR => "dir",
                 AE_IFLNK => "symlink",

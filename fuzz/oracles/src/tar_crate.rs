@@ -34,8 +34,11 @@
 //! - an extension header (PAX `x`, GNU `L`/`K`) without the ustar or GNU
 //!   magic: the crate lists it as an entry; GNU tar and libarchive apply
 //!   it to the next entry. Not judged.
-//! - a GNU sparse file: the crate expands old-format maps; `neff` refuses
-//!   sparse files (the `tar` module docs), which is always allowed.
+//! - a GNU sparse file: the crate expands old-format (`S`) maps as GNU
+//!   tar and libarchive do (compared: a file of its real size, holes as
+//!   zeros), but knows nothing of the PAX encodings (0.0, 0.1, 1.0): it
+//!   lists their stored bytes under the header's name. An entry with
+//!   `GNU.sparse.*` PAX records is not judged.
 
 use std::io::Read;
 
@@ -68,6 +71,16 @@ pub fn list(tar: &[u8]) -> Option<Listing> {
         if malformed_pax {
             return None;
         }
+        let pax_sparse = match e.pax_extensions() {
+            Ok(Some(recs)) => recs
+                .into_iter()
+                .flatten()
+                .any(|r| r.key_bytes().starts_with(b"GNU.sparse.")),
+            _ => false,
+        };
+        if pax_sparse {
+            return None;
+        }
         let kind = match t {
             EntryType::XGlobalHeader => continue,
             EntryType::XHeader | EntryType::GNULongName | EntryType::GNULongLink => return None,
@@ -75,7 +88,7 @@ pub fn list(tar: &[u8]) -> Option<Listing> {
             EntryType::Directory => "dir",
             EntryType::Symlink => "symlink",
             EntryType::Link => "hardlink",
-            EntryType::GNUSparse => "sparse",
+            EntryType::GNUSparse => "file",
             // The crate's other types carry their byte (`as_byte`).
             _ => match t.as_byte() {
                 b'X' => return None,

@@ -65,6 +65,12 @@ struct Caps {
     /// bounded stream (memory per NEFF, and per scan worker) [default: 64M]
     #[arg(long, global = true, value_parser = parse_size)]
     inflate_budget: Option<u64>,
+    /// Most segments in an archive's GNU sparse maps, all together [default: 1048576]
+    #[arg(long, global = true)]
+    max_sparse_segments: Option<usize>,
+    /// Largest real size of one GNU sparse member [default: 64G]
+    #[arg(long, global = true, value_parser = parse_size)]
+    max_sparse_size: Option<u64>,
 }
 
 impl Caps {
@@ -78,6 +84,8 @@ impl Caps {
             max_json_size: self.max_json_size.unwrap_or(d.max_json_size),
             max_json_depth: self.max_json_depth.unwrap_or(d.max_json_depth),
             inflate_budget: self.inflate_budget.unwrap_or(d.inflate_budget),
+            max_sparse_segments: self.max_sparse_segments.unwrap_or(d.max_sparse_segments),
+            max_sparse_size: self.max_sparse_size.unwrap_or(d.max_sparse_size),
         }
     }
 }
