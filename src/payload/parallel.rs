@@ -369,20 +369,44 @@ pub(crate) struct Rounds<'a> {
     b_head: Vec<u8>,
     b: Vec<u8>,
     b_range: std::ops::Range<usize>,
+    /// The last round produced hardly more than it read (stored blocks).
+    incompressible: bool,
 }
 
+/// Where a sequential inflater takes over from the rounds: `head`, a
+/// synthetic stream that outputs the known window (`window_len` bytes,
+/// to be dropped) and ends mid-byte exactly where the real data resumes,
+/// then the real data from byte `from` on.
+pub(crate) struct Resume {
+    pub(crate) head: Vec<u8>,
+    pub(crate) window_len: usize,
+    pub(crate) from: usize,
+}
+
+/// How many times a cut whose search found no block start is moved
+/// [`SEARCH`] bytes further on before the round gives up.
+const MOVES: usize = 8;
+
 /// The next block boundary at least `seg` bytes after bit `from`, when
-/// enough input is left for another segment after it.
+/// enough input is left for another segment after it. A search that finds
+/// no block start (long matches can leave no plausible start in a stretch
+/// of [`SEARCH`] bytes) moves the cut further on, up to [`MOVES`] times.
 fn cut_after(
     data: &[u8],
     seg: usize,
     from: usize,
 ) -> std::result::Result<Option<usize>, RoundFailed> {
-    let at = from / 8 + seg;
-    if data.len().saturating_sub(at) < seg + SEARCH {
-        return Ok(None);
+    let mut at = from / 8 + seg;
+    for _ in 0..=MOVES {
+        if data.len().saturating_sub(at) < seg + SEARCH {
+            return Ok(None);
+        }
+        if let Some(found) = find_block(data, at * 8) {
+            return Ok(Some(found));
+        }
+        at += SEARCH;
     }
-    find_block(data, at * 8).map(Some).ok_or(RoundFailed)
+    Err(RoundFailed)
 }
 
 /// A round that did not decode: no block boundary near a cut, a window
@@ -408,17 +432,41 @@ impl<'a> Rounds<'a> {
             b_head: Vec::new(),
             b: Vec::new(),
             b_range: 0..0,
+            incompressible: false,
         }
+    }
+
+    /// Whether the last round produced less than 2% more bytes than it read
+    /// (stored blocks, incompressible data): the rounds cost more than one
+    /// sequential pass there, whose copy is all the work.
+    pub(crate) fn incompressible(&self) -> bool {
+        self.incompressible
+    }
+
+    /// Where a sequential inflater can take over: at the start of the next
+    /// round (the end of the last one that succeeded), with its window.
+    /// After a failed round this is where that round started.
+    pub(crate) fn resume(&self) -> Option<Resume> {
+        let bit = self.next?;
+        let k = bit % 8;
+        let mut head = deflate::primer(&self.window, k as u32).bytes;
+        let mut from = bit / 8;
+        if k > 0 {
+            let last = head.pop().unwrap_or(0);
+            let mask = (1u8 << k) - 1;
+            head.push((last & mask) | (*self.data.get(from)? & !mask));
+            from += 1;
+        }
+        Some(Resume {
+            head,
+            window_len: self.window.len(),
+            from,
+        })
     }
 
     /// Bytes of input before the next round's start (done with).
     pub(crate) fn consumed(&self) -> usize {
         self.next.map_or(self.data.len(), |bit| bit / 8)
-    }
-
-    /// Length of the raw DEFLATE input.
-    pub(crate) fn data_len(&self) -> usize {
-        self.data.len()
     }
 
     /// The output of the last round, in order.
@@ -503,8 +551,9 @@ impl<'a> Rounds<'a> {
         let end = if b.is_some() { c } else { None };
         let consumed = end.unwrap_or(self.data.len() * 8).saturating_sub(a) / 8;
         if consumed > 0 && produced > 0 {
+            self.incompressible = produced < consumed + consumed / 50;
             let ratio = produced.div_ceil(consumed).max(1);
-            self.seg = (ROUND_TARGET / 2 / ratio).clamp(1 << 20, 16 << 20);
+            self.seg = (ROUND_TARGET / 2 / ratio).clamp(16 << 10, 16 << 20);
         }
         self.next = end;
         Ok(true)

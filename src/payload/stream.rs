@@ -38,6 +38,8 @@ const SEGMENT_OUT: usize = 64 << 20;
 /// Output of the parallel rounds waiting to be taken.
 struct Par<'a> {
     rounds: Rounds<'a>,
+    /// Where the rounds' raw DEFLATE data starts in the payload.
+    base: usize,
     /// Which of the round's parts is being taken, and how far.
     part: usize,
     pos: usize,
@@ -78,6 +80,16 @@ pub(crate) trait Passed {
 impl<F: Fn(std::ops::Range<usize>)> Passed for F {
     fn passed(&self, range: std::ops::Range<usize>) {
         self(range)
+    }
+}
+
+/// A debug line on standard error when `NEFF_DEBUG` is set (why a
+/// payload was not inflated in parallel, and the like).
+pub(crate) fn debug(what: std::fmt::Arguments<'_>) {
+    static ON: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| std::env::var_os("NEFF_DEBUG").is_some_and(|v| !v.is_empty()));
+    if *ON {
+        eprintln!("neff: debug: {what}");
     }
 }
 
@@ -147,7 +159,7 @@ impl<'a> GzStream<'a> {
         // the one member the rounds can check: sequential from the start.
         let trailer_at_end = gzip::may_end_with_trailer(gz);
         if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
-            GzStream::in_rounds(gz, cap, SEGMENT)
+            GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT)
         } else {
             GzStream::new(gz, cap)
         }
@@ -155,11 +167,14 @@ impl<'a> GzStream<'a> {
 
     /// A stream inflated in parallel rounds starting with segments of
     /// `seg` compressed bytes (when the payload starts with a gzip member).
-    fn in_rounds(gz: &'a [u8], cap: u64, seg: usize) -> Result<GzStream<'a>> {
+    /// Each segment may produce at most `out_cap` bytes.
+    fn in_rounds(gz: &'a [u8], cap: u64, seg: usize, out_cap: usize) -> Result<GzStream<'a>> {
         let mut s = GzStream::new(gz, cap)?;
         if let Some(data) = gzip::raw_deflate(gz) {
+            let base = gz.len() - TRAILER - data.len();
             s.par = Some(Par {
-                rounds: Rounds::new(data, seg, SEGMENT_OUT),
+                rounds: Rounds::new(data, seg, out_cap),
+                base,
                 part: 3,
                 pos: 0,
             });
@@ -186,17 +201,25 @@ impl<'a> GzStream<'a> {
                 par.pos = 0;
                 continue;
             }
+            if par.rounds.incompressible() {
+                debug(format_args!(
+                    "gzip member at offset {}: stored blocks (incompressible data) from offset {}: \
+                     inflating the rest on one core, where copying is all the work",
+                    self.member_at,
+                    par.base + par.rounds.consumed()
+                ));
+                return self.resume_sequential(out);
+            }
             match par.rounds.next_round() {
                 Ok(true) => {
                     par.part = 0;
                     par.pos = 0;
-                    let start = self.gz.len() - TRAILER - par.rounds.data_len();
-                    let upto = start + par.rounds.consumed();
+                    let upto = par.base + par.rounds.consumed();
                     self.passed(upto);
                 }
                 Ok(false) => {
                     // Done: everything produced must be what the trailer says.
-                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.total_out) {
+                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.member_out) {
                         self.doubt = true;
                         return Err(self.corrupt());
                     }
@@ -204,8 +227,19 @@ impl<'a> GzStream<'a> {
                     return Ok(0);
                 }
                 Err(_) => {
-                    self.doubt = true;
-                    return Err(self.corrupt());
+                    // No block start near a cut, a window that never
+                    // cleared, a segment over its output cap, the member's
+                    // end (another member follows) or corrupt data: the
+                    // rest is inflated on one core from where the last
+                    // good round ended, with its window (nothing is
+                    // inflated twice). Corrupt data is then refused there.
+                    debug(format_args!(
+                        "gzip member at offset {}: a parallel round from offset {} did not decode: \
+                         inflating the rest on one core",
+                        self.member_at,
+                        par.base + par.rounds.consumed()
+                    ));
+                    return self.resume_sequential(out);
                 }
             }
         }
@@ -215,6 +249,7 @@ impl<'a> GzStream<'a> {
         out[..n].copy_from_slice(&from[..n]);
         par.pos += n;
         self.crc.update(&out[..n]);
+        self.member_out += n as u64;
         self.total_out += n as u64;
         if self.total_out > self.cap {
             // Not checked against the trailer yet: the sequential pass decides.
@@ -226,6 +261,35 @@ impl<'a> GzStream<'a> {
             });
         }
         Ok(n)
+    }
+
+    /// Leaves the parallel rounds for the sequential inflater, which takes
+    /// over at the end of the last round delivered (every byte before it
+    /// already given out and counted in the member's CRC-32), primed with
+    /// that round's window; then fills `out` from there.
+    fn resume_sequential(&mut self, out: &mut [u8]) -> Result<usize> {
+        let par = self.par.take().expect("parallel");
+        let Some(r) = par.rounds.resume() else {
+            // The rounds finished: nothing is left to inflate but the check.
+            self.doubt = true;
+            return Err(self.corrupt());
+        };
+        self.in_member = true;
+        self.inflater.reset(false);
+        // The head outputs the window (dropped) and ends where the data resumes.
+        let mut scratch = vec![0u8; r.window_len + 64];
+        let done = self
+            .inflater
+            .decompress(&r.head, &mut scratch, FlushDecompress::None);
+        let primed = matches!(done, Ok(Status::Ok))
+            && self.inflater.total_in() == r.head.len() as u64
+            && self.inflater.total_out() == r.window_len as u64;
+        if !primed {
+            self.doubt = true;
+            return Err(self.corrupt());
+        }
+        self.pos = par.base + r.from;
+        self.fill(out)
     }
 
     /// Bytes produced so far.
@@ -424,7 +488,7 @@ mod tests {
         let data = corpus();
         let gz = gzip(&data);
         for seg in [4 << 10, 64 << 10, 300 << 10] {
-            let s = GzStream::in_rounds(&gz, 1 << 30, seg).unwrap();
+            let s = GzStream::in_rounds(&gz, 1 << 30, seg, SEGMENT_OUT).unwrap();
             assert!(s.par.is_some());
             let (out, doubt) = drain(s);
             assert!(!doubt, "segment {seg}");
@@ -438,17 +502,8 @@ mod tests {
         let mut gz = gzip(&data);
         let n = gz.len();
         gz[n - 8] ^= 1; // the CRC: the rounds' bytes cannot be verified
-        let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10).unwrap());
+        let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
         assert!(out.is_err() && doubt);
-        // Two members: the rounds stop at the first member's end and the
-        // whole does not match the last trailer; the sequential stream
-        // reads both.
-        let mut two = gzip(&data[..1 << 20]);
-        two.extend(gzip(&data[1 << 20..]));
-        let (out, doubt) = drain(GzStream::in_rounds(&two, 1 << 30, 64 << 10).unwrap());
-        assert!(out.is_err() && doubt);
-        let (out, doubt) = drain(GzStream::new(&two, 1 << 30).unwrap());
-        assert!(!doubt && out.unwrap() == data);
         // A copy of the trailer after the real one: the rounds must not
         // stop at the final block and match the copy (the sequential
         // stream refuses the copy as neither a member nor padding).
@@ -456,10 +511,78 @@ mod tests {
         let n = copy.len();
         let t = copy[n - 8..].to_vec();
         copy.extend_from_slice(&t);
-        let (out, _) = drain(GzStream::in_rounds(&copy, 1 << 30, 64 << 10).unwrap());
+        let (out, _) = drain(GzStream::in_rounds(&copy, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
         assert!(out.is_err(), "the rounds accepted a trailer copy");
         let (out, _) = drain(GzStream::new(&copy, 1 << 30).unwrap());
         assert!(out.is_err());
+    }
+
+    /// Drains `s` in windows of 100,000 bytes; also says whether the
+    /// rounds were left for one core, and the input the sequential
+    /// inflater read.
+    fn drain_handover(mut s: GzStream<'_>) -> (Vec<u8>, bool, u64) {
+        let mut out = Vec::new();
+        let mut w = vec![0u8; 100_000];
+        loop {
+            let n = s.fill(&mut w).expect("reads");
+            if n == 0 {
+                assert!(!s.doubtful());
+                return (out, s.par.is_none(), s.inflater.total_in());
+            }
+            out.extend_from_slice(&w[..n]);
+        }
+    }
+
+    #[test]
+    fn rounds_reaching_a_member_end_hand_over_to_one_core_without_starting_again() {
+        let data = corpus();
+        let half = data.len() / 2;
+        let mut two = gzip(&data[..half]);
+        let first = two.len();
+        two.extend(gzip(&data[half..]));
+        let s = GzStream::in_rounds(&two, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap();
+        let (out, handed_over, seq_in) = drain_handover(s);
+        assert!(out == data);
+        assert!(handed_over);
+        // The one-core inflater read only the rest of the first member (and
+        // then the second), not the payload again.
+        assert!(seq_in < two.len() as u64 - first as u64 / 4, "{seq_in}");
+    }
+
+    #[test]
+    fn a_round_over_its_output_cap_hands_over_where_the_last_round_ended() {
+        // Text, then 16 MiB of zeros (one segment would produce far more
+        // than the 1 MiB cap), then text again.
+        let mut data = corpus();
+        let text = data.clone();
+        data.extend(vec![0u8; 16 << 20]);
+        data.extend_from_slice(&text);
+        let gz = gzip(&data);
+        let s = GzStream::in_rounds(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
+        let (out, handed_over, seq_in) = drain_handover(s);
+        assert!(out == data);
+        assert!(handed_over);
+        assert!(seq_in < gz.len() as u64 * 3 / 4, "{seq_in} of {}", gz.len());
+    }
+
+    #[test]
+    fn stored_blocks_leave_the_rounds_after_one_round() {
+        let mut x = 9u64;
+        let data: Vec<u8> = (0..6 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let gz = gzip(&data);
+        let s = GzStream::in_rounds(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
+        let (out, handed_over, seq_in) = drain_handover(s);
+        assert!(out == data);
+        assert!(handed_over);
+        // One round of two 1 MiB segments, then one core for the rest.
+        assert!(seq_in < gz.len() as u64 - (1 << 20), "{seq_in}");
     }
 
     #[test]
