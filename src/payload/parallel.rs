@@ -50,6 +50,41 @@ use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 /// what is left runs to the stream's end (and can overflow a segment's
 /// output cap, failing the rounds and restarting the walk).
 pub(crate) const PARALLEL_FROM: usize = 16 << 20;
+/// Files being read by the workers of a pool (a scan's): see [`core_free`].
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Held by a pool worker while it reads one file ([`Job::start`]), so
+/// that a large payload read inside the pool knows whether another worker
+/// is idle.
+#[derive(Debug)]
+pub(crate) struct Job(());
+
+impl Job {
+    /// Counts one more file in flight until the guard is dropped.
+    pub(crate) fn start() -> Job {
+        IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Job(())
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether a second core is free for inflating one payload: at least two
+/// threads, and either not inside a rayon pool, or inside one with fewer
+/// files in flight than workers (a scan of a directory holding one big
+/// NEFF, or the tail of a zoo: the idle worker steals the other half of
+/// each `rayon::join`).
+pub(crate) fn core_free() -> bool {
+    let threads = rayon::current_num_threads();
+    threads >= 2
+        && (rayon::current_thread_index().is_none()
+            || IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed) < threads)
+}
+
 /// Fewest compressed bytes per chunk of a whole-payload split.
 const MIN_CHUNK: usize = 4 << 20;
 /// How far past a cut the block finder looks, in bytes.

@@ -26,7 +26,7 @@
 use flate2::{Decompress, FlushDecompress, Status};
 
 use super::gzip::{self, Trailer, TRAILER};
-use super::parallel::{Rounds, PARALLEL_FROM};
+use super::parallel::{self, Rounds, PARALLEL_FROM};
 use crate::error::{Error, Result};
 
 /// Compressed bytes per segment of the parallel rounds, at first (then
@@ -45,6 +45,60 @@ struct Par<'a> {
     pos: usize,
 }
 
+/// Most output one side of a member round produces.
+const MEMBER_OUT: usize = 16 << 20;
+
+/// A member inflated ahead, from a header found by search (not yet known
+/// to be the next member's start).
+struct Ahead {
+    /// Where its header starts, and its DEFLATE data.
+    at: usize,
+    data: usize,
+    /// The input position its inflater reached.
+    pos: usize,
+    inflater: Decompress,
+    crc: libdeflater::Crc,
+    /// Bytes it produced (all in `buf`).
+    out: u64,
+    buf: Vec<u8>,
+    /// Its DEFLATE stream ended at `pos`.
+    ended: bool,
+    /// It did not inflate (not a member).
+    failed: bool,
+}
+
+/// Inflates from `input` into `buf` until the DEFLATE stream ends, `buf`
+/// is full or no progress is made: (input used, bytes written, ended).
+fn inflate_some(
+    z: &mut Decompress,
+    input: &[u8],
+    buf: &mut [u8],
+) -> std::result::Result<(usize, usize, bool), ()> {
+    let (in0, out0) = (z.total_in(), z.total_out());
+    loop {
+        let (used, n) = (
+            (z.total_in() - in0) as usize,
+            (z.total_out() - out0) as usize,
+        );
+        if n == buf.len() {
+            return Ok((used, n, false));
+        }
+        let status = z
+            .decompress(&input[used..], &mut buf[n..], FlushDecompress::None)
+            .map_err(|_| ())?;
+        let (used2, n2) = (
+            (z.total_in() - in0) as usize,
+            (z.total_out() - out0) as usize,
+        );
+        if status == Status::StreamEnd {
+            return Ok((used2, n2, true));
+        }
+        if used2 == used && n2 == n {
+            return Ok((used2, n2, false));
+        }
+    }
+}
+
 /// A gzip payload being inflated, one window at a time.
 pub struct GzStream<'a> {
     gz: &'a [u8],
@@ -60,6 +114,17 @@ pub struct GzStream<'a> {
     cap: u64,
     done: bool,
     par: Option<Par<'a>>,
+    /// Members inflated two at a time (see [`Ahead`]), when several
+    /// members may follow and a core is free.
+    members_par: bool,
+    /// The next member, inflated ahead on another core.
+    ahead: Option<Ahead>,
+    /// A header-like offset found not to start the next member (so that
+    /// the same false candidate is not tried again).
+    not_a_member: usize,
+    /// Output produced by a member round and not yet handed out.
+    pending: Vec<u8>,
+    pending_pos: usize,
     /// The parallel rounds failed or their output did not match the
     /// trailer: what was produced is not to be trusted (see
     /// [`doubtful`](GzStream::doubtful)).
@@ -121,6 +186,11 @@ impl<'a> GzStream<'a> {
             cap,
             done: false,
             par: None,
+            members_par: false,
+            ahead: None,
+            not_a_member: 0,
+            pending: Vec::new(),
+            pending_pos: 0,
             doubt: false,
             release: None,
             released: 0,
@@ -153,16 +223,17 @@ impl<'a> GzStream<'a> {
     /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
     /// starts over with [`new`](Self::new).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        let free_core =
-            rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
+        let free_core = parallel::core_free();
         // A padded payload (zeros where a trailer would be) has more than
         // the one member the rounds can check: sequential from the start.
         let trailer_at_end = gzip::may_end_with_trailer(gz);
-        if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
-            GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT)
+        let mut s = if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
+            GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT)?
         } else {
-            GzStream::new(gz, cap)
-        }
+            GzStream::new(gz, cap)?
+        };
+        s.members_par = free_core && gz.len() >= PARALLEL_FROM;
+        Ok(s)
     }
 
     /// A stream inflated in parallel rounds starting with segments of
@@ -326,6 +397,9 @@ impl<'a> GzStream<'a> {
         if self.par.is_some() && !self.done {
             return self.fill_par(out);
         }
+        if self.members_par {
+            return self.fill_members(out);
+        }
         loop {
             if self.done {
                 return Ok(0);
@@ -366,6 +440,146 @@ impl<'a> GzStream<'a> {
                 return Ok(n);
             }
         }
+    }
+
+    /// [`fill`](Self::fill) from member rounds: hands out what the last
+    /// round produced, then runs the next.
+    fn fill_members(&mut self, out: &mut [u8]) -> Result<usize> {
+        loop {
+            if !self.pending.is_empty() {
+                let p = &mut self.pending;
+                let n = out.len().min(p.len() - self.pending_pos);
+                out[..n].copy_from_slice(&p[self.pending_pos..self.pending_pos + n]);
+                self.pending_pos += n;
+                if self.pending_pos == p.len() {
+                    p.clear();
+                    self.pending_pos = 0;
+                }
+                self.total_out += n as u64;
+                if self.total_out > self.cap {
+                    return Err(Error::Limit {
+                        what: "inflated payload size",
+                        found: self.total_out,
+                        cap: self.cap,
+                    });
+                }
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            self.member_round()?;
+        }
+    }
+
+    /// One member round: the member being inflated goes on (up to
+    /// [`MEMBER_OUT`] bytes) while, on another core, the next member is
+    /// inflated ahead from the first gzip header after the input position
+    /// (up to [`MEMBER_OUT`] too). When the member ends, its trailer is
+    /// checked and the member after it is read from its real start: if
+    /// that is where the one ahead started, its output and inflater are
+    /// taken over (nothing inflated twice); else (a header-like run of
+    /// bytes inside DEFLATE data) it is dropped. Output goes to `pending`.
+    fn member_round(&mut self) -> Result<()> {
+        if !self.in_member {
+            if let Some(a) = self.ahead.take() {
+                // Read the next member's real start, as the sequential walk does.
+                let next = gzip::next_member(self.gz, self.pos)?;
+                match next {
+                    Some(m) if m.at == a.at && m.data == a.data && !a.failed => {
+                        self.member_at = m.at;
+                        self.in_member = true;
+                        self.inflater = a.inflater;
+                        self.crc = a.crc;
+                        self.member_out = a.out;
+                        self.pos = a.pos;
+                        self.pending = a.buf;
+                        if a.ended {
+                            self.end_member()?;
+                        }
+                        return Ok(());
+                    }
+                    _ => self.not_a_member = self.not_a_member.max(a.at),
+                }
+            }
+            if !self.start_member()? {
+                self.done = true;
+                return Ok(());
+            }
+        }
+        // The next member's candidate start: a header after the input
+        // position (and after any candidate already found wrong).
+        let from = self.pos.max(self.not_a_member + 1);
+        let candidate = match &self.ahead {
+            Some(_) => None,
+            None => gzip::header_after(self.gz, from),
+        };
+        let gz = self.gz;
+        let mut buf = std::mem::take(&mut self.pending);
+        let (inflater, crc, pos) = (&mut self.inflater, &mut self.crc, self.pos);
+        let (here, ahead) = rayon::join(
+            || {
+                buf.resize(MEMBER_OUT, 0);
+                let r = inflate_some(inflater, &gz[pos..], &mut buf);
+                if let Ok((_, n, _)) = r {
+                    crc.update(&buf[..n]);
+                    buf.truncate(n);
+                }
+                (r, buf)
+            },
+            || {
+                candidate.map(|(at, data)| {
+                    let mut a = Ahead {
+                        at,
+                        data,
+                        pos: data,
+                        inflater: Decompress::new(false),
+                        crc: libdeflater::Crc::new(),
+                        out: 0,
+                        buf: vec![0u8; MEMBER_OUT],
+                        ended: false,
+                        failed: false,
+                    };
+                    match inflate_some(&mut a.inflater, &gz[data..], &mut a.buf) {
+                        Ok((used, n, ended)) => {
+                            a.crc.update(&a.buf[..n]);
+                            a.buf.truncate(n);
+                            a.pos += used;
+                            a.out = n as u64;
+                            a.ended = ended;
+                        }
+                        Err(()) => a.failed = true,
+                    }
+                    a
+                })
+            },
+        );
+        if let Some(a) = ahead {
+            if a.failed {
+                self.not_a_member = a.at;
+            } else {
+                self.ahead = Some(a);
+            }
+        }
+        let (r, buf) = here;
+        let (used, n, ended) = r.map_err(|()| self.corrupt())?;
+        self.pending = buf;
+        self.pos += used;
+        self.passed(self.pos);
+        self.member_out += n as u64;
+        if ended {
+            self.end_member()?;
+        } else if n == 0 && used == 0 {
+            return Err(self.corrupt());
+        }
+        if let Some(a) = &self.ahead {
+            if a.at < self.pos {
+                // The member being read runs over it: not a member start.
+                self.not_a_member = a.at;
+                self.ahead = None;
+            }
+        }
+        Ok(())
     }
 
     /// Checks the trailer of the member whose DEFLATE stream just ended.
@@ -562,7 +776,12 @@ mod tests {
         let (out, handed_over, seq_in) = drain_handover(s);
         assert!(out == data);
         assert!(handed_over);
-        assert!(seq_in < gz.len() as u64 * 3 / 4, "{seq_in} of {}", gz.len());
+        // The first round (two segments of 64 KiB) was not read again.
+        assert!(
+            seq_in < gz.len() as u64 - (128 << 10),
+            "{seq_in} of {}",
+            gz.len()
+        );
     }
 
     #[test]
@@ -583,6 +802,63 @@ mod tests {
         assert!(handed_over);
         // One round of two 1 MiB segments, then one core for the rest.
         assert!(seq_in < gz.len() as u64 - (1 << 20), "{seq_in}");
+    }
+
+    /// A stream reading members two at a time (see `member_round`).
+    fn by_members(gz: &[u8]) -> GzStream<'_> {
+        let mut s = GzStream::new(gz, 1 << 30).unwrap();
+        s.members_par = true;
+        s
+    }
+
+    #[test]
+    fn members_inflated_two_at_a_time_give_the_sequential_bytes() {
+        let data = corpus();
+        // Members of uneven sizes (one over a round's output), zero padding
+        // between two of them and at the end, and a member whose stored
+        // data holds a gzip header (a false next-member candidate).
+        let mut fake = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        fake.extend_from_slice(&data[..5000]);
+        let stored = {
+            let mut g = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255, 1];
+            let len = fake.len() as u16;
+            g.extend_from_slice(&len.to_le_bytes());
+            g.extend_from_slice(&(!len).to_le_bytes());
+            g.extend_from_slice(&fake);
+            g.extend_from_slice(&gzip::trailer_of(&fake));
+            g
+        };
+        let big = [&data[..], &vec![7u8; 20 << 20][..]].concat();
+        let parts: Vec<&[u8]> = vec![&data[..1000], &big, &data[..300_000], &data[5..]];
+        let mut gz = Vec::new();
+        let mut want = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            gz.extend(gzip(p));
+            want.extend_from_slice(p);
+            if i == 1 {
+                gz.extend(vec![0u8; 33]);
+                gz.extend_from_slice(&stored);
+                want.extend_from_slice(&fake);
+            }
+        }
+        gz.extend(vec![0u8; 512]);
+        let (got, doubt) = drain(by_members(&gz));
+        assert!(!doubt);
+        assert!(got.unwrap() == want);
+        // A corrupt trailer in the middle: the sequential refusal, word for word.
+        let mut bad = gzip(&data[..1000]);
+        let at = bad.len();
+        bad.extend(gzip(&data));
+        bad.extend(gzip(b"last"));
+        let n = at + gzip(&data).len();
+        bad[n - 3] ^= 1;
+        let e1 = drain(by_members(&bad)).0.unwrap_err().to_string();
+        let e2 = drain(GzStream::new(&bad, 1 << 30).unwrap())
+            .0
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e1, e2);
+        assert!(e1.contains(&format!("offset {at}")), "{e1}");
     }
 
     #[test]
