@@ -236,6 +236,27 @@ impl<'a> GzStream<'a> {
         Ok(s)
     }
 
+    /// A stream that takes every parallel path whatever the payload's size
+    /// or the cores: rounds of `seg`-byte segments producing at most
+    /// `out_cap` each (when the payload may end with its one member's
+    /// trailer), then members two at a time. For the tests and fuzz
+    /// targets that compare it with [`new`](Self::new).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn forced_parallel(
+        gz: &'a [u8],
+        cap: u64,
+        seg: usize,
+        out_cap: usize,
+    ) -> Result<GzStream<'a>> {
+        let mut s = if gzip::may_end_with_trailer(gz) {
+            GzStream::in_rounds(gz, cap, seg, out_cap)?
+        } else {
+            GzStream::new(gz, cap)?
+        };
+        s.members_par = true;
+        Ok(s)
+    }
+
     /// A stream inflated in parallel rounds starting with segments of
     /// `seg` compressed bytes (when the payload starts with a gzip member).
     /// Each segment may produce at most `out_cap` bytes.
@@ -859,6 +880,93 @@ mod tests {
             .to_string();
         assert_eq!(e1, e2);
         assert!(e1.contains(&format!("offset {at}")), "{e1}");
+    }
+
+    /// A small payload of one of the shapes users ship, from `seed`: noise
+    /// (stored blocks), zero runs (long matches), text, float-like bytes,
+    /// compressed at a level from 0 to 9, sync-flushed as pigz does, or as
+    /// several members.
+    fn shape(seed: u64) -> (Vec<u8>, Vec<u8>) {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let text = corpus();
+        let mut data = Vec::new();
+        while data.len() < 3 << 20 {
+            let n = (rnd() % (256 << 10)) as usize;
+            match rnd() % 4 {
+                0 => data.extend((0..n).map(|_| rnd() as u8)),
+                1 => data.extend(vec![0u8; n * 4]),
+                2 => {
+                    let at = (rnd() as usize) % (text.len() - n);
+                    data.extend_from_slice(&text[at..at + n]);
+                }
+                _ => data.extend((0..n / 4).flat_map(|_| {
+                    let f = (rnd() % 2000) as f32 / 1000.0 - 1.0;
+                    f.to_le_bytes()
+                })),
+            }
+        }
+        let level = (rnd() % 10) as u32;
+        let members = 1 + (rnd() % 3) as usize * (rnd() % 5) as usize;
+        let sync = rnd() % 3 == 0;
+        let mut gz = Vec::new();
+        for part in data.chunks(data.len().div_ceil(members)) {
+            let mut c = Compress::new(Compression::new(level), false);
+            let mut raw = Vec::with_capacity(part.len() + 4096);
+            let step = if sync { 128 << 10 } else { part.len() };
+            for (i, piece) in part.chunks(step).enumerate() {
+                let last = (i + 1) * step >= part.len();
+                let flush = if last {
+                    FlushCompress::Finish
+                } else {
+                    FlushCompress::Sync
+                };
+                let mut fed = 0;
+                loop {
+                    raw.reserve(64 << 10);
+                    let before = c.total_in();
+                    let st = c.compress_vec(&piece[fed..], &mut raw, flush).unwrap();
+                    fed += (c.total_in() - before) as usize;
+                    if (last && st == flate2::Status::StreamEnd)
+                        || (!last && fed == piece.len() && raw.capacity() > raw.len())
+                    {
+                        break;
+                    }
+                }
+            }
+            gz.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+            gz.extend_from_slice(&raw);
+            gz.extend_from_slice(&gzip::trailer_of(part));
+        }
+        (data, gz)
+    }
+
+    #[test]
+    fn parallel_paths_equal_sequential_bytes_at_random_cuts_on_every_shape() {
+        let mut x = 0x5eed_u64;
+        for seed in 0..8 {
+            let (data, gz) = shape(seed);
+            assert!(drain(GzStream::new(&gz, 1 << 30).unwrap()).0.unwrap() == data);
+            for _ in 0..2 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                // Cuts anywhere: segments of 1 KiB to 512 KiB, output caps
+                // of 256 KiB to 8 MiB (smaller caps fail rounds mid-stream).
+                let seg = 1024 + (x >> 40) as usize % (511 << 10);
+                let out_cap = (256 << 10) + (x >> 20) as usize % (8 << 20);
+                let s = GzStream::forced_parallel(&gz, 1 << 30, seg, out_cap).unwrap();
+                let (out, doubt) = drain(s);
+                assert!(!doubt, "seed {seed} seg {seg} cap {out_cap}");
+                assert!(out.unwrap() == data, "seed {seed} seg {seg} cap {out_cap}");
+            }
+        }
     }
 
     #[test]
