@@ -20,7 +20,10 @@
 //!    bytes before it.
 //!
 //! The streamed walk takes the same pieces in bounded `Rounds` of two
-//! segments instead, so that memory follows a segment, never the payload.
+//! segments instead, so that memory follows a segment, never the payload;
+//! a round that fails leaves `Rounds::resume`, where a one-core inflater
+//! takes over without going back. [`core_free`] says whether a second core
+//! is free (outside a pool, or a pool's worker with idle workers beside it).
 //!
 //! Nothing here is trusted: the caller checks the joined output's length
 //! and CRC-32 against the gzip trailer, and on any failure (no boundary
@@ -388,9 +391,11 @@ pub fn split_inflate(
 /// ratio seen so far to produce about [`ROUND_TARGET`] bytes each, and
 /// each may produce at most `out_cap`: memory is two segments' output in
 /// two buffers reused from round to round, never the payload. Nothing
-/// here is trusted: any failure is [`RoundFailed`], and the caller checks the
-/// CRC-32 and length of everything produced against the gzip trailer and,
-/// on a mismatch, inflates again sequentially.
+/// here is trusted: any failure is [`RoundFailed`], after which the caller
+/// takes over on one core from [`Rounds::resume`] (the end of the last
+/// good round, with its window); the caller checks the CRC-32 and length
+/// of everything produced against the gzip trailer and, on a mismatch,
+/// inflates again sequentially.
 pub(crate) struct Rounds<'a> {
     data: &'a [u8],
     /// Bit where the next round starts; `None` once the stream is done.

@@ -6,11 +6,25 @@
 //! whose trailer cannot be trusted. The inflater is zlib-rs (through
 //! flate2's raw-DEFLATE interface), which measured as fast as one-shot
 //! libdeflate on `big_pkg2.neff` and 17 times faster on a payload of zeros,
-//! since its output stays in cache (PERF.md §10); a large single member
-//! may instead be inflated in parallel rounds on a free core
-//! (`GzStream::new_parallel`, `parallel::Rounds`), checked against its
-//! trailer at the end. The payload is read member by member, with the
-//! strict framing of [`super::gzip`]:
+//! since its output stays in cache (PERF.md §10). With a core free
+//! (`GzStream::new_parallel`, `parallel::core_free`) and 16 MiB of gzip or
+//! more, two cores share the work:
+//!
+//! - a large member is inflated in parallel rounds (`parallel::Rounds`),
+//!   checked against its trailer at the end. A round that does not decode
+//!   (the member ends inside it, a segment over its output cap, no block
+//!   start found) or that finds stored blocks (incompressible data, where
+//!   copying is all the work and one core is faster) hands over to the
+//!   one-core inflater, primed with the last 32 KiB the rounds produced, at
+//!   the end of the last good round: nothing is inflated twice
+//!   (`NEFF_DEBUG=1` prints why);
+//! - several members are inflated two at a time (`member_round`): while
+//!   one member goes on, the next is inflated ahead from the first gzip
+//!   header after the input position, and taken over when the member
+//!   before really ends there. Each side produces at most 16 MiB a round.
+//!
+//! The payload is read member by member, with the strict framing of
+//! [`super::gzip`]:
 //!
 //! - every member header is checked (magic, method 8, no reserved flag
 //!   bits, every optional field inside the input);
@@ -47,6 +61,8 @@ struct Par<'a> {
 
 /// Most output one side of a member round produces.
 const MEMBER_OUT: usize = 16 << 20;
+/// How far past the input position the next member's header is looked for.
+const LOOK_AHEAD: usize = 64 << 20;
 
 /// A member inflated ahead, from a header found by search (not yet known
 /// to be the next member's start).
@@ -58,13 +74,11 @@ struct Ahead {
     pos: usize,
     inflater: Decompress,
     crc: libdeflater::Crc,
-    /// Bytes it produced (all in `buf`).
-    out: u64,
+    /// Its output, `buf[..len]` (all it produced).
     buf: Vec<u8>,
+    len: usize,
     /// Its DEFLATE stream ended at `pos`.
     ended: bool,
-    /// It did not inflate (not a member).
-    failed: bool,
 }
 
 /// Inflates from `input` into `buf` until the DEFLATE stream ends, `buf`
@@ -117,14 +131,24 @@ pub struct GzStream<'a> {
     /// Members inflated two at a time (see [`Ahead`]), when several
     /// members may follow and a core is free.
     members_par: bool,
+    /// A second member was met: members go two at a time from now on.
+    several: bool,
     /// The next member, inflated ahead on another core.
     ahead: Option<Ahead>,
+    /// Members taken over from the ones inflated ahead.
+    adopted: usize,
     /// A header-like offset found not to start the next member (so that
     /// the same false candidate is not tried again).
     not_a_member: usize,
-    /// Output produced by a member round and not yet handed out.
+    /// No member header starts before this offset (searched already).
+    no_header_before: usize,
+    /// Output of a member round (`pending[pending_at..pending_len]` not
+    /// yet handed out), and the buffer the next member ahead fills: both
+    /// allocated once, of [`MEMBER_OUT`] bytes.
     pending: Vec<u8>,
-    pending_pos: usize,
+    pending_at: usize,
+    pending_len: usize,
+    spare: Vec<u8>,
     /// The parallel rounds failed or their output did not match the
     /// trailer: what was produced is not to be trusted (see
     /// [`doubtful`](GzStream::doubtful)).
@@ -187,10 +211,15 @@ impl<'a> GzStream<'a> {
             done: false,
             par: None,
             members_par: false,
+            several: false,
             ahead: None,
+            adopted: 0,
             not_a_member: 0,
+            no_header_before: 0,
             pending: Vec::new(),
-            pending_pos: 0,
+            pending_at: 0,
+            pending_len: 0,
+            spare: Vec::new(),
             doubt: false,
             release: None,
             released: 0,
@@ -418,19 +447,30 @@ impl<'a> GzStream<'a> {
         if self.par.is_some() && !self.done {
             return self.fill_par(out);
         }
-        if self.members_par {
-            return self.fill_members(out);
-        }
         loop {
+            if let Some(n) = self.take_pending(out)? {
+                return Ok(n);
+            }
             if self.done {
                 return Ok(0);
             }
             if !self.in_member {
+                if self.members_par && self.adopt_ahead()? {
+                    continue;
+                }
                 if !self.start_member()? {
                     self.done = true;
                     return Ok(0);
                 }
+                // Members two at a time once a second member is met.
+                self.several |= self.members_par && self.member_at > 0;
                 continue;
+            }
+            if self.several {
+                if let Some(c) = self.candidate() {
+                    self.member_round(c)?;
+                    continue;
+                }
             }
             let (in0, out0) = (self.inflater.total_in(), self.inflater.total_out());
             let status = self
@@ -463,128 +503,141 @@ impl<'a> GzStream<'a> {
         }
     }
 
-    /// [`fill`](Self::fill) from member rounds: hands out what the last
-    /// round produced, then runs the next.
-    fn fill_members(&mut self, out: &mut [u8]) -> Result<usize> {
-        loop {
-            if !self.pending.is_empty() {
-                let p = &mut self.pending;
-                let n = out.len().min(p.len() - self.pending_pos);
-                out[..n].copy_from_slice(&p[self.pending_pos..self.pending_pos + n]);
-                self.pending_pos += n;
-                if self.pending_pos == p.len() {
-                    p.clear();
-                    self.pending_pos = 0;
+    /// Hands out output a member round left, if any.
+    fn take_pending(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
+        let (from, to) = (self.pending_at, self.pending_len);
+        if from == to {
+            return Ok(None);
+        }
+        let n = out.len().min(to - from);
+        out[..n].copy_from_slice(&self.pending[from..from + n]);
+        self.pending_at += n;
+        self.total_out += n as u64;
+        if self.total_out > self.cap {
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: self.total_out,
+                cap: self.cap,
+            });
+        }
+        Ok(Some(n))
+    }
+
+    /// At a member's start (the one before ended at `pos`): takes over
+    /// the member inflated ahead if it starts where the walk finds the
+    /// next member; `false` when there is none to take.
+    fn adopt_ahead(&mut self) -> Result<bool> {
+        let Some(a) = self.ahead.take() else {
+            return Ok(false);
+        };
+        // The next member's real start, read as the sequential walk reads it.
+        match gzip::next_member(self.gz, self.pos)? {
+            Some(m) if m.at == a.at && m.data == a.data => {
+                self.member_at = m.at;
+                self.in_member = true;
+                self.inflater = a.inflater;
+                self.crc = a.crc;
+                self.member_out = a.len as u64;
+                self.pos = a.pos;
+                self.spare = std::mem::replace(&mut self.pending, a.buf);
+                self.pending_at = 0;
+                self.pending_len = a.len;
+                self.adopted += 1;
+                if a.ended {
+                    self.end_member()?;
                 }
-                self.total_out += n as u64;
-                if self.total_out > self.cap {
-                    return Err(Error::Limit {
-                        what: "inflated payload size",
-                        found: self.total_out,
-                        cap: self.cap,
-                    });
-                }
-                return Ok(n);
+                Ok(true)
             }
-            if self.done {
-                return Ok(0);
+            _ => {
+                self.not_a_member = self.not_a_member.max(a.at);
+                self.spare = a.buf;
+                Ok(false)
             }
-            self.member_round()?;
         }
     }
 
+    /// A header that may start the next member, searched for within
+    /// [`LOOK_AHEAD`] bytes of input past the position (and past any
+    /// candidate found wrong, and any stretch already searched).
+    fn candidate(&mut self) -> Option<(usize, usize)> {
+        if self.ahead.is_some() {
+            return None;
+        }
+        let from = self
+            .pos
+            .max(self.not_a_member + 1)
+            .max(self.no_header_before);
+        let end = self.pos.saturating_add(LOOK_AHEAD).min(self.gz.len());
+        if from >= end {
+            return None;
+        }
+        let found = gzip::header_after(&self.gz[..end], from);
+        if found.is_none() {
+            // A header straddling `end` is found by the next search.
+            self.no_header_before = end.saturating_sub(2);
+        }
+        found
+    }
+
     /// One member round: the member being inflated goes on (up to
-    /// [`MEMBER_OUT`] bytes) while, on another core, the next member is
-    /// inflated ahead from the first gzip header after the input position
-    /// (up to [`MEMBER_OUT`] too). When the member ends, its trailer is
-    /// checked and the member after it is read from its real start: if
-    /// that is where the one ahead started, its output and inflater are
-    /// taken over (nothing inflated twice); else (a header-like run of
-    /// bytes inside DEFLATE data) it is dropped. Output goes to `pending`.
-    fn member_round(&mut self) -> Result<()> {
-        if !self.in_member {
-            if let Some(a) = self.ahead.take() {
-                // Read the next member's real start, as the sequential walk does.
-                let next = gzip::next_member(self.gz, self.pos)?;
-                match next {
-                    Some(m) if m.at == a.at && m.data == a.data && !a.failed => {
-                        self.member_at = m.at;
-                        self.in_member = true;
-                        self.inflater = a.inflater;
-                        self.crc = a.crc;
-                        self.member_out = a.out;
-                        self.pos = a.pos;
-                        self.pending = a.buf;
-                        if a.ended {
-                            self.end_member()?;
-                        }
-                        return Ok(());
-                    }
-                    _ => self.not_a_member = self.not_a_member.max(a.at),
-                }
-            }
-            if !self.start_member()? {
-                self.done = true;
-                return Ok(());
+    /// [`MEMBER_OUT`] bytes, into `pending`) while, on another core, the
+    /// member that may start at `candidate` is inflated ahead (up to
+    /// [`MEMBER_OUT`] too). When the member being read ends, the next one
+    /// is read from its real start: if that is where the one ahead
+    /// started, its output and inflater are taken over (nothing inflated
+    /// twice); else (header-like bytes inside DEFLATE data) it is dropped.
+    fn member_round(&mut self, candidate: (usize, usize)) -> Result<()> {
+        let gz = self.gz;
+        let mut here_buf = std::mem::take(&mut self.pending);
+        let mut ahead_buf = std::mem::take(&mut self.spare);
+        for b in [&mut here_buf, &mut ahead_buf] {
+            if b.len() < MEMBER_OUT {
+                *b = vec![0u8; MEMBER_OUT];
             }
         }
-        // The next member's candidate start: a header after the input
-        // position (and after any candidate already found wrong).
-        let from = self.pos.max(self.not_a_member + 1);
-        let candidate = match &self.ahead {
-            Some(_) => None,
-            None => gzip::header_after(self.gz, from),
-        };
-        let gz = self.gz;
-        let mut buf = std::mem::take(&mut self.pending);
         let (inflater, crc, pos) = (&mut self.inflater, &mut self.crc, self.pos);
         let (here, ahead) = rayon::join(
             || {
-                buf.resize(MEMBER_OUT, 0);
-                let r = inflate_some(inflater, &gz[pos..], &mut buf);
+                let r = inflate_some(inflater, &gz[pos..], &mut here_buf);
                 if let Ok((_, n, _)) = r {
-                    crc.update(&buf[..n]);
-                    buf.truncate(n);
+                    crc.update(&here_buf[..n]);
                 }
-                (r, buf)
+                r
             },
             || {
-                candidate.map(|(at, data)| {
-                    let mut a = Ahead {
-                        at,
-                        data,
-                        pos: data,
-                        inflater: Decompress::new(false),
-                        crc: libdeflater::Crc::new(),
-                        out: 0,
-                        buf: vec![0u8; MEMBER_OUT],
-                        ended: false,
-                        failed: false,
-                    };
-                    match inflate_some(&mut a.inflater, &gz[data..], &mut a.buf) {
-                        Ok((used, n, ended)) => {
-                            a.crc.update(&a.buf[..n]);
-                            a.buf.truncate(n);
-                            a.pos += used;
-                            a.out = n as u64;
-                            a.ended = ended;
-                        }
-                        Err(()) => a.failed = true,
-                    }
-                    a
+                let (at, data) = candidate;
+                let mut z = Decompress::new(false);
+                let r = inflate_some(&mut z, &gz[data..], &mut ahead_buf);
+                r.map(|(used, n, ended)| {
+                    let mut c = libdeflater::Crc::new();
+                    c.update(&ahead_buf[..n]);
+                    (at, data, used, n, ended, z, c)
                 })
             },
         );
-        if let Some(a) = ahead {
-            if a.failed {
-                self.not_a_member = a.at;
-            } else {
-                self.ahead = Some(a);
+        self.pending = here_buf;
+        self.pending_at = 0;
+        self.pending_len = 0;
+        match ahead {
+            Ok((at, data, used, len, ended, inflater, crc)) => {
+                self.ahead = Some(Ahead {
+                    at,
+                    data,
+                    pos: data + used,
+                    inflater,
+                    crc,
+                    len,
+                    buf: ahead_buf,
+                    ended,
+                });
+            }
+            Err(()) => {
+                self.not_a_member = candidate.0;
+                self.spare = ahead_buf;
             }
         }
-        let (r, buf) = here;
-        let (used, n, ended) = r.map_err(|()| self.corrupt())?;
-        self.pending = buf;
+        let (used, n, ended) = here.map_err(|()| self.corrupt())?;
+        self.pending_len = n;
         self.pos += used;
         self.passed(self.pos);
         self.member_out += n as u64;
@@ -593,11 +646,13 @@ impl<'a> GzStream<'a> {
         } else if n == 0 && used == 0 {
             return Err(self.corrupt());
         }
-        if let Some(a) = &self.ahead {
+        if let Some(a) = self.ahead.take() {
             if a.at < self.pos {
                 // The member being read runs over it: not a member start.
                 self.not_a_member = a.at;
-                self.ahead = None;
+                self.spare = a.buf;
+            } else {
+                self.ahead = Some(a);
             }
         }
         Ok(())
@@ -863,9 +918,21 @@ mod tests {
             }
         }
         gz.extend(vec![0u8; 512]);
-        let (got, doubt) = drain(by_members(&gz));
-        assert!(!doubt);
-        assert!(got.unwrap() == want);
+        let mut s = by_members(&gz);
+        let mut got = Vec::new();
+        let mut w = vec![0u8; 100_000];
+        loop {
+            let n = s.fill(&mut w).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&w[..n]);
+        }
+        assert!(!s.doubtful());
+        assert!(got == want);
+        // Inflated ahead while the member before went on: the stored member
+        // (beside the big one) and the last (beside the 300 KB one).
+        assert_eq!(s.adopted, 2, "members taken over");
         // A corrupt trailer in the middle: the sequential refusal, word for word.
         let mut bad = gzip(&data[..1000]);
         let at = bad.len();
