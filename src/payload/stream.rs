@@ -463,7 +463,13 @@ impl<'a> GzStream<'a> {
                     return Ok(0);
                 }
                 // Members two at a time once a second member is met.
-                self.several |= self.members_par && self.member_at > 0;
+                if self.members_par && self.member_at > 0 && !self.several {
+                    self.several = true;
+                    debug(format_args!(
+                        "a second gzip member at offset {}: members are inflated two at a time",
+                        self.member_at
+                    ));
+                }
                 continue;
             }
             if self.several {
