@@ -252,6 +252,7 @@ impl<'a> GzStream<'a> {
     /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
     /// starts over with [`new`](Self::new).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
+        gzip::check_len(gz)?;
         let free_core = parallel::core_free();
         // A padded payload (zeros where a trailer would be) has more than
         // the one member the rounds can check: sequential from the start.
@@ -277,6 +278,7 @@ impl<'a> GzStream<'a> {
         seg: usize,
         out_cap: usize,
     ) -> Result<GzStream<'a>> {
+        gzip::check_len(gz)?;
         let mut s = if gzip::may_end_with_trailer(gz) {
             GzStream::in_rounds(gz, cap, seg, out_cap)?
         } else {
