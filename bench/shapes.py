@@ -18,7 +18,9 @@ For each SHAPES_DIR/NAME.neff it extracts the gzip payload once
 --cmd scan times `neff scan DIR` over a directory holding only FILE
 (a symlink) instead of `ls`. Prints one Markdown row per shape: each
 command's median wall time, the ratios bsdtar/neff and one-core/neff,
-and neff's peak RSS (the largest of its runs, from wait4).
+and neff's peak RSS (the largest of its runs, from wait4); the progress
+lines on stderr add each command's median CPU time (user + sys), the
+steadier figure on a loaded machine.
 """
 import argparse
 import os
@@ -37,7 +39,7 @@ def run(cmd, stdout):
     wall = time.perf_counter() - t
     if status != 0:
         raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
-    return wall, ru.ru_maxrss / 1024  # MiB
+    return wall, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime  # s, MiB, CPU s
 
 
 def main():
@@ -72,19 +74,22 @@ def main():
             cmds["gzip"] = (["gzip", "-d", "-c", gz], "null")
         wall = {k: [] for k in cmds}
         rss = {k: [] for k in cmds}
+        cpu = {k: [] for k in cmds}
         with open(os.devnull, "wb") as null:
             for r in range(a.runs + 1):
                 order = list(cmds) if r % 2 == 0 else list(cmds)[::-1]
                 for k in order:
-                    w, m = run(cmds[k][0], null)
+                    w, m, c = run(cmds[k][0], null)
                     if r > 0:
                         wall[k].append(w)
                         rss[k].append(m)
+                        cpu[k].append(c)
         os.remove(gz)
         shutil.rmtree(scan_dir)
         med = {k: statistics.median(v) for k, v in wall.items()}
         rows.append((name, med, {k: max(v) for k, v in rss.items()}))
-        cells = " | ".join(f"{k} {med[k]:.3f}s" for k in cmds)
+        cells = " | ".join(f"{k} {med[k]:.3f}s (CPU {statistics.median(cpu[k]):.3f}s)"
+                           for k in cmds)
         print(f"{name}: {cells} | bsdtar/neff {med['bsdtar'] / med['neff']:.2f} | "
               f"1core/neff {med['1 core'] / med['neff']:.2f} | rss {max(rss['neff']):.0f} MiB",
               file=sys.stderr, flush=True)
