@@ -456,6 +456,8 @@ pub(crate) struct RoundFailed;
 
 /// Output a segment is sized to produce.
 const ROUND_TARGET: usize = 16 << 20;
+/// The smallest segment a failed round is tried again with.
+const MIN_SEG: usize = 64 << 10;
 
 impl<'a> Rounds<'a> {
     /// Rounds over the raw DEFLATE stream `data`, starting with segments of
@@ -519,8 +521,24 @@ impl<'a> Rounds<'a> {
     }
 
     /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
-    /// the stream is done.
+    /// the stream is done. A round that fails is tried again with segments
+    /// a quarter the size (down to 64 KiB): a segment whose output is over
+    /// the cap (long runs: zeros at 1000:1) or that runs into the member's
+    /// end then has its cut moved nearer. Nothing is handed out before a
+    /// round succeeds, so a retry starts from the same place.
     pub(crate) fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+        loop {
+            match self.try_round() {
+                Err(RoundFailed) if self.seg > MIN_SEG => {
+                    self.seg = (self.seg / 4).max(MIN_SEG);
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One try at [`next_round`](Self::next_round).
+    fn try_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         self.a_range = 0..0;
         self.b_head.clear();
         self.b_range = 0..0;
