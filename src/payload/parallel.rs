@@ -411,6 +411,9 @@ pub(crate) struct Rounds<'a> {
     b_range: std::ops::Range<usize>,
     /// The last round produced hardly more than it read (stored blocks).
     incompressible: bool,
+    /// The last try's segment A did not decode (over its output cap, or
+    /// the member ended inside it).
+    a_failed: bool,
 }
 
 /// Where a sequential inflater takes over from the rounds: `head`, a
@@ -475,6 +478,7 @@ impl<'a> Rounds<'a> {
             b: Vec::new(),
             b_range: 0..0,
             incompressible: false,
+            a_failed: false,
         }
     }
 
@@ -521,15 +525,20 @@ impl<'a> Rounds<'a> {
     }
 
     /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
-    /// the stream is done. A round that fails is tried again with segments
-    /// a quarter the size (down to 64 KiB): a segment whose output is over
-    /// the cap (long runs: zeros at 1000:1) or that runs into the member's
-    /// end then has its cut moved nearer. Nothing is handed out before a
-    /// round succeeds, so a retry starts from the same place.
+    /// the stream is done. A round whose segment A fails is tried again
+    /// with segments a quarter the size (down to 64 KiB): a segment whose
+    /// output is over the cap (long runs: zeros at 1000:1) or that runs
+    /// into the member's end then has its cut moved nearer. Nothing is
+    /// handed out before a round succeeds, so a retry starts from the same
+    /// place.
     pub(crate) fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         loop {
+            self.a_failed = false;
             match self.try_round() {
-                Err(RoundFailed) if self.seg > MIN_SEG => {
+                // Only segment A's failure is worth a nearer cut: when A
+                // decoded and B did not (its window never cleared: zero runs
+                // copied from before the cut), a smaller B would not either.
+                Err(RoundFailed) if self.a_failed && self.seg > MIN_SEG => {
                     self.seg = (self.seg / 4).max(MIN_SEG);
                 }
                 done => return done,
@@ -568,6 +577,7 @@ impl<'a> Rounds<'a> {
             },
             || b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b))?))),
         );
+        self.a_failed = first.is_none();
         self.a_range = first.ok_or(RoundFailed)?;
         if let Some(found) = second {
             let (_, chunk) = found.ok_or(RoundFailed)?;
