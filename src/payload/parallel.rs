@@ -716,6 +716,32 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_worker_has_a_free_core_only_while_fewer_files_than_workers_are_read() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        // Other tests may hold jobs too: count from what is in flight now.
+        pool.install(|| {
+            let _a = Job::start();
+            let _b = Job::start();
+            assert!(!core_free(), "two files in flight on two workers");
+        });
+        assert!(!one.install(core_free), "a one-thread pool");
+        let in_flight = IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed);
+        if in_flight == 0 {
+            pool.install(|| {
+                let _a = Job::start();
+                assert!(core_free(), "one file in flight on two workers");
+            });
+        }
+    }
+
+    #[test]
     fn corrupt_streams_never_panic() {
         let data = corpus(256 << 10, 9);
         let mut c = Compressor::new(CompressionLvl::new(6).unwrap());
