@@ -127,10 +127,54 @@ pub fn wrap(payload: &[u8]) -> Vec<u8> {
     pack::behind_header(payload, None, &opts).expect("a header for bytes in memory")
 }
 
+/// The bounded stream's parallel paths, forced on `gz` whatever its size
+/// (rounds with segments of 1 KiB and of 16 KiB, each producing at most
+/// 1 MiB, handing over to one core; members two at a time), give the bytes
+/// the sequential stream gives, or refuse what it refuses. Only a stream
+/// whose rounds said they were doubtful (its answer to be discarded and
+/// the payload read again sequentially) may err where the sequential
+/// stream reads.
+pub fn parallel_matches_sequential(gz: &[u8]) {
+    use crate::payload::stream::GzStream;
+    fn all(s: Result<GzStream<'_>, crate::error::Error>) -> (Result<Vec<u8>, String>, bool) {
+        let mut s = match s {
+            Ok(s) => s,
+            Err(e) => return (Err(e.to_string()), false),
+        };
+        let mut out = Vec::new();
+        let mut w = vec![0u8; 70_000];
+        loop {
+            match s.fill(&mut w) {
+                Ok(0) => return (Ok(out), s.doubtful()),
+                Ok(n) => out.extend_from_slice(&w[..n]),
+                Err(e) => return (Err(e.to_string()), s.doubtful()),
+            }
+        }
+    }
+    let cap = 64 << 20;
+    let (seq, _) = all(GzStream::new(gz, cap));
+    for seg in [1 << 10, 16 << 10] {
+        let (par, doubt) = all(GzStream::forced_parallel(gz, cap, seg, 1 << 20));
+        match (&seq, &par) {
+            (Ok(a), Ok(b)) => assert!(a == b, "parallel bytes differ (segment {seg})"),
+            (Err(_), Err(_)) => {}
+            (Ok(_), Err(_)) if doubt => {}
+            _ => panic!(
+                "sequential {:?} but parallel {:?} (segment {seg})",
+                seq.as_ref().map(Vec::len),
+                par.as_ref().map(Vec::len)
+            ),
+        }
+    }
+}
+
 /// Target (b): arbitrary bytes as the tar payload behind a valid header,
 /// raw and gzip-compressed.
 pub fn tar_payload(data: &[u8]) {
     for payload in [data.to_vec(), pack::gzip(data)] {
+        if payload.starts_with(&[0x1f, 0x8b]) {
+            parallel_matches_sequential(&payload);
+        }
         let bytes = wrap(&payload);
         if let Ok(n) = Neff::from_bytes(bytes.clone(), &fuzz_options()) {
             exercise(&n);

@@ -220,7 +220,14 @@ pub(crate) fn scan_with<T: Send>(
     pool.install(|| {
         paths
             .par_iter()
-            .for_each_init(Scratch::default, |scratch, p| emit(work(p, scratch)));
+            .for_each_init(Scratch::default, |scratch, p| {
+                // Counted in flight while read, so that a big payload read
+                // while other workers are idle uses them for its inflate.
+                let job = crate::payload::parallel::Job::start();
+                let t = work(p, scratch);
+                drop(job);
+                emit(t)
+            });
     });
     Ok(())
 }

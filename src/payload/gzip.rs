@@ -198,6 +198,22 @@ pub(crate) fn next_member(gz: &[u8], pos: usize) -> Result<Option<Member>> {
     }))
 }
 
+/// The first offset at or after `from` where a gzip member header reads
+/// (magic, method 8, no reserved flags, its fields inside the input), and
+/// where its DEFLATE data starts: a candidate for the next member's start,
+/// to be confirmed by where the member before it really ends.
+pub(crate) fn header_after(gz: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut at = from;
+    while at < gz.len() {
+        at += memchr::memmem::find(gz.get(at..)?, &[0x1f, 0x8b, 8])?;
+        if let Some(start) = member_header(&gz[at..]) {
+            return Some((at, at + start));
+        }
+        at += 1;
+    }
+    None
+}
+
 /// One gzip member of `data`: libdeflate at its default level (6), with
 /// a zero gzip MTIME (what `pack` writes, and what the payload tests read).
 pub(crate) fn compress(data: &[u8]) -> Vec<u8> {

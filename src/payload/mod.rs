@@ -167,7 +167,13 @@ pub(crate) fn inflate_within(
     // A caller whose budget covers anything the input could produce wants
     // it whole whatever its framing (padding, several members).
     let whole_anyway = budget >= bound;
-    if isize == 0 || isize > bound || isize > budget {
+    // DEFLATE adds at most 5 bytes per 65,535-byte stored block: DEFLATE
+    // data larger than that allows is not one member of `isize` bytes
+    // (several members, whose last trailer this is, or a trailer that is
+    // not the size). Neither the split nor libdeflate could then succeed:
+    // the split would first copy half the input to find that out.
+    let one_member = raw_deflate(gz).is_none_or(|d| d.len() as u64 <= isize + isize / 8192 + 64);
+    if isize == 0 || isize > bound || isize > budget || !one_member {
         if whole_anyway {
             return inflate_members(gz, bound, cap).map(Whole::Done);
         }
@@ -371,6 +377,35 @@ mod tests {
         s[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
         let e = inflate(&s, 1 << 20).unwrap_err().to_string();
         assert!(e.contains("over the cap"), "{e}");
+    }
+
+    #[test]
+    fn members_whose_last_trailer_is_too_small_for_the_input_go_to_the_stream_at_once() {
+        // Two members of noise: the last trailer's size cannot hold the
+        // DEFLATE data after the first header, so neither the split (which
+        // would copy half the input first) nor libdeflate is tried.
+        let mut x = 3u64;
+        let noise: Vec<u8> = (0..200_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let mut two = gz(&noise);
+        two.extend(gz(&noise[..150_000]));
+        assert!(matches!(
+            inflate_within(&two, 1 << 30, 1 << 20, None),
+            Ok(Whole::Stream(None))
+        ));
+        // One member is still taken whole, stored blocks included.
+        assert!(matches!(
+            inflate_within(&gz(&noise), 1 << 30, 1 << 20, None),
+            Ok(Whole::Done(_))
+        ));
+        let data = [noise.clone(), noise[..150_000].to_vec()].concat();
+        assert!(inflate(&two, 1 << 30).unwrap()[..] == data[..]);
     }
 
     #[test]

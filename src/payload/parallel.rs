@@ -20,7 +20,10 @@
 //!    bytes before it.
 //!
 //! The streamed walk takes the same pieces in bounded `Rounds` of two
-//! segments instead, so that memory follows a segment, never the payload.
+//! segments instead, so that memory follows a segment, never the payload;
+//! a round that fails leaves `Rounds::resume`, where a one-core inflater
+//! takes over without going back. [`core_free`] says whether a second core
+//! is free (outside a pool, or a pool's worker with idle workers beside it).
 //!
 //! Nothing here is trusted: the caller checks the joined output's length
 //! and CRC-32 against the gzip trailer, and on any failure (no boundary
@@ -50,6 +53,41 @@ use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 /// what is left runs to the stream's end (and can overflow a segment's
 /// output cap, failing the rounds and restarting the walk).
 pub(crate) const PARALLEL_FROM: usize = 16 << 20;
+/// Files being read by the workers of a pool (a scan's): see [`core_free`].
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Held by a pool worker while it reads one file ([`Job::start`]), so
+/// that a large payload read inside the pool knows whether another worker
+/// is idle.
+#[derive(Debug)]
+pub(crate) struct Job(());
+
+impl Job {
+    /// Counts one more file in flight until the guard is dropped.
+    pub(crate) fn start() -> Job {
+        IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Job(())
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether a second core is free for inflating one payload: at least two
+/// threads, and either not inside a rayon pool, or inside one with fewer
+/// files in flight than workers (a scan of a directory holding one big
+/// NEFF, or the tail of a zoo: the idle worker steals the other half of
+/// each `rayon::join`).
+pub(crate) fn core_free() -> bool {
+    let threads = rayon::current_num_threads();
+    threads >= 2
+        && (rayon::current_thread_index().is_none()
+            || IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed) < threads)
+}
+
 /// Fewest compressed bytes per chunk of a whole-payload split.
 const MIN_CHUNK: usize = 4 << 20;
 /// How far past a cut the block finder looks, in bytes.
@@ -353,9 +391,11 @@ pub fn split_inflate(
 /// ratio seen so far to produce about [`ROUND_TARGET`] bytes each, and
 /// each may produce at most `out_cap`: memory is two segments' output in
 /// two buffers reused from round to round, never the payload. Nothing
-/// here is trusted: any failure is [`RoundFailed`], and the caller checks the
-/// CRC-32 and length of everything produced against the gzip trailer and,
-/// on a mismatch, inflates again sequentially.
+/// here is trusted: any failure is [`RoundFailed`], after which the caller
+/// takes over on one core from [`Rounds::resume`] (the end of the last
+/// good round, with its window); the caller checks the CRC-32 and length
+/// of everything produced against the gzip trailer and, on a mismatch,
+/// inflates again sequentially.
 pub(crate) struct Rounds<'a> {
     data: &'a [u8],
     /// Bit where the next round starts; `None` once the stream is done.
@@ -369,20 +409,47 @@ pub(crate) struct Rounds<'a> {
     b_head: Vec<u8>,
     b: Vec<u8>,
     b_range: std::ops::Range<usize>,
+    /// The last round produced hardly more than it read (stored blocks).
+    incompressible: bool,
+    /// The last try's segment A did not decode (over its output cap, or
+    /// the member ended inside it).
+    a_failed: bool,
 }
 
+/// Where a sequential inflater takes over from the rounds: `head`, a
+/// synthetic stream that outputs the known window (`window_len` bytes,
+/// to be dropped) and ends mid-byte exactly where the real data resumes,
+/// then the real data from byte `from` on.
+pub(crate) struct Resume {
+    pub(crate) head: Vec<u8>,
+    pub(crate) window_len: usize,
+    pub(crate) from: usize,
+}
+
+/// How many times a cut whose search found no block start is moved
+/// [`SEARCH`] bytes further on before the round gives up.
+const MOVES: usize = 8;
+
 /// The next block boundary at least `seg` bytes after bit `from`, when
-/// enough input is left for another segment after it.
+/// enough input is left for another segment after it. A search that finds
+/// no block start (long matches can leave no plausible start in a stretch
+/// of [`SEARCH`] bytes) moves the cut further on, up to [`MOVES`] times.
 fn cut_after(
     data: &[u8],
     seg: usize,
     from: usize,
 ) -> std::result::Result<Option<usize>, RoundFailed> {
-    let at = from / 8 + seg;
-    if data.len().saturating_sub(at) < seg + SEARCH {
-        return Ok(None);
+    let mut at = from / 8 + seg;
+    for _ in 0..=MOVES {
+        if data.len().saturating_sub(at) < seg + SEARCH {
+            return Ok(None);
+        }
+        if let Some(found) = find_block(data, at * 8) {
+            return Ok(Some(found));
+        }
+        at += SEARCH;
     }
-    find_block(data, at * 8).map(Some).ok_or(RoundFailed)
+    Err(RoundFailed)
 }
 
 /// A round that did not decode: no block boundary near a cut, a window
@@ -392,6 +459,8 @@ pub(crate) struct RoundFailed;
 
 /// Output a segment is sized to produce.
 const ROUND_TARGET: usize = 16 << 20;
+/// The smallest segment a failed round is tried again with.
+const MIN_SEG: usize = 64 << 10;
 
 impl<'a> Rounds<'a> {
     /// Rounds over the raw DEFLATE stream `data`, starting with segments of
@@ -408,17 +477,42 @@ impl<'a> Rounds<'a> {
             b_head: Vec::new(),
             b: Vec::new(),
             b_range: 0..0,
+            incompressible: false,
+            a_failed: false,
         }
+    }
+
+    /// Whether the last round produced less than 2% more bytes than it read
+    /// (stored blocks, incompressible data): the rounds cost more than one
+    /// sequential pass there, whose copy is all the work.
+    pub(crate) fn incompressible(&self) -> bool {
+        self.incompressible
+    }
+
+    /// Where a sequential inflater can take over: at the start of the next
+    /// round (the end of the last one that succeeded), with its window.
+    /// After a failed round this is where that round started.
+    pub(crate) fn resume(&self) -> Option<Resume> {
+        let bit = self.next?;
+        let k = bit % 8;
+        let mut head = deflate::primer(&self.window, k as u32).bytes;
+        let mut from = bit / 8;
+        if k > 0 {
+            let last = head.pop().unwrap_or(0);
+            let mask = (1u8 << k) - 1;
+            head.push((last & mask) | (*self.data.get(from)? & !mask));
+            from += 1;
+        }
+        Some(Resume {
+            head,
+            window_len: self.window.len(),
+            from,
+        })
     }
 
     /// Bytes of input before the next round's start (done with).
     pub(crate) fn consumed(&self) -> usize {
         self.next.map_or(self.data.len(), |bit| bit / 8)
-    }
-
-    /// Length of the raw DEFLATE input.
-    pub(crate) fn data_len(&self) -> usize {
-        self.data.len()
     }
 
     /// The output of the last round, in order.
@@ -431,8 +525,29 @@ impl<'a> Rounds<'a> {
     }
 
     /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
-    /// the stream is done.
+    /// the stream is done. A round whose segment A fails is tried again
+    /// with segments a quarter the size (down to 64 KiB): a segment whose
+    /// output is over the cap (long runs: zeros at 1000:1) or that runs
+    /// into the member's end then has its cut moved nearer. Nothing is
+    /// handed out before a round succeeds, so a retry starts from the same
+    /// place.
     pub(crate) fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+        loop {
+            self.a_failed = false;
+            match self.try_round() {
+                // Only segment A's failure is worth a nearer cut: when A
+                // decoded and B did not (its window never cleared: zero runs
+                // copied from before the cut), a smaller B would not either.
+                Err(RoundFailed) if self.a_failed && self.seg > MIN_SEG => {
+                    self.seg = (self.seg / 4).max(MIN_SEG);
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One try at [`next_round`](Self::next_round).
+    fn try_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         self.a_range = 0..0;
         self.b_head.clear();
         self.b_range = 0..0;
@@ -462,6 +577,7 @@ impl<'a> Rounds<'a> {
             },
             || b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b))?))),
         );
+        self.a_failed = first.is_none();
         self.a_range = first.ok_or(RoundFailed)?;
         if let Some(found) = second {
             let (_, chunk) = found.ok_or(RoundFailed)?;
@@ -503,8 +619,9 @@ impl<'a> Rounds<'a> {
         let end = if b.is_some() { c } else { None };
         let consumed = end.unwrap_or(self.data.len() * 8).saturating_sub(a) / 8;
         if consumed > 0 && produced > 0 {
+            self.incompressible = produced < consumed + consumed / 50;
             let ratio = produced.div_ceil(consumed).max(1);
-            self.seg = (ROUND_TARGET / 2 / ratio).clamp(1 << 20, 16 << 20);
+            self.seg = (ROUND_TARGET / 2 / ratio).clamp(16 << 10, 16 << 20);
         }
         self.next = end;
         Ok(true)
@@ -596,6 +713,32 @@ mod tests {
         let mut out = vec![0u8; data.len()];
         assert_eq!(split_inflate(&z, &mut out, 2, 64 << 10), Some(data.len()));
         assert!(out == data);
+    }
+
+    #[test]
+    fn a_pool_worker_has_a_free_core_only_while_fewer_files_than_workers_are_read() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        // Other tests may hold jobs too: count from what is in flight now.
+        pool.install(|| {
+            let _a = Job::start();
+            let _b = Job::start();
+            assert!(!core_free(), "two files in flight on two workers");
+        });
+        assert!(!one.install(core_free), "a one-thread pool");
+        let in_flight = IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed);
+        if in_flight == 0 {
+            pool.install(|| {
+                let _a = Job::start();
+                assert!(core_free(), "one file in flight on two workers");
+            });
+        }
     }
 
     #[test]

@@ -6,11 +6,25 @@
 //! whose trailer cannot be trusted. The inflater is zlib-rs (through
 //! flate2's raw-DEFLATE interface), which measured as fast as one-shot
 //! libdeflate on `big_pkg2.neff` and 17 times faster on a payload of zeros,
-//! since its output stays in cache (PERF.md §10); a large single member
-//! may instead be inflated in parallel rounds on a free core
-//! (`GzStream::new_parallel`, `parallel::Rounds`), checked against its
-//! trailer at the end. The payload is read member by member, with the
-//! strict framing of [`super::gzip`]:
+//! since its output stays in cache (PERF.md §10). With a core free
+//! (`GzStream::new_parallel`, `parallel::core_free`) and 16 MiB of gzip or
+//! more, two cores share the work:
+//!
+//! - a large member is inflated in parallel rounds (`parallel::Rounds`),
+//!   checked against its trailer at the end. A round that does not decode
+//!   (the member ends inside it, a segment over its output cap, no block
+//!   start found) or that finds stored blocks (incompressible data, where
+//!   copying is all the work and one core is faster) hands over to the
+//!   one-core inflater, primed with the last 32 KiB the rounds produced, at
+//!   the end of the last good round: nothing is inflated twice
+//!   (`NEFF_DEBUG=1` prints why);
+//! - several members are inflated two at a time (`member_round`): while
+//!   one member goes on, the next is inflated ahead from the first gzip
+//!   header after the input position, and taken over when the member
+//!   before really ends there. Each side produces at most 16 MiB a round.
+//!
+//! The payload is read member by member, with the strict framing of
+//! [`super::gzip`]:
 //!
 //! - every member header is checked (magic, method 8, no reserved flag
 //!   bits, every optional field inside the input);
@@ -26,7 +40,7 @@
 use flate2::{Decompress, FlushDecompress, Status};
 
 use super::gzip::{self, Trailer, TRAILER};
-use super::parallel::{Rounds, PARALLEL_FROM};
+use super::parallel::{self, Rounds, PARALLEL_FROM};
 use crate::error::{Error, Result};
 
 /// Compressed bytes per segment of the parallel rounds, at first (then
@@ -38,9 +52,65 @@ const SEGMENT_OUT: usize = 64 << 20;
 /// Output of the parallel rounds waiting to be taken.
 struct Par<'a> {
     rounds: Rounds<'a>,
+    /// Where the rounds' raw DEFLATE data starts in the payload.
+    base: usize,
     /// Which of the round's parts is being taken, and how far.
     part: usize,
     pos: usize,
+}
+
+/// Most output one side of a member round produces.
+const MEMBER_OUT: usize = 16 << 20;
+/// How far past the input position the next member's header is looked for.
+const LOOK_AHEAD: usize = 64 << 20;
+
+/// A member inflated ahead, from a header found by search (not yet known
+/// to be the next member's start).
+struct Ahead {
+    /// Where its header starts, and its DEFLATE data.
+    at: usize,
+    data: usize,
+    /// The input position its inflater reached.
+    pos: usize,
+    inflater: Decompress,
+    crc: libdeflater::Crc,
+    /// Its output, `buf[..len]` (all it produced).
+    buf: Vec<u8>,
+    len: usize,
+    /// Its DEFLATE stream ended at `pos`.
+    ended: bool,
+}
+
+/// Inflates from `input` into `buf` until the DEFLATE stream ends, `buf`
+/// is full or no progress is made: (input used, bytes written, ended).
+fn inflate_some(
+    z: &mut Decompress,
+    input: &[u8],
+    buf: &mut [u8],
+) -> std::result::Result<(usize, usize, bool), ()> {
+    let (in0, out0) = (z.total_in(), z.total_out());
+    loop {
+        let (used, n) = (
+            (z.total_in() - in0) as usize,
+            (z.total_out() - out0) as usize,
+        );
+        if n == buf.len() {
+            return Ok((used, n, false));
+        }
+        let status = z
+            .decompress(&input[used..], &mut buf[n..], FlushDecompress::None)
+            .map_err(|_| ())?;
+        let (used2, n2) = (
+            (z.total_in() - in0) as usize,
+            (z.total_out() - out0) as usize,
+        );
+        if status == Status::StreamEnd {
+            return Ok((used2, n2, true));
+        }
+        if used2 == used && n2 == n {
+            return Ok((used2, n2, false));
+        }
+    }
 }
 
 /// A gzip payload being inflated, one window at a time.
@@ -58,6 +128,27 @@ pub struct GzStream<'a> {
     cap: u64,
     done: bool,
     par: Option<Par<'a>>,
+    /// Members inflated two at a time (see [`Ahead`]), when several
+    /// members may follow and a core is free.
+    members_par: bool,
+    /// A second member was met: members go two at a time from now on.
+    several: bool,
+    /// The next member, inflated ahead on another core.
+    ahead: Option<Ahead>,
+    /// Members taken over from the ones inflated ahead.
+    adopted: usize,
+    /// A header-like offset found not to start the next member (so that
+    /// the same false candidate is not tried again).
+    not_a_member: usize,
+    /// No member header starts before this offset (searched already).
+    no_header_before: usize,
+    /// Output of a member round (`pending[pending_at..pending_len]` not
+    /// yet handed out), and the buffer the next member ahead fills: both
+    /// allocated once, of [`MEMBER_OUT`] bytes.
+    pending: Vec<u8>,
+    pending_at: usize,
+    pending_len: usize,
+    spare: Vec<u8>,
     /// The parallel rounds failed or their output did not match the
     /// trailer: what was produced is not to be trusted (see
     /// [`doubtful`](GzStream::doubtful)).
@@ -78,6 +169,16 @@ pub(crate) trait Passed {
 impl<F: Fn(std::ops::Range<usize>)> Passed for F {
     fn passed(&self, range: std::ops::Range<usize>) {
         self(range)
+    }
+}
+
+/// A debug line on standard error when `NEFF_DEBUG` is set (why a
+/// payload was not inflated in parallel, and the like).
+pub(crate) fn debug(what: std::fmt::Arguments<'_>) {
+    static ON: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| std::env::var_os("NEFF_DEBUG").is_some_and(|v| !v.is_empty()));
+    if *ON {
+        eprintln!("neff: debug: {what}");
     }
 }
 
@@ -109,6 +210,16 @@ impl<'a> GzStream<'a> {
             cap,
             done: false,
             par: None,
+            members_par: false,
+            several: false,
+            ahead: None,
+            adopted: 0,
+            not_a_member: 0,
+            no_header_before: 0,
+            pending: Vec::new(),
+            pending_at: 0,
+            pending_len: 0,
+            spare: Vec::new(),
             doubt: false,
             release: None,
             released: 0,
@@ -141,25 +252,52 @@ impl<'a> GzStream<'a> {
     /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
     /// starts over with [`new`](Self::new).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        let free_core =
-            rayon::current_num_threads() >= 2 && rayon::current_thread_index().is_none();
+        gzip::check_len(gz)?;
+        let free_core = parallel::core_free();
         // A padded payload (zeros where a trailer would be) has more than
         // the one member the rounds can check: sequential from the start.
         let trailer_at_end = gzip::may_end_with_trailer(gz);
-        if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
-            GzStream::in_rounds(gz, cap, SEGMENT)
+        let mut s = if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
+            GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT)?
         } else {
-            GzStream::new(gz, cap)
-        }
+            GzStream::new(gz, cap)?
+        };
+        s.members_par = free_core && gz.len() >= PARALLEL_FROM;
+        Ok(s)
+    }
+
+    /// A stream that takes every parallel path whatever the payload's size
+    /// or the cores: rounds of `seg`-byte segments producing at most
+    /// `out_cap` each (when the payload may end with its one member's
+    /// trailer), then members two at a time. For the tests and fuzz
+    /// targets that compare it with [`new`](Self::new).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn forced_parallel(
+        gz: &'a [u8],
+        cap: u64,
+        seg: usize,
+        out_cap: usize,
+    ) -> Result<GzStream<'a>> {
+        gzip::check_len(gz)?;
+        let mut s = if gzip::may_end_with_trailer(gz) {
+            GzStream::in_rounds(gz, cap, seg, out_cap)?
+        } else {
+            GzStream::new(gz, cap)?
+        };
+        s.members_par = true;
+        Ok(s)
     }
 
     /// A stream inflated in parallel rounds starting with segments of
     /// `seg` compressed bytes (when the payload starts with a gzip member).
-    fn in_rounds(gz: &'a [u8], cap: u64, seg: usize) -> Result<GzStream<'a>> {
+    /// Each segment may produce at most `out_cap` bytes.
+    fn in_rounds(gz: &'a [u8], cap: u64, seg: usize, out_cap: usize) -> Result<GzStream<'a>> {
         let mut s = GzStream::new(gz, cap)?;
         if let Some(data) = gzip::raw_deflate(gz) {
+            let base = gz.len() - TRAILER - data.len();
             s.par = Some(Par {
-                rounds: Rounds::new(data, seg, SEGMENT_OUT),
+                rounds: Rounds::new(data, seg, out_cap),
+                base,
                 part: 3,
                 pos: 0,
             });
@@ -186,17 +324,25 @@ impl<'a> GzStream<'a> {
                 par.pos = 0;
                 continue;
             }
+            if par.rounds.incompressible() {
+                debug(format_args!(
+                    "gzip member at offset {}: stored blocks (incompressible data) from offset {}: \
+                     inflating the rest on one core, where copying is all the work",
+                    self.member_at,
+                    par.base + par.rounds.consumed()
+                ));
+                return self.resume_sequential(out);
+            }
             match par.rounds.next_round() {
                 Ok(true) => {
                     par.part = 0;
                     par.pos = 0;
-                    let start = self.gz.len() - TRAILER - par.rounds.data_len();
-                    let upto = start + par.rounds.consumed();
+                    let upto = par.base + par.rounds.consumed();
                     self.passed(upto);
                 }
                 Ok(false) => {
                     // Done: everything produced must be what the trailer says.
-                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.total_out) {
+                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.member_out) {
                         self.doubt = true;
                         return Err(self.corrupt());
                     }
@@ -204,8 +350,19 @@ impl<'a> GzStream<'a> {
                     return Ok(0);
                 }
                 Err(_) => {
-                    self.doubt = true;
-                    return Err(self.corrupt());
+                    // No block start near a cut, a window that never
+                    // cleared, a segment over its output cap, the member's
+                    // end (another member follows) or corrupt data: the
+                    // rest is inflated on one core from where the last
+                    // good round ended, with its window (nothing is
+                    // inflated twice). Corrupt data is then refused there.
+                    debug(format_args!(
+                        "gzip member at offset {}: a parallel round from offset {} did not decode: \
+                         inflating the rest on one core",
+                        self.member_at,
+                        par.base + par.rounds.consumed()
+                    ));
+                    return self.resume_sequential(out);
                 }
             }
         }
@@ -215,6 +372,7 @@ impl<'a> GzStream<'a> {
         out[..n].copy_from_slice(&from[..n]);
         par.pos += n;
         self.crc.update(&out[..n]);
+        self.member_out += n as u64;
         self.total_out += n as u64;
         if self.total_out > self.cap {
             // Not checked against the trailer yet: the sequential pass decides.
@@ -226,6 +384,35 @@ impl<'a> GzStream<'a> {
             });
         }
         Ok(n)
+    }
+
+    /// Leaves the parallel rounds for the sequential inflater, which takes
+    /// over at the end of the last round delivered (every byte before it
+    /// already given out and counted in the member's CRC-32), primed with
+    /// that round's window; then fills `out` from there.
+    fn resume_sequential(&mut self, out: &mut [u8]) -> Result<usize> {
+        let par = self.par.take().expect("parallel");
+        let Some(r) = par.rounds.resume() else {
+            // The rounds finished: nothing is left to inflate but the check.
+            self.doubt = true;
+            return Err(self.corrupt());
+        };
+        self.in_member = true;
+        self.inflater.reset(false);
+        // The head outputs the window (dropped) and ends where the data resumes.
+        let mut scratch = vec![0u8; r.window_len + 64];
+        let done = self
+            .inflater
+            .decompress(&r.head, &mut scratch, FlushDecompress::None);
+        let primed = matches!(done, Ok(Status::Ok))
+            && self.inflater.total_in() == r.head.len() as u64
+            && self.inflater.total_out() == r.window_len as u64;
+        if !primed {
+            self.doubt = true;
+            return Err(self.corrupt());
+        }
+        self.pos = par.base + r.from;
+        self.fill(out)
     }
 
     /// Bytes produced so far.
@@ -263,15 +450,35 @@ impl<'a> GzStream<'a> {
             return self.fill_par(out);
         }
         loop {
+            if let Some(n) = self.take_pending(out)? {
+                return Ok(n);
+            }
             if self.done {
                 return Ok(0);
             }
             if !self.in_member {
+                if self.members_par && self.adopt_ahead()? {
+                    continue;
+                }
                 if !self.start_member()? {
                     self.done = true;
                     return Ok(0);
                 }
+                // Members two at a time once a second member is met.
+                if self.members_par && self.member_at > 0 && !self.several {
+                    self.several = true;
+                    debug(format_args!(
+                        "a second gzip member at offset {}: members are inflated two at a time",
+                        self.member_at
+                    ));
+                }
                 continue;
+            }
+            if self.several {
+                if let Some(c) = self.candidate() {
+                    self.member_round(c)?;
+                    continue;
+                }
             }
             let (in0, out0) = (self.inflater.total_in(), self.inflater.total_out());
             let status = self
@@ -302,6 +509,161 @@ impl<'a> GzStream<'a> {
                 return Ok(n);
             }
         }
+    }
+
+    /// Hands out output a member round left, if any.
+    fn take_pending(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
+        let (from, to) = (self.pending_at, self.pending_len);
+        if from == to {
+            return Ok(None);
+        }
+        let n = out.len().min(to - from);
+        out[..n].copy_from_slice(&self.pending[from..from + n]);
+        self.pending_at += n;
+        self.total_out += n as u64;
+        if self.total_out > self.cap {
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: self.total_out,
+                cap: self.cap,
+            });
+        }
+        Ok(Some(n))
+    }
+
+    /// At a member's start (the one before ended at `pos`): takes over
+    /// the member inflated ahead if it starts where the walk finds the
+    /// next member; `false` when there is none to take.
+    fn adopt_ahead(&mut self) -> Result<bool> {
+        let Some(a) = self.ahead.take() else {
+            return Ok(false);
+        };
+        // The next member's real start, read as the sequential walk reads it.
+        match gzip::next_member(self.gz, self.pos)? {
+            Some(m) if m.at == a.at && m.data == a.data => {
+                self.member_at = m.at;
+                self.in_member = true;
+                self.inflater = a.inflater;
+                self.crc = a.crc;
+                self.member_out = a.len as u64;
+                self.pos = a.pos;
+                self.spare = std::mem::replace(&mut self.pending, a.buf);
+                self.pending_at = 0;
+                self.pending_len = a.len;
+                self.adopted += 1;
+                if a.ended {
+                    self.end_member()?;
+                }
+                Ok(true)
+            }
+            _ => {
+                self.not_a_member = self.not_a_member.max(a.at);
+                self.spare = a.buf;
+                Ok(false)
+            }
+        }
+    }
+
+    /// A header that may start the next member, searched for within
+    /// [`LOOK_AHEAD`] bytes of input past the position (and past any
+    /// candidate found wrong, and any stretch already searched).
+    fn candidate(&mut self) -> Option<(usize, usize)> {
+        if self.ahead.is_some() {
+            return None;
+        }
+        let from = self
+            .pos
+            .max(self.not_a_member + 1)
+            .max(self.no_header_before);
+        let end = self.pos.saturating_add(LOOK_AHEAD).min(self.gz.len());
+        if from >= end {
+            return None;
+        }
+        let found = gzip::header_after(&self.gz[..end], from);
+        if found.is_none() {
+            // A header straddling `end` is found by the next search.
+            self.no_header_before = end.saturating_sub(2);
+        }
+        found
+    }
+
+    /// One member round: the member being inflated goes on (up to
+    /// [`MEMBER_OUT`] bytes, into `pending`) while, on another core, the
+    /// member that may start at `candidate` is inflated ahead (up to
+    /// [`MEMBER_OUT`] too). When the member being read ends, the next one
+    /// is read from its real start: if that is where the one ahead
+    /// started, its output and inflater are taken over (nothing inflated
+    /// twice); else (header-like bytes inside DEFLATE data) it is dropped.
+    fn member_round(&mut self, candidate: (usize, usize)) -> Result<()> {
+        let gz = self.gz;
+        let mut here_buf = std::mem::take(&mut self.pending);
+        let mut ahead_buf = std::mem::take(&mut self.spare);
+        for b in [&mut here_buf, &mut ahead_buf] {
+            if b.len() < MEMBER_OUT {
+                *b = vec![0u8; MEMBER_OUT];
+            }
+        }
+        let (inflater, crc, pos) = (&mut self.inflater, &mut self.crc, self.pos);
+        let (here, ahead) = rayon::join(
+            || {
+                let r = inflate_some(inflater, &gz[pos..], &mut here_buf);
+                if let Ok((_, n, _)) = r {
+                    crc.update(&here_buf[..n]);
+                }
+                r
+            },
+            || {
+                let (at, data) = candidate;
+                let mut z = Decompress::new(false);
+                let r = inflate_some(&mut z, &gz[data..], &mut ahead_buf);
+                r.map(|(used, n, ended)| {
+                    let mut c = libdeflater::Crc::new();
+                    c.update(&ahead_buf[..n]);
+                    (at, data, used, n, ended, z, c)
+                })
+            },
+        );
+        self.pending = here_buf;
+        self.pending_at = 0;
+        self.pending_len = 0;
+        match ahead {
+            Ok((at, data, used, len, ended, inflater, crc)) => {
+                self.ahead = Some(Ahead {
+                    at,
+                    data,
+                    pos: data + used,
+                    inflater,
+                    crc,
+                    len,
+                    buf: ahead_buf,
+                    ended,
+                });
+            }
+            Err(()) => {
+                self.not_a_member = candidate.0;
+                self.spare = ahead_buf;
+            }
+        }
+        let (used, n, ended) = here.map_err(|()| self.corrupt())?;
+        self.pending_len = n;
+        self.pos += used;
+        self.passed(self.pos);
+        self.member_out += n as u64;
+        if ended {
+            self.end_member()?;
+        } else if n == 0 && used == 0 {
+            return Err(self.corrupt());
+        }
+        if let Some(a) = self.ahead.take() {
+            if a.at < self.pos {
+                // The member being read runs over it: not a member start.
+                self.not_a_member = a.at;
+                self.spare = a.buf;
+            } else {
+                self.ahead = Some(a);
+            }
+        }
+        Ok(())
     }
 
     /// Checks the trailer of the member whose DEFLATE stream just ended.
@@ -424,7 +786,7 @@ mod tests {
         let data = corpus();
         let gz = gzip(&data);
         for seg in [4 << 10, 64 << 10, 300 << 10] {
-            let s = GzStream::in_rounds(&gz, 1 << 30, seg).unwrap();
+            let s = GzStream::in_rounds(&gz, 1 << 30, seg, SEGMENT_OUT).unwrap();
             assert!(s.par.is_some());
             let (out, doubt) = drain(s);
             assert!(!doubt, "segment {seg}");
@@ -438,17 +800,8 @@ mod tests {
         let mut gz = gzip(&data);
         let n = gz.len();
         gz[n - 8] ^= 1; // the CRC: the rounds' bytes cannot be verified
-        let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10).unwrap());
+        let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
         assert!(out.is_err() && doubt);
-        // Two members: the rounds stop at the first member's end and the
-        // whole does not match the last trailer; the sequential stream
-        // reads both.
-        let mut two = gzip(&data[..1 << 20]);
-        two.extend(gzip(&data[1 << 20..]));
-        let (out, doubt) = drain(GzStream::in_rounds(&two, 1 << 30, 64 << 10).unwrap());
-        assert!(out.is_err() && doubt);
-        let (out, doubt) = drain(GzStream::new(&two, 1 << 30).unwrap());
-        assert!(!doubt && out.unwrap() == data);
         // A copy of the trailer after the real one: the rounds must not
         // stop at the final block and match the copy (the sequential
         // stream refuses the copy as neither a member nor padding).
@@ -456,10 +809,239 @@ mod tests {
         let n = copy.len();
         let t = copy[n - 8..].to_vec();
         copy.extend_from_slice(&t);
-        let (out, _) = drain(GzStream::in_rounds(&copy, 1 << 30, 64 << 10).unwrap());
+        let (out, _) = drain(GzStream::in_rounds(&copy, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
         assert!(out.is_err(), "the rounds accepted a trailer copy");
         let (out, _) = drain(GzStream::new(&copy, 1 << 30).unwrap());
         assert!(out.is_err());
+    }
+
+    /// Drains `s` in windows of 100,000 bytes; also says whether the
+    /// rounds were left for one core, and the input the sequential
+    /// inflater read.
+    fn drain_handover(mut s: GzStream<'_>) -> (Vec<u8>, bool, u64) {
+        let mut out = Vec::new();
+        let mut w = vec![0u8; 100_000];
+        loop {
+            let n = s.fill(&mut w).expect("reads");
+            if n == 0 {
+                assert!(!s.doubtful());
+                return (out, s.par.is_none(), s.inflater.total_in());
+            }
+            out.extend_from_slice(&w[..n]);
+        }
+    }
+
+    #[test]
+    fn rounds_reaching_a_member_end_hand_over_to_one_core_without_starting_again() {
+        let data = corpus();
+        let half = data.len() / 2;
+        let mut two = gzip(&data[..half]);
+        let first = two.len();
+        two.extend(gzip(&data[half..]));
+        let s = GzStream::in_rounds(&two, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap();
+        let (out, handed_over, seq_in) = drain_handover(s);
+        assert!(out == data);
+        assert!(handed_over);
+        // The one-core inflater read only the rest of the first member (and
+        // then the second), not the payload again.
+        assert!(seq_in < two.len() as u64 - first as u64 / 4, "{seq_in}");
+    }
+
+    #[test]
+    fn a_round_over_its_output_cap_hands_over_where_the_last_round_ended() {
+        // Text, then 16 MiB of zeros (one segment would produce far more
+        // than the 1 MiB cap), then text again.
+        let mut data = corpus();
+        let text = data.clone();
+        data.extend(vec![0u8; 16 << 20]);
+        data.extend_from_slice(&text);
+        let gz = gzip(&data);
+        let s = GzStream::in_rounds(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
+        let (out, handed_over, seq_in) = drain_handover(s);
+        assert!(out == data);
+        assert!(handed_over);
+        // The first round (two segments of 64 KiB) was not read again.
+        assert!(
+            seq_in < gz.len() as u64 - (128 << 10),
+            "{seq_in} of {}",
+            gz.len()
+        );
+    }
+
+    #[test]
+    fn stored_blocks_leave_the_rounds_after_one_round() {
+        let mut x = 9u64;
+        let data: Vec<u8> = (0..6 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let gz = gzip(&data);
+        let s = GzStream::in_rounds(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
+        let (out, handed_over, seq_in) = drain_handover(s);
+        assert!(out == data);
+        assert!(handed_over);
+        // One round of two 1 MiB segments, then one core for the rest.
+        assert!(seq_in < gz.len() as u64 - (1 << 20), "{seq_in}");
+    }
+
+    /// A stream reading members two at a time (see `member_round`).
+    fn by_members(gz: &[u8]) -> GzStream<'_> {
+        let mut s = GzStream::new(gz, 1 << 30).unwrap();
+        s.members_par = true;
+        s
+    }
+
+    #[test]
+    fn members_inflated_two_at_a_time_give_the_sequential_bytes() {
+        let data = corpus();
+        // Members of uneven sizes (one over a round's output), zero padding
+        // between two of them and at the end, and a member whose stored
+        // data holds a gzip header (a false next-member candidate).
+        let mut fake = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        fake.extend_from_slice(&data[..5000]);
+        let stored = {
+            let mut g = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255, 1];
+            let len = fake.len() as u16;
+            g.extend_from_slice(&len.to_le_bytes());
+            g.extend_from_slice(&(!len).to_le_bytes());
+            g.extend_from_slice(&fake);
+            g.extend_from_slice(&gzip::trailer_of(&fake));
+            g
+        };
+        let big = [&data[..], &vec![7u8; 20 << 20][..]].concat();
+        let parts: Vec<&[u8]> = vec![&data[..1000], &big, &data[..300_000], &data[5..]];
+        let mut gz = Vec::new();
+        let mut want = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            gz.extend(gzip(p));
+            want.extend_from_slice(p);
+            if i == 1 {
+                gz.extend(vec![0u8; 33]);
+                gz.extend_from_slice(&stored);
+                want.extend_from_slice(&fake);
+            }
+        }
+        gz.extend(vec![0u8; 512]);
+        let mut s = by_members(&gz);
+        let mut got = Vec::new();
+        let mut w = vec![0u8; 100_000];
+        loop {
+            let n = s.fill(&mut w).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&w[..n]);
+        }
+        assert!(!s.doubtful());
+        assert!(got == want);
+        // Inflated ahead while the member before went on: the stored member
+        // (beside the big one) and the last (beside the 300 KB one).
+        assert_eq!(s.adopted, 2, "members taken over");
+        // A corrupt trailer in the middle: the sequential refusal, word for word.
+        let mut bad = gzip(&data[..1000]);
+        let at = bad.len();
+        bad.extend(gzip(&data));
+        bad.extend(gzip(b"last"));
+        let n = at + gzip(&data).len();
+        bad[n - 3] ^= 1;
+        let e1 = drain(by_members(&bad)).0.unwrap_err().to_string();
+        let e2 = drain(GzStream::new(&bad, 1 << 30).unwrap())
+            .0
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e1, e2);
+        assert!(e1.contains(&format!("offset {at}")), "{e1}");
+    }
+
+    /// A small payload of one of the shapes users ship, from `seed`: noise
+    /// (stored blocks), zero runs (long matches), text, float-like bytes,
+    /// compressed at a level from 0 to 9, sync-flushed as pigz does, or as
+    /// several members.
+    fn shape(seed: u64) -> (Vec<u8>, Vec<u8>) {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let text = corpus();
+        let mut data = Vec::new();
+        while data.len() < 2 << 20 {
+            let n = (rnd() % (256 << 10)) as usize;
+            match rnd() % 4 {
+                0 => data.extend((0..n).map(|_| rnd() as u8)),
+                1 => data.extend(vec![0u8; n * 4]),
+                2 => {
+                    let at = (rnd() as usize) % (text.len() - n);
+                    data.extend_from_slice(&text[at..at + n]);
+                }
+                _ => data.extend((0..n / 4).flat_map(|_| {
+                    let f = (rnd() % 2000) as f32 / 1000.0 - 1.0;
+                    f.to_le_bytes()
+                })),
+            }
+        }
+        let level = (rnd() % 10) as u32;
+        let members = 1 + (rnd() % 3) as usize * (rnd() % 5) as usize;
+        let sync = rnd() % 3 == 0;
+        let mut gz = Vec::new();
+        for part in data.chunks(data.len().div_ceil(members)) {
+            let mut c = Compress::new(Compression::new(level), false);
+            let mut raw = Vec::with_capacity(part.len() + 4096);
+            let step = if sync { 128 << 10 } else { part.len() };
+            for (i, piece) in part.chunks(step).enumerate() {
+                let last = (i + 1) * step >= part.len();
+                let flush = if last {
+                    FlushCompress::Finish
+                } else {
+                    FlushCompress::Sync
+                };
+                let mut fed = 0;
+                loop {
+                    raw.reserve(64 << 10);
+                    let before = c.total_in();
+                    let st = c.compress_vec(&piece[fed..], &mut raw, flush).unwrap();
+                    fed += (c.total_in() - before) as usize;
+                    if (last && st == flate2::Status::StreamEnd)
+                        || (!last && fed == piece.len() && raw.capacity() > raw.len())
+                    {
+                        break;
+                    }
+                }
+            }
+            gz.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+            gz.extend_from_slice(&raw);
+            gz.extend_from_slice(&gzip::trailer_of(part));
+        }
+        (data, gz)
+    }
+
+    #[test]
+    fn parallel_paths_equal_sequential_bytes_at_random_cuts_on_every_shape() {
+        let mut x = 0x5eed_u64;
+        for seed in 0..6 {
+            let (data, gz) = shape(seed);
+            assert!(drain(GzStream::new(&gz, 1 << 30).unwrap()).0.unwrap() == data);
+            for _ in 0..2 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                // Cuts anywhere: segments of 1 KiB to 512 KiB, output caps
+                // of 1 to 8 MiB (smaller caps fail rounds mid-stream).
+                let seg = 1024 + (x >> 40) as usize % (511 << 10);
+                let out_cap = (1 << 20) + (x >> 20) as usize % (7 << 20);
+                let s = GzStream::forced_parallel(&gz, 1 << 30, seg, out_cap).unwrap();
+                let (out, doubt) = drain(s);
+                assert!(!doubt, "seed {seed} seg {seg} cap {out_cap}");
+                assert!(out.unwrap() == data, "seed {seed} seg {seg} cap {out_cap}");
+            }
+        }
     }
 
     #[test]
