@@ -65,8 +65,12 @@ mod block;
 mod index;
 mod number;
 mod pax;
+#[cfg(feature = "remote")]
+mod ranged;
 mod stream;
 
 pub use block::{Block, BLOCK};
 pub use index::{Entry, FileSource, Index, Kind};
+#[cfg(feature = "remote")]
+pub use ranged::{Fetch, RangeSource};
 pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};
