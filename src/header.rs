@@ -166,7 +166,11 @@ impl Header {
     /// hand: a remote object read by ranges. The payload's first bytes are
     /// sniffed where the prefix holds them.
     pub(crate) fn locate_payload_in(&self, prefix: &[u8], file_len: u64) -> Result<PayloadSpan> {
-        let at = |from: u64| prefix.get(usize::try_from(from).unwrap_or(usize::MAX)..).unwrap_or(&[]);
+        let at = |from: u64| {
+            prefix
+                .get(usize::try_from(from).unwrap_or(usize::MAX)..)
+                .unwrap_or(&[])
+        };
         let pkg = self.pkg_version.get();
         if pkg != 1 && pkg != 2 {
             return Err(Error::header(format!(

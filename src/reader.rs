@@ -24,9 +24,9 @@ use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
 use crate::payload::stream::GzStream;
 use crate::payload::{self, Inflated, Whole};
-use crate::select::{self, Known, Pattern};
 #[cfg(feature = "remote")]
 use crate::remote;
+use crate::select::{self, Known, Pattern};
 use crate::tar::{self, Entry, FileSource, Index, Kind, Pass, Reread, Retained};
 
 /// Where the tar bytes are.

@@ -410,7 +410,10 @@ pub fn scan_indexed(
     let hits = AtomicUsize::new(0);
     let check = |p: &PathBuf| {
         let key = p.display().to_string();
-        let hit = match (cached.get(&key).and_then(Option::as_ref), identity(p, &versions)) {
+        let hit = match (
+            cached.get(&key).and_then(Option::as_ref),
+            identity(p, &versions),
+        ) {
             (Some(c), Ok(stat)) if c.stat == stat && c.options == options => {
                 serde_json::from_str::<Record>(&c.record).ok()
             }

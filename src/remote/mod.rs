@@ -30,9 +30,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use object_store::path::Path as ObjPath;
-use object_store::{
-    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig,
-};
+use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use crate::error::{Error, Result};
 
@@ -239,7 +237,11 @@ impl Object {
 
     /// The bytes at `range` of the object, handed to `sink` as they
     /// arrive; exactly `range.len()` bytes or an error.
-    pub fn stream(&self, range: Range<u64>, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    pub fn stream(
+        &self,
+        range: Range<u64>,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         if range.start >= range.end {
             return Ok(());
         }
