@@ -329,7 +329,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
     };
     if opts.verify {
         r.hash_ok = Some(if neff.is_ranged() {
-            crate::verify::verify_open(&neff).is_ok()
+            crate::verify::verify_open(neff).is_ok()
         } else {
             crate::verify::verify_bytes(neff.file_bytes()).is_ok()
         });
