@@ -718,6 +718,14 @@ fn walk_stream(
     )
 }
 
+/// A remote object is what the tar layer's ranged walk fetches from.
+#[cfg(feature = "remote")]
+impl tar::Fetch for remote::Object {
+    fn fetch(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>> {
+        self.read(range)
+    }
+}
+
 /// The inflating gzip stream is the tar layer's byte stream.
 impl tar::ByteStream for GzStream<'_> {
     fn fill(&mut self, out: &mut [u8]) -> Result<usize> {

@@ -370,13 +370,6 @@ pub fn list(url: &str) -> Result<Vec<Listed>> {
     Ok(out)
 }
 
-/// The object's bytes by range, for the tar walk's [`RangeSource`](crate::tar::RangeSource).
-impl crate::tar::Fetch for Object {
-    fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
-        self.read(range)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
