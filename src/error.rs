@@ -125,6 +125,21 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A remote object (`s3://`, `https://`) could not be read: no such
+    /// bucket or key, access denied, a server that ignores Range or sends
+    /// a body of the wrong length, retries exhausted, a timeout.
+    #[error("{reason}")]
+    Remote {
+        /// What the store or server answered, in one line.
+        reason: String,
+    },
+    /// A remote object was replaced while it was being read (its ETag no
+    /// longer matches the first response's): nothing read is trusted.
+    #[error("the object changed while being read (no longer ETag {etag})")]
+    ObjectChanged {
+        /// The ETag the read was pinned to.
+        etag: String,
+    },
     /// A usage error detected by the library (for example a bad regular expression).
     #[error("{reason}")]
     Usage {
@@ -138,9 +153,9 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// [`Error::Io`].
+    /// [`Error::Io`], and [`Error::Remote`] (a store or server that failed).
     Io,
-    /// [`Error::Changed`].
+    /// [`Error::Changed`] and [`Error::ObjectChanged`].
     Changed,
     /// [`Error::OutOfMemory`].
     OutOfMemory,
@@ -192,6 +207,8 @@ impl Error {
             Error::Catalog { .. } => ErrorKind::Catalog,
             Error::Refused { .. } => ErrorKind::Refused,
             Error::Usage { .. } => ErrorKind::Usage,
+            Error::Remote { .. } => ErrorKind::Io,
+            Error::ObjectChanged { .. } => ErrorKind::Changed,
         }
     }
 

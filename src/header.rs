@@ -158,7 +158,19 @@ impl Header {
     /// honoured when it is sane (at least 1024, inside the file) and the bytes
     /// at 1024 do not already start a gzip stream or a tar header.
     pub fn locate_payload(&self, file: &[u8]) -> Result<PayloadSpan> {
-        let file_len = file.len() as u64;
+        self.locate_payload_in(file, file.len() as u64)
+    }
+
+    /// [`locate_payload`](Self::locate_payload) for a file of `file_len`
+    /// bytes of which only the first (`prefix`, at least the header) are at
+    /// hand: a remote object read by ranges. The payload's first bytes are
+    /// sniffed where the prefix holds them.
+    pub(crate) fn locate_payload_in(&self, prefix: &[u8], file_len: u64) -> Result<PayloadSpan> {
+        let at = |from: u64| {
+            prefix
+                .get(usize::try_from(from).unwrap_or(usize::MAX)..)
+                .unwrap_or(&[])
+        };
         let pkg = self.pkg_version.get();
         if pkg != 1 && pkg != 2 {
             return Err(Error::header(format!(
@@ -178,8 +190,8 @@ impl Header {
         let mut start = HEADER_SIZE as u64;
         if header_size != start
             && header_size > start
-            && sniff(&file[HEADER_SIZE..]).is_none()
-            && sniff(&file[header_size as usize..]).is_some()
+            && sniff(at(start)).is_none()
+            && sniff(at(header_size)).is_some()
         {
             start = header_size;
         }
@@ -189,7 +201,8 @@ impl Header {
                 "data_size {data_size} runs past the end of the file ({room} bytes after the header)"
             )));
         }
-        let payload = &file[start as usize..(start + data_size) as usize];
+        let payload = at(start);
+        let payload = &payload[..payload.len().min(data_size as usize)];
         let compression = match sniff(payload) {
             Some(c) => c,
             None => {

@@ -61,6 +61,8 @@ mod limits;
 mod map;
 mod payload;
 mod reader;
+#[cfg(feature = "remote")]
+mod remote;
 mod select;
 mod tar;
 mod threads;
@@ -89,6 +91,8 @@ pub use header::{Compression, Header, PayloadSpan};
 pub use limits::Limits;
 pub use map::ReadMode;
 pub use reader::{DataCursor, Neff, Options, Scratch};
+#[cfg(feature = "remote")]
+pub use remote::is_url;
 pub use select::{Known, Pattern};
 pub use summary::Summary;
 pub use tar::{Entry, Kind, Piece, Segment};

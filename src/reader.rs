@@ -24,6 +24,8 @@ use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
 use crate::payload::stream::GzStream;
 use crate::payload::{self, Inflated, Whole};
+#[cfg(feature = "remote")]
+use crate::remote;
 use crate::select::{self, Known, Pattern};
 use crate::tar::{self, Entry, Expander, FileSource, Index, Kind, Pass, Piece, Reread, Retained};
 
@@ -40,6 +42,11 @@ enum Tar {
         len: u64,
         spare: Option<Vec<u8>>,
     },
+    /// A raw payload of a remote object, read by ranges: the file bytes
+    /// held are its first [`remote::FIRST`]; members past them are fetched
+    /// when asked for.
+    #[cfg(feature = "remote")]
+    Remote(remote::Object),
 }
 
 /// Options for opening a NEFF.
@@ -103,10 +110,74 @@ impl Neff {
         Neff::open_with(path, &Options::default())
     }
 
-    /// Opens and indexes the NEFF at `path`.
+    /// Opens and indexes the NEFF at `path`. With the feature `remote`
+    /// (default), a path that reads `s3://…`, `https://…` or `http://…` is
+    /// the URL of a remote object: see [`open_url`](Self::open_url) (a local
+    /// file of such a name is still read as `./s3://…`).
     pub fn open_with(path: impl AsRef<Path>, opts: &Options) -> Result<Neff> {
+        #[cfg(feature = "remote")]
+        if let Some(url) = path.as_ref().to_str().filter(|p| remote::is_url(p)) {
+            return Neff::open_url(url, opts);
+        }
         let file = FileBytes::open(path.as_ref(), opts.read_mode)?;
         Neff::from_file_bytes(file, opts, None)
+    }
+
+    /// Opens and indexes the NEFF at `url` (`s3://bucket/key`,
+    /// `https://host/path`, `http://host/path`) without downloading it
+    /// where it need not: one GET of its first 256 KiB (the whole of a small
+    /// NEFF), then, for a raw payload, ranged GETs of the tar headers only
+    /// (members are fetched when their data is asked for), and for a gzip
+    /// payload one GET of the rest, inflated as a local file is. Every
+    /// request after the first is pinned to the first's ETag: an object
+    /// replaced meanwhile is [`Error::ObjectChanged`]. The environment
+    /// (`AWS_*`, `NEFF_REMOTE_TIMEOUT`, `NEFF_REMOTE_RETRIES`) is in
+    /// docs/GUIDE.md.
+    #[cfg(feature = "remote")]
+    pub fn open_url(url: &str, opts: &Options) -> Result<Neff> {
+        let (object, first) = remote::Object::open(url)?;
+        if first.len() as u64 >= object.size() {
+            return Neff::from_file_bytes(FileBytes::Owned(first), opts, None);
+        }
+        let header = Header::from_file_bytes(&first)?;
+        let span = header.locate_payload_in(&first, object.size())?;
+        if span.compression == Compression::Gzip {
+            let mut all = first;
+            all.try_reserve_exact((object.size() - all.len() as u64) as usize)
+                .map_err(|_| Error::no_memory("the gzip payload"))?;
+            let from = all.len() as u64;
+            object.stream(from..object.size(), &mut |c| {
+                all.extend_from_slice(c);
+                Ok(())
+            })?;
+            return Neff::from_file_bytes(FileBytes::Owned(all), opts, None);
+        }
+        let index = Index::build_from(
+            tar::RangeSource::new(&object, span.start as u64, span.len, &first),
+            &opts.limits,
+        )?;
+        Ok(Neff {
+            file: FileBytes::Owned(first),
+            span,
+            tar: Tar::Remote(object),
+            index,
+            limits: opts.limits,
+            sorted: OnceLock::new(),
+            known: OnceLock::new(),
+            json: json::Cache::default(),
+            def_skim: OnceLock::new(),
+        })
+    }
+
+    /// Whether this NEFF is a remote object read by ranges (its payload is
+    /// not held: [`stored_payload`](Self::stored_payload) is its first bytes
+    /// only).
+    pub fn is_ranged(&self) -> bool {
+        #[cfg(feature = "remote")]
+        if let Tar::Remote(_) = self.tar {
+            return true;
+        }
+        false
     }
 
     /// [`open_with`](Self::open_with), reading and inflating into the
@@ -117,6 +188,10 @@ impl Neff {
         opts: &Options,
         scratch: &mut Scratch,
     ) -> Result<Neff> {
+        #[cfg(feature = "remote")]
+        if let Some(url) = path.as_ref().to_str().filter(|p| remote::is_url(p)) {
+            return Neff::open_url(url, opts);
+        }
         let file = FileBytes::open_reusing(
             path.as_ref(),
             opts.read_mode,
@@ -269,9 +344,35 @@ impl Neff {
         self.span
     }
 
-    /// The payload bytes as stored in the file (what the header hash covers).
+    /// The payload bytes as stored in the file (what the header hash
+    /// covers); for a remote object read by ranges ([`is_ranged`](Self::is_ranged)),
+    /// the part of them held.
     pub fn stored_payload(&self) -> &[u8] {
-        &self.file[self.span.start..self.span.start + self.span.len]
+        let end = (self.span.start + self.span.len).min(self.file.len());
+        &self.file[self.span.start.min(end)..end]
+    }
+
+    /// Hands the stored payload to `sink` in order: from memory, or (for a
+    /// remote object read by ranges) the part held and then one ranged GET
+    /// of the rest, pinned to the object's ETag.
+    pub(crate) fn for_each_stored(&self, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let held = self.stored_payload();
+        sink(held)?;
+        #[cfg(feature = "remote")]
+        if let Tar::Remote(object) = &self.tar {
+            let from = (self.span.start + held.len()) as u64;
+            return object.stream(from..(self.span.start + self.span.len) as u64, sink);
+        }
+        Ok(())
+    }
+
+    /// The size of the whole file (or remote object) in bytes.
+    pub fn file_len(&self) -> u64 {
+        #[cfg(feature = "remote")]
+        if let Tar::Remote(object) = &self.tar {
+            return object.size();
+        }
+        self.file.len() as u64
     }
 
     /// Whether the payload is gzip-compressed.
@@ -287,6 +388,8 @@ impl Neff {
             Tar::Raw => Some(self.stored_payload()),
             Tar::Whole(b) => Some(b),
             Tar::Streamed { .. } => None,
+            #[cfg(feature = "remote")]
+            Tar::Remote(_) => None,
         }
     }
 
@@ -294,6 +397,8 @@ impl Neff {
     pub fn tar_len(&self) -> u64 {
         match &self.tar {
             Tar::Streamed { len, .. } => *len,
+            #[cfg(feature = "remote")]
+            Tar::Remote(_) => self.span.len as u64,
             _ => self.tar_bytes().len() as u64,
         }
     }
@@ -359,6 +464,13 @@ impl Neff {
         match &self.tar {
             Tar::Streamed { .. } if self.index.stored_len(e) == 0 => Some(&[]),
             Tar::Streamed { retained, .. } => retained.get(e.offset),
+            #[cfg(feature = "remote")]
+            Tar::Remote(_) => {
+                // Inside the first bytes fetched at open, else not held.
+                let start = (self.span.start as u64).checked_add(e.offset)?;
+                let end = start.checked_add(self.index.stored_len(e))?;
+                self.file.get(start as usize..usize::try_from(end).ok()?)
+            }
             _ => Some(self.index.stored(e, self.tar_bytes())),
         }
     }
@@ -637,6 +749,11 @@ impl<'n> DataCursor<'n> {
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         let neff = self.neff;
+        #[cfg(feature = "remote")]
+        if let Tar::Remote(object) = &neff.tar {
+            let start = neff.span.start as u64 + offset;
+            return object.stream(start..start + len, sink);
+        }
         let short = self.reread.read(
             offset,
             len,
@@ -679,6 +796,14 @@ fn walk_stream(
         &mut || select::Retention::new(limits),
         limits,
     )
+}
+
+/// A remote object is what the tar layer's ranged walk fetches from.
+#[cfg(feature = "remote")]
+impl tar::Fetch for remote::Object {
+    fn fetch(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>> {
+        self.read(range)
+    }
 }
 
 /// The inflating gzip stream is the tar layer's byte stream.

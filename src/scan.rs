@@ -116,9 +116,45 @@ pub struct ScanOptions {
 /// whatever their name), sorted by path and sharded. Walk errors (a symlink
 /// loop, an unreadable directory) come back as records, not failures.
 pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
+    let (paths, errors, _) = list_versions(roots, shard);
+    (paths, errors)
+}
+
+/// What a store's listing says of each remote object found (key, size,
+/// ETag), by its URL as a path: a catalogue's identity of it.
+pub(crate) type Versions = std::collections::HashMap<PathBuf, (u64, String)>;
+
+/// [`list`], with what the listings of remote prefixes said of each
+/// object (a catalogue keys its rows on it, and so needs no other request).
+pub(crate) fn list_versions(
+    roots: &[PathBuf],
+    shard: Option<(usize, usize)>,
+) -> (Vec<PathBuf>, Vec<Record>, Versions) {
+    #[allow(unused_mut)]
+    let mut versions = Versions::new();
     let found = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     for root in roots {
+        #[cfg(feature = "remote")]
+        if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
+            if url.ends_with(".neff") || !url.starts_with("s3://") {
+                // One object, named as a file is.
+                found.lock().expect("lock").push(root.clone());
+                continue;
+            }
+            match crate::remote::list(url) {
+                Ok(objects) => {
+                    let mut found = found.lock().expect("lock");
+                    for o in objects {
+                        let p = PathBuf::from(o.url);
+                        versions.insert(p.clone(), (o.size, o.version));
+                        found.push(p);
+                    }
+                }
+                Err(e) => errors.lock().expect("lock").push(failed(root, &e, None)),
+            }
+            continue;
+        }
         match std::fs::metadata(root) {
             Ok(m) if m.is_file() => {
                 found.lock().expect("lock").push(root.clone());
@@ -166,7 +202,11 @@ pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, 
     let mut paths = found.into_inner().expect("lock");
     paths.sort();
     paths.dedup();
-    (shard_of(paths, shard), errors.into_inner().expect("lock"))
+    (
+        shard_of(paths, shard),
+        errors.into_inner().expect("lock"),
+        versions,
+    )
 }
 
 /// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
@@ -261,6 +301,7 @@ pub(crate) fn record_with<T>(
         Ok(n) => n,
         Err(e) => return (failed(path, &e, bytes), None),
     };
+    let bytes = bytes.or(Some(neff.file_len()));
     let mut r = fill(&neff, path, bytes, opts);
     let t = extra(&neff);
     if let Err(e) = neff.check_unchanged() {
@@ -294,7 +335,11 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
         ..Record::default()
     };
     if opts.verify {
-        r.hash_ok = Some(crate::verify::verify_bytes(neff.file_bytes()).is_ok());
+        r.hash_ok = Some(if neff.is_ranged() {
+            crate::verify::verify_open(neff).is_ok()
+        } else {
+            crate::verify::verify_bytes(neff.file_bytes()).is_ok()
+        });
     }
     match accessors::arch(neff) {
         Ok(a) => r.arch = Some(a.to_string()),

@@ -33,6 +33,13 @@ pub fn digest(pkg: u64, payload: &[u8]) -> Vec<u8> {
 /// ```
 pub fn verify(path: impl AsRef<std::path::Path>, opts: &Options) -> Result<()> {
     let path = path.as_ref();
+    #[cfg(feature = "remote")]
+    if let Some(url) = path.to_str().filter(|p| crate::remote::is_url(p)) {
+        // Opened first (ranged reads of the tar headers), then the payload
+        // streamed through the digest: nothing is held whole.
+        let neff = Neff::open_url(url, opts)?;
+        return verify_open(&neff);
+    }
     let bytes = FileBytes::open(path, opts.read_mode)?;
     let verdict = verify_bytes(&bytes);
     if bytes.changed() {
@@ -41,6 +48,38 @@ pub fn verify(path: impl AsRef<std::path::Path>, opts: &Options) -> Result<()> {
     verdict?;
     drop(bytes);
     Neff::open_with(path, opts).map(drop)
+}
+
+/// The payload hash of an open NEFF against its header: what
+/// [`verify_bytes`] checks, with the payload streamed where it is not held
+/// (a remote object read by ranges).
+pub(crate) fn verify_open(neff: &Neff) -> Result<()> {
+    let header = neff.header();
+    let pkg = header.pkg_version.get();
+    let got = if pkg == 2 {
+        let mut d = Md5::new();
+        neff.for_each_stored(&mut |c| {
+            d.update(c);
+            Ok(())
+        })?;
+        d.finalize().to_vec()
+    } else {
+        let mut d = Sha256::new();
+        neff.for_each_stored(&mut |c| {
+            d.update(c);
+            Ok(())
+        })?;
+        d.finalize().to_vec()
+    };
+    let want = header.hash_bytes();
+    if got != want {
+        return Err(Error::Hash {
+            algorithm: if pkg == 2 { "MD5" } else { "SHA256" },
+            expected: hex(want),
+            actual: hex(&got),
+        });
+    }
+    Ok(())
 }
 
 /// Checks a whole NEFF file held in memory: header sizes against the

@@ -19,6 +19,8 @@ const RANKS: &[(&str, u32)] = &[
     ("limits", 0),
     ("map", 1),
     ("threads", 1),
+    // A source of bytes, as map is: remote objects read by range.
+    ("remote", 1),
     ("header", 2),
     ("payload", 3),
     ("tar", 4),

@@ -192,6 +192,19 @@ fn class_of(py: Python<'_>, kind: ErrorKind) -> PyResult<Bound<'_, PyType>> {
 pub fn to_py(e: neff::Error) -> PyErr {
     match e {
         neff::Error::Io(io) => PyErr::from(io),
+        // A store or server that failed is an OSError, as with fsspec and
+        // boto3 users: FileNotFoundError for a missing object, PermissionError
+        // for a refusal.
+        neff::Error::Remote { reason } => {
+            let kind = if reason.starts_with("no such object") {
+                std::io::ErrorKind::NotFound
+            } else if reason.starts_with("access denied") || reason.starts_with("not authenticated") {
+                std::io::ErrorKind::PermissionDenied
+            } else {
+                std::io::ErrorKind::Other
+            };
+            PyErr::from(std::io::Error::new(kind, reason))
+        }
         other => Python::with_gil(|py| match class_of(py, other.kind()) {
             Ok(cls) => PyErr::from_type(cls, other.to_string()),
             Err(failed) => failed,

@@ -1,0 +1,181 @@
+//! A raw tar read by ranges from somewhere slow (a remote object): the walk
+//! fetches windows around the headers it reads, never member data.
+//!
+//! A window starts at [`WINDOW`] bytes and doubles (up to [`MAX_WINDOW`])
+//! while the walk reads on exactly from its end (an archive of many small
+//! members is then read in a few large requests); after a skip over member
+//! data it starts small again, so that listing an archive of large members
+//! reads little more than its headers. Names are copied into
+//! an arena, as [`FileSource`](super::FileSource) keeps them.
+
+use std::ops::Range;
+
+use super::index::{Name, Source};
+use crate::error::Result;
+
+/// Bytes by range: exactly the bytes of `range`, or an error.
+pub trait Fetch {
+    /// The bytes at `range` of the underlying object.
+    fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>>;
+}
+
+/// The first window after a jump.
+pub const WINDOW: usize = 4 << 10;
+/// The largest window.
+pub const MAX_WINDOW: usize = 8 << 20;
+
+/// Walks the `len` tar bytes that start `base` bytes into what `F` fetches.
+pub struct RangeSource<'a, F: Fetch + ?Sized> {
+    from: &'a F,
+    base: u64,
+    len: usize,
+    window: Vec<u8>,
+    window_at: usize,
+    next: usize,
+    names: Vec<u8>,
+}
+
+impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
+    /// A source over `len` tar bytes at `base`, with `first` (the first
+    /// bytes of the object, already fetched, maybe none) as its window.
+    pub fn new(from: &'a F, base: u64, len: usize, first: &[u8]) -> RangeSource<'a, F> {
+        let skip = (base as usize).min(first.len());
+        let have = &first[skip..];
+        RangeSource {
+            from,
+            base,
+            len,
+            window: have[..have.len().min(len)].to_vec(),
+            window_at: 0,
+            next: WINDOW,
+            names: Vec::new(),
+        }
+    }
+}
+
+impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        let len = len.min(self.len.saturating_sub(off));
+        if len == 0 {
+            return Ok(&[]);
+        }
+        let end = self.window_at + self.window.len();
+        if off < self.window_at || off + len > end {
+            // Grown only when the walk read the whole window and goes on at
+            // its end (small members); any skip over member data starts small.
+            self.next = if off == end {
+                (self.next * 2).min(MAX_WINDOW)
+            } else {
+                WINDOW
+            };
+            let n = len.max(self.next).min(self.len - off);
+            let at = self.base + off as u64;
+            self.window = self.from.fetch(at..at + n as u64)?;
+            if self.window.len() != n {
+                return Err(crate::error::Error::Remote {
+                    reason: format!("{} bytes fetched of the {n} asked for", self.window.len()),
+                });
+            }
+            self.window_at = off;
+        }
+        let at = off - self.window_at;
+        Ok(&self.window[at..at + len])
+    }
+    fn data(&mut self, off: usize, size: u64, _: bool) -> Result<Option<u64>> {
+        let left = self.len.saturating_sub(off) as u64;
+        Ok((size > left).then_some(left))
+    }
+    fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
+        let start = self.names.len();
+        self.names.extend_from_slice(bytes);
+        Name::Arena(start..self.names.len())
+    }
+    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+        match name {
+            Name::Arena(r) => &self.names[r.clone()],
+            Name::Joined(b) => b,
+            // keep() makes arena names only.
+            Name::Span(_) => &[],
+        }
+    }
+    fn take_names(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.names)
+    }
+    fn held(&self) -> usize {
+        self.names.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use crate::pack::{pack, PackEntry, PackOptions};
+    use crate::tar::Index;
+    use std::cell::RefCell;
+
+    struct Counted(Vec<u8>, RefCell<Vec<Range<u64>>>);
+    impl Fetch for Counted {
+        fn fetch(&self, r: Range<u64>) -> Result<Vec<u8>> {
+            self.1.borrow_mut().push(r.clone());
+            Ok(self.0[r.start as usize..r.end as usize].to_vec())
+        }
+    }
+
+    fn raw(entries: &[PackEntry]) -> Vec<u8> {
+        let opts = PackOptions {
+            no_gzip: true,
+            mtime: Some(0),
+            ..Default::default()
+        };
+        pack(entries, &opts).unwrap()
+    }
+
+    #[test]
+    fn a_walk_by_ranges_indexes_as_the_walk_in_memory_does_and_skips_large_members() {
+        let entries: Vec<PackEntry> = (0..6)
+            .map(|i| PackEntry::file(&format!("sg00/m{i}.bin"), vec![i as u8; 3 << 20], 0))
+            .collect();
+        let neff = raw(&entries);
+        let tar = &neff[1024..];
+        let want = Index::build(tar, &Limits::default()).unwrap();
+        let from = Counted(neff.clone(), RefCell::new(Vec::new()));
+        let mut src = RangeSource::new(&from, 1024, tar.len(), &neff[..4096]);
+        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+        assert_eq!(got.entries.len(), want.entries.len());
+        for (a, b) in got.entries.iter().zip(&want.entries) {
+            assert_eq!((a.offset, a.size), (b.offset, b.size));
+            assert_eq!(got.resolve(&a.name, &[]), want.resolve(&b.name, tar));
+        }
+        let fetched: u64 = from.1.borrow().iter().map(|r| r.end - r.start).sum();
+        assert!(fetched < (WINDOW as u64) * 8, "fetched {fetched} bytes");
+    }
+
+    #[test]
+    fn many_small_members_are_read_in_growing_windows() {
+        let entries: Vec<PackEntry> = (0..4000)
+            .map(|i| PackEntry::file(&format!("sg00/s{i}.json"), vec![b' '; 100], 0))
+            .collect();
+        let neff = raw(&entries);
+        let tar = &neff[1024..];
+        let from = Counted(neff.clone(), RefCell::new(Vec::new()));
+        let mut src = RangeSource::new(&from, 1024, tar.len(), &[]);
+        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+        assert_eq!(got.entries.len(), 4000);
+        // 4 MB of tar: 4 KiB, 8 KiB, ... a dozen requests, not 1,000.
+        assert!(from.1.borrow().len() <= 12, "{:?}", from.1.borrow().len());
+    }
+
+    #[test]
+    fn a_fetch_that_comes_back_short_is_an_error_not_a_short_read() {
+        struct Short;
+        impl Fetch for Short {
+            fn fetch(&self, _: Range<u64>) -> Result<Vec<u8>> {
+                Ok(vec![0; 10])
+            }
+        }
+        let mut src = RangeSource::new(&Short, 0, 1 << 20, &[]);
+        let e = Index::build_from(&mut src, &Limits::default()).unwrap_err();
+        assert!(e.to_string().contains("fetched"), "{e}");
+    }
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""A small HTTP proxy that injects faults between `neff` and a real server
+(moto_server or nginx), for tests/remote.rs. Started by scripts/servers.
+
+    fault_proxy.py PORT STATE_DIR UPSTREAM_S3 UPSTREAM_HTTP
+
+A request for /<upstream>/<mode>/<rest> (upstream `s3` or `http`) is sent to
+that upstream as /<rest>, with the fault <mode> applied:
+
+  ok        passed through
+  503xN     the first N requests for this path answer 503, then passed through
+  503       every request answers 503 (a storm)
+  truncate  half the body is sent, then the connection is closed
+  norange   the Range header is dropped (the server answers 200, whole body)
+  liesize   Content-Range announces an object twice its real size
+  stall     nothing is sent for 120 s (a slow server)
+  replace   the first request is passed through; later ones are answered
+            from /<rest>.v2 (the object replaced between two reads)
+
+/health answers 200; every request is logged to STATE_DIR/proxy.log as
+`METHOD PATH RANGE STATUS BYTES`.
+"""
+
+import http.client
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+PORT, STATE = int(sys.argv[1]), sys.argv[2]
+UPSTREAMS = {"s3": urlsplit(sys.argv[3]), "http": urlsplit(sys.argv[4])}
+COUNTS = {}
+LOCK = threading.Lock()
+LOG = open(os.path.join(STATE, "proxy.log"), "a", buffering=1)
+HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def note(self, status, sent):
+        LOG.write(f"{self.command} {self.path} {self.headers.get('Range', '-')} {status} {sent}\n")
+
+    def do_HEAD(self):
+        self.handle_any()
+
+    def do_GET(self):
+        self.handle_any()
+
+    def do_PUT(self):
+        self.handle_any()
+
+    def do_POST(self):
+        self.handle_any()
+
+    def plain(self, status, body=b""):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.note(status, len(body))
+
+    def handle_any(self):
+        if self.path == "/health":
+            return self.plain(200, b"ok")
+        parts = self.path.split("/", 3)
+        if len(parts) < 4 or parts[1] not in UPSTREAMS:
+            return self.plain(404, b"no such route")
+        upstream, mode, rest = UPSTREAMS[parts[1]], parts[2], "/" + parts[3]
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        with LOCK:
+            key = (mode, rest.split("?")[0])
+            COUNTS[key] = COUNTS.get(key, 0) + 1
+            n = COUNTS[key]
+        if mode == "503" or (mode.startswith("503x") and n <= int(mode[4:])):
+            return self.plain(503, b"<Error><Code>SlowDown</Code></Error>")
+        if mode == "stall":
+            time.sleep(120)
+            return self.plain(503)
+        if mode == "replace" and n > 1:
+            path, _, query = rest.partition("?")
+            rest = path + ".v2" + ("?" + query if query else "")
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+        if mode == "norange":
+            headers.pop("Range", None)
+            headers.pop("range", None)
+        conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
+        conn.request(self.command, rest, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() in HOP or k.lower() == "content-length":
+                continue
+            if k.lower() == "content-range" and mode == "liesize":
+                head, _, total = v.rpartition("/")
+                if total.isdigit():
+                    v = f"{head}/{int(total) * 2}"
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        if mode == "truncate":
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command == "HEAD":
+            return self.note(resp.status, 0)
+        if mode == "truncate":
+            data = data[: len(data) // 2]
+            self.wfile.write(data)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
+        else:
+            self.wfile.write(data)
+        self.note(resp.status, len(data))
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()

@@ -1,0 +1,458 @@
+//! NEFFs read from real servers on localhost (issue 23): moto's S3 server
+//! and nginx, started by `scripts/servers` (which fails, and so fails
+//! these tests, when they cannot start), and faults injected by
+//! `tests/fault_proxy.py` in front of them. Every answer is compared with
+//! the same NEFF read from disk.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{neffs, noise, root};
+
+struct Servers {
+    s3: String,
+    http: String,
+    proxy: String,
+    seed: PathBuf,
+    nginx_log: PathBuf,
+    proxy_log: PathBuf,
+    moto_log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A large raw NEFF: 12 members of 8 MiB of noise, a def.json and a
+/// kelf between them (96 MiB).
+const BIG_RAW: &str = "big/raw.neff";
+
+fn big_raw() -> Vec<u8> {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let mut entries = vec![
+        PackEntry::file("neff.json", br#"{"tvm":[]}"#.to_vec(), 0),
+        PackEntry::file(
+            "sg00/def.json",
+            br#"{"replica_groups":[[[0,1,2,3]]],"var":{}}"#.to_vec(),
+            0,
+        ),
+    ];
+    for i in 0..12 {
+        entries.push(PackEntry::file(
+            &format!("sg00/weights{i:02}.bin"),
+            noise(8 << 20, i + 1),
+            0,
+        ));
+    }
+    let opts = PackOptions {
+        no_gzip: true,
+        mtime: Some(0),
+        ..Default::default()
+    };
+    pack(&entries, &opts).unwrap()
+}
+
+/// The servers, started once for this test binary (a watchdog stops them
+/// when it exits), over a seed of fixtures and generated NEFFs.
+fn servers() -> &'static Servers {
+    static S: OnceLock<Servers> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = dir.path().join("seed");
+        for sub in ["acc", "interop"] {
+            std::fs::create_dir_all(seed.join(sub)).unwrap();
+            for f in neffs(&format!("fixtures/{sub}")) {
+                std::fs::copy(&f, seed.join(sub).join(f.file_name().unwrap())).unwrap();
+            }
+        }
+        std::fs::create_dir_all(seed.join("big")).unwrap();
+        let big = big_raw();
+        std::fs::write(seed.join(BIG_RAW), &big).unwrap();
+        // A different version of it, served by the proxy's `replace`.
+        let mut v2 = big.clone();
+        let n = v2.len();
+        v2[n - 2048] ^= 1;
+        let v2_path = seed.join(format!("{BIG_RAW}.v2"));
+        std::fs::write(&v2_path, &v2).unwrap();
+        // nginx's ETag is mtime-size: the new version is a day older.
+        std::fs::File::options()
+            .write(true)
+            .open(&v2_path)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(86400))
+            .unwrap();
+        let state = dir.path().join("state");
+        let out = Command::new("python3")
+            .arg(root().join("scripts/servers"))
+            .arg("start")
+            .arg(&state)
+            .arg(&seed)
+            .arg(std::process::id().to_string())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run scripts/servers");
+        assert!(
+            out.status.success(),
+            "scripts/servers could not start the servers (see above)"
+        );
+        let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let s = |k: &str| info[k].as_str().unwrap().to_string();
+        Servers {
+            s3: s("s3"),
+            http: s("http"),
+            proxy: s("proxy"),
+            seed,
+            nginx_log: s("nginx_log").into(),
+            proxy_log: s("proxy_log").into(),
+            moto_log: s("moto_log").into(),
+            _dir: dir,
+        }
+    })
+}
+
+/// Runs `neff` with the S3 environment pointing at `endpoint`, failing the
+/// test if it has not finished within 60 s (nothing may hang).
+fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neff"));
+    cmd.args(args)
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("NEFF_REMOTE_TIMEOUT", "10")
+        .env_remove("AWS_PROFILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("run neff");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        out.read_to_end(&mut v).unwrap();
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        err.read_to_end(&mut v).unwrap();
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("neff {args:?} hung (over 60 s)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    run_env(args, &servers().s3, &[])
+}
+
+/// The URLs of one seed file: over S3 and over HTTP.
+fn urls(rel: &str) -> [String; 2] {
+    let s = servers();
+    [format!("s3://zoo/{rel}"), format!("{}/{rel}", s.http)]
+}
+
+/// What a command prints for the local file and for each URL must be the
+/// same (stdout, exit code, and the error's reason after the path).
+fn same_as_local(rel: &str, args: &dyn Fn(&str) -> Vec<String>) {
+    let local = servers().seed.join(rel);
+    let want = run(&args(local.to_str().unwrap())
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    let reason =
+        |o: &Output, name: &str| String::from_utf8_lossy(&o.stderr).replace(name, "<file>");
+    for url in urls(rel) {
+        let got = run(&args(&url).iter().map(String::as_str).collect::<Vec<_>>());
+        // Paths printed (mem, verify) are the names given.
+        let local_name = local.to_str().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout).replace(url.as_str(), "<file>"),
+            String::from_utf8_lossy(&want.stdout).replace(local_name, "<file>"),
+            "{:?} vs {:?}",
+            args(&url),
+            args(local.to_str().unwrap())
+        );
+        assert_eq!(
+            got.status.code(),
+            want.status.code(),
+            "{:?}: {}",
+            args(&url),
+            reason(&got, &url)
+        );
+        assert_eq!(
+            reason(&got, &url),
+            reason(&want, local.to_str().unwrap()),
+            "{:?}",
+            args(&url)
+        );
+    }
+}
+
+fn seed_files(sub: &str) -> Vec<String> {
+    neffs(&format!("fixtures/{sub}"))
+        .iter()
+        .map(|p| format!("{sub}/{}", p.file_name().unwrap().to_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn every_fixture_lists_and_answers_the_same_over_s3_and_http_as_from_disk() {
+    for rel in seed_files("acc").iter().chain(&seed_files("interop")) {
+        same_as_local(rel, &|f| vec!["ls".into(), "--json".into(), f.into()]);
+        same_as_local(rel, &|f| vec!["info".into(), "--json".into(), f.into()]);
+        same_as_local(rel, &|f| {
+            vec!["get".into(), f.into(), "cc-world-size".into()]
+        });
+        same_as_local(rel, &|f| vec!["get".into(), f.into(), "arch".into()]);
+        same_as_local(rel, &|f| vec!["mem".into(), "--json".into(), f.into()]);
+        same_as_local(rel, &|f| vec!["verify".into(), f.into()]);
+    }
+}
+
+#[test]
+fn a_large_raw_neff_is_listed_from_its_headers_and_members_fetched_alone() {
+    let rel = BIG_RAW;
+    for args in [
+        &|f: &str| vec!["ls".to_string(), "--json".into(), f.into()] as Vec<String>,
+        &|f: &str| vec!["get".into(), f.into(), "cc-world-size".into()],
+        &|f: &str| vec!["cat".into(), f.into(), r"sg00/weights07\.bin".into()],
+        &|f: &str| vec!["info".into(), "--json".into(), f.into()],
+        &|f: &str| vec!["verify".into(), f.into()],
+    ] as [&dyn Fn(&str) -> Vec<String>; 5]
+    {
+        same_as_local(rel, args);
+    }
+    // Bytes sent, counted by the proxy in front of nginx.
+    let s = servers();
+    let size = std::fs::metadata(s.seed.join(rel)).unwrap().len();
+    let sent = |args: &[&str]| {
+        let before = log_bytes(&s.proxy_log, "/http/ok/big/raw.neff");
+        let o = run(args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        log_bytes(&s.proxy_log, "/http/ok/big/raw.neff") - before
+    };
+    let url = format!("{}/http/ok/{rel}", s.proxy);
+    let ls = sent(&["ls", &url]);
+    assert!(ls * 100 <= size, "ls fetched {ls} of {size} bytes");
+    let get = sent(&["get", &url, "cc-world-size"]);
+    assert!(get * 100 <= size, "get fetched {get} of {size} bytes");
+    let cat = sent(&["cat", &url, r"sg00/weights07\.bin"]);
+    assert!(cat < (8 << 20) + size / 100, "cat fetched {cat} bytes");
+}
+
+/// Sum of the bytes the proxy sent for `path`.
+fn log_bytes(log: &Path, path: &str) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split(' ').nth(1) == Some(path))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+fn refused(args: &[&str], extra: &[(&str, &str)], endpoint: &str) -> String {
+    let o = run_env(args, endpoint, extra);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{args:?} succeeded");
+    assert!(o.stdout.is_empty(), "{args:?} printed {:?}", o.stdout);
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn missing_objects_and_buckets_are_one_line_naming_the_url() {
+    let s = servers();
+    for url in [
+        "s3://zoo/no/such.neff".to_string(),
+        "s3://nobucket/x.neff".into(),
+        format!("{}/no/such.neff", s.http),
+    ] {
+        let e = refused(&["ls", &url], &[], &s.s3);
+        assert!(e.starts_with(&format!("neff: {url}: ")), "{e}");
+        assert!(e.contains("no such object"), "{e}");
+    }
+}
+
+#[test]
+fn an_object_replaced_during_the_read_is_refused_never_mixed() {
+    let s = servers();
+    let url = format!("{}/http/replace/{BIG_RAW}", s.proxy);
+    let o = run_env(&["cat", &url, r"sg00/weights11\.bin"], &s.s3, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("changed while being read"), "{err}");
+}
+
+#[test]
+fn throttling_is_retried_and_the_answer_is_the_local_one() {
+    let s = servers();
+    let rel = "acc/cc-replica-groups-gz.neff";
+    let want = run(&["get", s.seed.join(rel).to_str().unwrap(), "cc-world-size"]);
+    let url = format!("{}/http/503x2/{rel}", s.proxy);
+    let got = run(&["get", &url, "cc-world-size"]);
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert_eq!(got.stdout, want.stdout);
+    // And for S3, through the proxy as the endpoint.
+    let endpoint = format!("{}/s3/503x2", s.proxy);
+    let got = run_env(
+        &["get", &format!("s3://zoo/{rel}"), "cc-world-size"],
+        &endpoint,
+        &[],
+    );
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert_eq!(got.stdout, want.stdout);
+}
+
+#[test]
+fn faulty_servers_are_one_line_errors_within_bounded_time() {
+    let s = servers();
+    let few = [("NEFF_REMOTE_RETRIES", "1"), ("NEFF_REMOTE_TIMEOUT", "2")];
+    for (mode, what) in [
+        ("503", "503"),
+        ("truncate", ""),
+        ("norange", "range"),
+        ("stall", "timed out"),
+    ] {
+        let url = format!("{}/http/{mode}/{BIG_RAW}", s.proxy);
+        let t = Instant::now();
+        let e = refused(&["ls", &url], &few, &s.s3);
+        assert!(e.starts_with(&format!("neff: {url}: ")), "{mode}: {e}");
+        assert!(e.to_lowercase().contains(what), "{mode}: {e}");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "{mode} took {:?}",
+            t.elapsed()
+        );
+    }
+    // A small object whose body is cut (the Content-Length lies): refused too.
+    let url = format!("{}/http/truncate/acc/cc-replica-groups-gz.neff", s.proxy);
+    refused(&["ls", &url], &few, &s.s3);
+    // A server that says the object is twice its size: a small one then
+    // comes back short of what was asked, refused; a large raw one is read
+    // within its real bytes (its tar ends first), with the local answer.
+    let url = format!("{}/http/liesize/acc/cc-replica-groups-gz.neff", s.proxy);
+    let e = refused(&["ls", &url], &few, &s.s3);
+    assert!(
+        e.contains("got 0..") || e.contains("bytes for the first"),
+        "{e}"
+    );
+    let url = format!("{}/http/liesize/{BIG_RAW}", s.proxy);
+    let got = run_env(&["ls", &url], &s.s3, &few);
+    let want = run(&["ls", s.seed.join(BIG_RAW).to_str().unwrap()]);
+    assert_eq!(got.stdout, want.stdout);
+}
+
+#[test]
+fn a_scan_of_an_s3_prefix_gives_the_records_of_the_local_scan() {
+    let s = servers();
+    let local = run(&[
+        "scan",
+        "--json",
+        "--sorted",
+        "--no-progress",
+        s.seed.join("acc").to_str().unwrap(),
+    ]);
+    let remote = run(&[
+        "scan",
+        "--json",
+        "--sorted",
+        "--no-progress",
+        "s3://zoo/acc/",
+    ]);
+    assert!(remote.status.success() || remote.status.code() == local.status.code());
+    let strip = |o: &Output, prefix: &str| -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let p = v["path"].as_str().unwrap().replacen(prefix, "", 1);
+                v["path"] = p.into();
+                v
+            })
+            .collect()
+    };
+    let want = strip(&local, &format!("{}/", s.seed.join("acc").display()));
+    let got = strip(&remote, "s3://zoo/acc/");
+    assert_eq!(got.len(), neffs("fixtures/acc").len());
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_warm_indexed_rescan_of_an_unchanged_bucket_sends_list_requests_only() {
+    let s = servers();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("zoo.db");
+    let db = db.to_str().unwrap();
+    // Through the proxy (`ok`), which counts every request.
+    let endpoint = format!("{}/s3/ok", s.proxy);
+    let requests = || {
+        std::fs::read_to_string(&s.proxy_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(" /s3/ok/zoo"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let cold = run_env(
+        &[
+            "scan",
+            "--json",
+            "--no-progress",
+            "--index",
+            db,
+            "s3://zoo/interop/",
+        ],
+        &endpoint,
+        &[],
+    );
+    assert!(cold.status.success() || cold.status.code() == Some(1));
+    let before = requests().len();
+    let warm = run_env(
+        &[
+            "scan",
+            "--json",
+            "--no-progress",
+            "--index",
+            db,
+            "s3://zoo/interop/",
+        ],
+        &endpoint,
+        &[],
+    );
+    assert_eq!(warm.stdout.len(), cold.stdout.len());
+    let sent = requests()[before..].to_vec();
+    assert!(!sent.is_empty());
+    for r in &sent {
+        assert!(r.contains("list-type=2"), "not a list request: {r}");
+    }
+    let _ = &s.moto_log;
+    let _ = &s.nginx_log;
+}
