@@ -79,15 +79,15 @@ mod block;
 mod index;
 mod number;
 mod pax;
-mod sparse;
 #[cfg(feature = "remote")]
 mod ranged;
+mod sparse;
 mod stream;
 
 pub use block::{Block, BLOCK};
 pub use index::{Entry, FileSource, Index, Kind};
-pub(crate) use sparse::Expander;
-pub use sparse::{Piece, Segment};
 #[cfg(feature = "remote")]
 pub use ranged::{Fetch, RangeSource};
+pub(crate) use sparse::Expander;
+pub use sparse::{Piece, Segment};
 pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};

@@ -276,8 +276,7 @@ fn old_entries(
                     .into())
             }
         }
-        let offset =
-            super::number::parse_size(off).map_err(|e| format!("sparse offset: {e}"))?;
+        let offset = super::number::parse_size(off).map_err(|e| format!("sparse offset: {e}"))?;
         let len = super::number::parse_size(len).map_err(|e| format!("sparse numbytes: {e}"))?;
         out.push(Segment { offset, len });
     }
