@@ -749,3 +749,67 @@ fn an_all_hole_sparse_file_is_refused_as_libarchive_reads_it_empty() {
         }
     }
 }
+
+#[test]
+fn typeflag_s_without_gnu_magic_is_a_plain_file_as_both_tools_read_it() {
+    // Found by the vs_libarchive fuzzer: an `S` entry with an old GNU map
+    // but POSIX or no magic. GNU tar and libarchive both take the map only
+    // under the old GNU magic (`ustar  \0`); otherwise the entry is a
+    // plain file of its header size.
+    tools_present();
+    let tmp = tempfile::tempdir().unwrap();
+    let stored = noise(4096 + 12, 5);
+    let mut tar = old_gnu("a.big", 1_048_588, &[(0, 4096), (1_048_576, 12)], &stored);
+    for (i, magic) in [&b"ustar\x0000"[..], &[0u8; 8][..]].into_iter().enumerate() {
+        tar[257..265].copy_from_slice(magic);
+        tar[148..156].copy_from_slice(b"        ");
+        let sum: u32 = tar[..512].iter().map(|&x| u32::from(x)).sum();
+        tar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        let path = tmp.path().join(format!("magic{i}.tar"));
+        std::fs::write(&path, end(tar.clone())).unwrap();
+        let want = tool_reads("tar", &path).expect("GNU tar reads it");
+        assert_eq!(want, vec![("a.big".to_string(), stored.clone())], "GNU tar");
+        assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
+        for (what, f, opts) in neffs_of(&path, tmp.path()) {
+            let n = Neff::open_with(&f, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got: Vec<(String, Vec<u8>)> = n
+                .entries()
+                .iter()
+                .map(|e| (n.name_str(e).into_owned(), n.data(e).unwrap().into_owned()))
+                .collect();
+            assert_eq!(got, want, "magic {i}, {what}");
+            assert!(!n.entries()[0].is_sparse(), "magic {i}, {what}");
+        }
+    }
+}
+
+#[test]
+fn a_short_segment_before_only_the_end_marker_reads_as_both_tools_read_it() {
+    // Found by the vs_tar_crate fuzzer: the tar crate refuses a segment
+    // that is not whole blocks unless it is the map's last, but GNU tar
+    // and libarchive agree when all that follows is the empty entry at
+    // the real size that GNU tar ends its maps with.
+    tools_present();
+    let tmp = tempfile::tempdir().unwrap();
+    let stored = noise(2 * 512 + 5, 3);
+    let tar = old_gnu(
+        "old.bin",
+        8000,
+        &[(0, 512), (1024, 512), (7000, 5), (8000, 0)],
+        &stored,
+    );
+    let path = tmp.path().join("short.tar");
+    std::fs::write(&path, end(tar)).unwrap();
+    let want = tool_reads("tar", &path).expect("GNU tar reads it");
+    assert_eq!(want[0].1.len(), 8000);
+    assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
+    for (what, f, opts) in neffs_of(&path, tmp.path()) {
+        let n = Neff::open_with(&f, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got: Vec<(String, Vec<u8>)> = n
+            .entries()
+            .iter()
+            .map(|e| (n.name_str(e).into_owned(), n.data(e).unwrap().into_owned()))
+            .collect();
+        assert_eq!(got, want, "{what}");
+    }
+}

@@ -121,6 +121,13 @@ impl Block {
         &self.magic == b"ustar\0"
     }
 
+    /// Old GNU (`ustar  \0`: magic `ustar ` and version ` \0`), the only
+    /// format in which GNU tar and libarchive read typeflag `S` as a sparse
+    /// file; under any other magic both read it as a plain file.
+    pub fn is_old_gnu(&self) -> bool {
+        &self.magic == b"ustar " && &self.version == b" \0"
+    }
+
     /// The field up to its first NUL.
     pub fn field(f: &[u8]) -> &[u8] {
         &f[..memchr::memchr(0, f).unwrap_or(f.len())]

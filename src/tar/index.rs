@@ -508,7 +508,8 @@ impl Index {
                     pending.local.path = Some(Some(name));
                 }
                 let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                if typeflag == b'S' || records.is_some() {
+                let old_gnu_sparse = typeflag == b'S' && block.is_old_gnu();
+                if old_gnu_sparse || records.is_some() {
                     let (map, real) = sparse::read_map(
                         &mut src,
                         pos,
@@ -528,7 +529,7 @@ impl Index {
                         ),
                         sparse::Fault::Other(e) => e,
                     })?;
-                    if entry.kind != Kind::File && typeflag != b'S' {
+                    if entry.kind != Kind::File && !old_gnu_sparse {
                         return Err(Error::tar(
                             pos,
                             "GNU sparse records on an entry that is not a regular file",

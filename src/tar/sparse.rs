@@ -501,7 +501,7 @@ pub fn read_map<S: Source>(
     };
     let (segs, real, data_at, stored) = match records {
         // Old GNU: PAX records, if any, do not change the map.
-        _ if block[156] == b'S' => {
+        _ if block[156] == b'S' && block[257..265] == *b"ustar  \0" => {
             let (mut segs, real, mut ext) = old_header(block)?;
             let mut at = data;
             while ext {

@@ -138,6 +138,11 @@ fn departs(err: &str) -> bool {
     err.contains("two long name entries")
         || err.contains("numeric field was not a number")
         || err.contains("archive header checksum mismatch")
+        // A sparse segment that is not whole blocks before the map's last
+        // entry: the crate refuses it even when all that follows is the
+        // empty entry at the real size, which GNU tar and libarchive read
+        // alike (`tests/sparse.rs`).
+        || err.contains("previous block in sparse file was not aligned")
 }
 
 fn cut_at_nul(b: &[u8]) -> Vec<u8> {
