@@ -374,6 +374,23 @@ fn tool_reads(tool: &str, archive: &Path) -> Option<Vec<(String, Vec<u8>)>> {
     Some(v)
 }
 
+/// Opens every NEFF of the tar at `path` (see `neffs_of`) and asserts that
+/// each reads `want` (names and expanded bytes); returns them.
+fn assert_neff_reads(path: &Path, dir: &Path, want: &[(String, Vec<u8>)], ctx: &str) -> Vec<Neff> {
+    let mut out = Vec::new();
+    for (what, f, opts) in neffs_of(path, dir) {
+        let n = Neff::open_with(&f, &opts).unwrap_or_else(|e| panic!("{ctx} {what}: {e}"));
+        let got: Vec<(String, Vec<u8>)> = n
+            .entries()
+            .iter()
+            .map(|e| (n.name_str(e).into_owned(), n.data(e).unwrap().into_owned()))
+            .collect();
+        assert_eq!(got, want, "{ctx} {what}");
+        out.push(n);
+    }
+    out
+}
+
 #[test]
 fn old_gnu_maps_with_extension_blocks_read_as_both_tools_read_them() {
     tools_present();
@@ -400,15 +417,7 @@ fn old_gnu_maps_with_extension_blocks_read_as_both_tools_read_them() {
         tool_reads("bsdtar", &path).as_ref(),
         "bsdtar reads it alike"
     );
-    for (what, f, opts) in neffs_of(&path, tmp.path()) {
-        let n = Neff::open_with(&f, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let got: Vec<(String, Vec<u8>)> = n
-            .entries()
-            .iter()
-            .map(|e| (n.name_str(e).into_owned(), n.data(e).unwrap().into_owned()))
-            .collect();
-        assert_eq!(got, want, "{what}");
-    }
+    assert_neff_reads(&path, tmp.path(), &want, "");
 }
 
 /// A NEFF of `tar` (raw) that the CLI must refuse with a reason holding
@@ -770,15 +779,8 @@ fn typeflag_s_without_gnu_magic_is_a_plain_file_as_both_tools_read_it() {
         let want = tool_reads("tar", &path).expect("GNU tar reads it");
         assert_eq!(want, vec![("a.big".to_string(), stored.clone())], "GNU tar");
         assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
-        for (what, f, opts) in neffs_of(&path, tmp.path()) {
-            let n = Neff::open_with(&f, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let got: Vec<(String, Vec<u8>)> = n
-                .entries()
-                .iter()
-                .map(|e| (n.name_str(e).into_owned(), n.data(e).unwrap().into_owned()))
-                .collect();
-            assert_eq!(got, want, "magic {i}, {what}");
-            assert!(!n.entries()[0].is_sparse(), "magic {i}, {what}");
+        for n in assert_neff_reads(&path, tmp.path(), &want, &format!("magic {i}")) {
+            assert!(!n.entries()[0].is_sparse(), "magic {i}");
         }
     }
 }
@@ -803,13 +805,5 @@ fn a_short_segment_before_only_the_end_marker_reads_as_both_tools_read_it() {
     let want = tool_reads("tar", &path).expect("GNU tar reads it");
     assert_eq!(want[0].1.len(), 8000);
     assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
-    for (what, f, opts) in neffs_of(&path, tmp.path()) {
-        let n = Neff::open_with(&f, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let got: Vec<(String, Vec<u8>)> = n
-            .entries()
-            .iter()
-            .map(|e| (n.name_str(e).into_owned(), n.data(e).unwrap().into_owned()))
-            .collect();
-        assert_eq!(got, want, "{what}");
-    }
+    assert_neff_reads(&path, tmp.path(), &want, "");
 }
