@@ -807,3 +807,55 @@ fn a_short_segment_before_only_the_end_marker_reads_as_both_tools_read_it() {
     assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
     assert_neff_reads(&path, tmp.path(), &want, "");
 }
+
+#[test]
+fn nul_padding_after_gnu_sparse_records_is_refused_as_libarchive_drops_the_name() {
+    // Found by the vs_libarchive fuzzer: a PAX 0.1 header whose records are
+    // followed by NULs inside its size. GNU tar reads every record and
+    // lists `p01.bin`; libarchive calls the header malformed and lists the
+    // internal name `GNUSparseFile.1/p01.bin`.
+    tools_present();
+    let mut text = Vec::new();
+    for (k, v) in [
+        ("GNU.sparse.size", "3000"),
+        ("GNU.sparse.numblocks", "2"),
+        ("GNU.sparse.name", "p01.bin"),
+        ("GNU.sparse.map", "512,512,3000,0"),
+    ] {
+        let body = format!(" {k}={v}\n");
+        let mut len = body.len() + 1;
+        while format!("{len}{body}").len() != len {
+            len += 1;
+        }
+        text.extend_from_slice(format!("{len}{body}").as_bytes());
+    }
+    text.extend_from_slice(&[0; 40]);
+    let mut tar = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
+    tar.extend_from_slice(&text);
+    pad(&mut tar);
+    tar.extend_from_slice(&header(
+        "GNUSparseFile.1/p01.bin",
+        512,
+        b'0',
+        false,
+        &|_| {},
+    ));
+    tar.extend_from_slice(&noise(512, 4));
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("padded.tar");
+    std::fs::write(&path, end(tar)).unwrap();
+    let names = |tool: &str| {
+        let o = Command::new(tool).arg("tf").arg(&path).output().unwrap();
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(names("tar"), "p01.bin\n", "GNU tar");
+    assert_eq!(names("bsdtar"), "GNUSparseFile.1/p01.bin\n", "bsdtar");
+    for (what, f, _) in neffs_of(&path, tmp.path()) {
+        let reason = assert_refused(&["ls", f.to_str().unwrap()], &f);
+        assert!(
+            reason.contains("NUL padding after GNU.sparse records")
+                && reason.contains("read it differently"),
+            "{what}: {reason:?}"
+        );
+    }
+}

@@ -76,6 +76,14 @@ pub fn parse(tar: &[u8], span: Range<usize>) -> Result<Overrides, String> {
     while pos < end {
         // Writers may pad the data with NULs after the last record.
         if tar[pos] == 0 && tar[pos..end].iter().all(|&b| b == 0) {
+            if out.sparse.is_some() {
+                // libarchive calls such a header malformed and stops before
+                // it applies GNU.sparse.name; GNU tar reads every record.
+                return Err("NUL padding after GNU.sparse records: libarchive drops \
+                            GNU.sparse.name, GNU tar reads it (GNU tar and libarchive \
+                            read it differently)"
+                    .into());
+            }
             break;
         }
         let rec = &tar[pos..end];
