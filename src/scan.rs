@@ -335,11 +335,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
         ..Record::default()
     };
     if opts.verify {
-        r.hash_ok = Some(if neff.is_ranged() {
-            crate::verify::verify_open(neff).is_ok()
-        } else {
-            crate::verify::verify_bytes(neff.file_bytes()).is_ok()
-        });
+        r.hash_ok = Some(crate::verify::verify_open(neff).is_ok());
     }
     match accessors::arch(neff) {
         Ok(a) => r.arch = Some(a.to_string()),

@@ -4,6 +4,7 @@
 //! Verification needs only the header and the stored bytes: it neither
 //! inflates nor indexes, so it runs at the speed of the digest.
 
+use md5::digest::DynDigest;
 use md5::{Digest, Md5};
 use sha2::Sha256;
 
@@ -12,13 +13,44 @@ use crate::header::{hex, Header};
 use crate::map::FileBytes;
 use crate::reader::{Neff, Options};
 
+/// The hasher of a header of package version `pkg`: MD5 for 2, else SHA-256.
+fn hasher(pkg: u64) -> Box<dyn DynDigest> {
+    if pkg == 2 {
+        Box::new(Md5::new())
+    } else {
+        Box::new(Sha256::new())
+    }
+}
+
 /// The digest of `payload` that a header of package version `pkg` holds.
 pub fn digest(pkg: u64, payload: &[u8]) -> Vec<u8> {
-    if pkg == 2 {
-        Md5::digest(payload).to_vec()
-    } else {
-        Sha256::digest(payload).to_vec()
+    let mut d = hasher(pkg);
+    d.update(payload);
+    d.finalize().to_vec()
+}
+
+/// The payload's hash against `header`'s, the payload handed over by
+/// `feed` in order, in as many pieces as it likes.
+fn check_hash(
+    header: &Header,
+    feed: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>,
+) -> Result<()> {
+    let pkg = header.pkg_version.get();
+    let mut d = hasher(pkg);
+    feed(&mut |piece| {
+        d.update(piece);
+        Ok(())
+    })?;
+    let got = d.finalize();
+    let want = header.hash_bytes();
+    if *got != *want {
+        return Err(Error::Hash {
+            algorithm: if pkg == 2 { "MD5" } else { "SHA256" },
+            expected: hex(want),
+            actual: hex(&got),
+        });
     }
+    Ok(())
 }
 
 /// What `neff verify` checks of the file at `path`: the header's sizes
@@ -54,32 +86,7 @@ pub fn verify(path: impl AsRef<std::path::Path>, opts: &Options) -> Result<()> {
 /// [`verify_bytes`] checks, with the payload streamed where it is not held
 /// (a remote object read by ranges).
 pub(crate) fn verify_open(neff: &Neff) -> Result<()> {
-    let header = neff.header();
-    let pkg = header.pkg_version.get();
-    let got = if pkg == 2 {
-        let mut d = Md5::new();
-        neff.for_each_stored(&mut |c| {
-            d.update(c);
-            Ok(())
-        })?;
-        d.finalize().to_vec()
-    } else {
-        let mut d = Sha256::new();
-        neff.for_each_stored(&mut |c| {
-            d.update(c);
-            Ok(())
-        })?;
-        d.finalize().to_vec()
-    };
-    let want = header.hash_bytes();
-    if got != want {
-        return Err(Error::Hash {
-            algorithm: if pkg == 2 { "MD5" } else { "SHA256" },
-            expected: hex(want),
-            actual: hex(&got),
-        });
-    }
-    Ok(())
+    check_hash(neff.header(), |sink| neff.for_each_stored(sink))
 }
 
 /// Checks a whole NEFF file held in memory: header sizes against the
@@ -88,16 +95,5 @@ pub(crate) fn verify_open(neff: &Neff) -> Result<()> {
 pub fn verify_bytes(file: &[u8]) -> Result<()> {
     let header = Header::from_file_bytes(file)?;
     let span = header.locate_payload(file)?;
-    let payload = &file[span.start..span.start + span.len];
-    let pkg = header.pkg_version.get();
-    let got = digest(pkg, payload);
-    let want = header.hash_bytes();
-    if got != want {
-        return Err(Error::Hash {
-            algorithm: if pkg == 2 { "MD5" } else { "SHA256" },
-            expected: hex(want),
-            actual: hex(&got),
-        });
-    }
-    Ok(())
+    check_hash(&header, |sink| sink(&file[span.start..span.start + span.len]))
 }
