@@ -114,8 +114,15 @@ impl FileBytes {
 
     /// [`open`](Self::open), reading into `buf` (cleared first) when the
     /// file is read rather than mapped, so a scan can reuse one buffer.
-    pub fn open_reusing(path: &Path, mode: ReadMode, mut buf: Vec<u8>) -> Result<FileBytes> {
+    pub fn open_reusing(path: &Path, mode: ReadMode, buf: Vec<u8>) -> Result<FileBytes> {
         let (file, len) = open_sized(path)?;
+        FileBytes::from_open(file, len, mode, buf)
+    }
+
+    /// The bytes of `file`, an open regular file of `len` bytes (mapped or
+    /// read per `mode`; read into `buf` when read): a file opened by
+    /// [`open_reusing`](Self::open_reusing), or a spool of a remote object.
+    pub fn from_open(file: File, len: u64, mode: ReadMode, mut buf: Vec<u8>) -> Result<FileBytes> {
         let map = match mode {
             ReadMode::Map => len > 0,
             ReadMode::Read => false,

@@ -128,7 +128,8 @@ impl Neff {
     /// where it need not: one GET of its first 256 KiB (the whole of a small
     /// NEFF), then, for a raw payload, ranged GETs of the tar headers only
     /// (members are fetched when their data is asked for), and for a gzip
-    /// payload one GET of the rest, inflated as a local file is. Every
+    /// payload one GET of the rest, spooled to an unlinked temporary file
+    /// and read from its map as a local file is. Every
     /// request after the first is pinned to the first's ETag: an object
     /// replaced meanwhile is [`Error::ObjectChanged`]. The environment
     /// (`AWS_*`, `NEFF_REMOTE_TIMEOUT`, `NEFF_REMOTE_RETRIES`) is in
@@ -142,15 +143,12 @@ impl Neff {
         let header = Header::from_file_bytes(&first)?;
         let span = header.locate_payload_in(&first, object.size())?;
         if span.compression == Compression::Gzip {
-            let mut all = first;
-            all.try_reserve_exact((object.size() - all.len() as u64) as usize)
-                .map_err(|_| Error::no_memory("the gzip payload"))?;
-            let from = all.len() as u64;
-            object.stream(from..object.size(), &mut |c| {
-                all.extend_from_slice(c);
-                Ok(())
-            })?;
-            return Neff::from_file_bytes(FileBytes::Owned(all), opts, None);
+            // Not readable by ranges: spooled to a temporary file as it
+            // arrives and read from its map, with a local file's bounds
+            // (never held whole in memory for what the server says it is).
+            let (file, len) = object.spool(&first)?;
+            let bytes = FileBytes::from_open(file, len, opts.read_mode, first)?;
+            return Neff::from_file_bytes(bytes, opts, None);
         }
         let index = Index::build_from(
             tar::RangeSource::new(&object, span.start as u64, span.len, &first),

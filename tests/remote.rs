@@ -19,9 +19,7 @@ struct Servers {
     http: String,
     proxy: String,
     seed: PathBuf,
-    nginx_log: PathBuf,
     proxy_log: PathBuf,
-    moto_log: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -30,6 +28,17 @@ struct Servers {
 const BIG_RAW: &str = "big/raw.neff";
 
 fn big_raw() -> Vec<u8> {
+    big(true)
+}
+
+/// A large gzip NEFF: the same members, incompressible (96 MiB of gzip).
+const BIG_GZ: &str = "big/gzip.neff";
+
+fn big_gz() -> Vec<u8> {
+    big(false)
+}
+
+fn big(raw: bool) -> Vec<u8> {
     use neff::pack::{pack, PackEntry, PackOptions};
     let mut entries = vec![
         PackEntry::file("neff.json", br#"{"tvm":[]}"#.to_vec(), 0),
@@ -47,7 +56,7 @@ fn big_raw() -> Vec<u8> {
         ));
     }
     let opts = PackOptions {
-        no_gzip: true,
+        no_gzip: raw,
         mtime: Some(0),
         ..Default::default()
     };
@@ -70,6 +79,7 @@ fn servers() -> &'static Servers {
         std::fs::create_dir_all(seed.join("big")).unwrap();
         let big = big_raw();
         std::fs::write(seed.join(BIG_RAW), &big).unwrap();
+        std::fs::write(seed.join(BIG_GZ), big_gz()).unwrap();
         // A different version of it, served by the proxy's `replace`.
         let mut v2 = big.clone();
         let n = v2.len();
@@ -104,9 +114,7 @@ fn servers() -> &'static Servers {
             http: s("http"),
             proxy: s("proxy"),
             seed,
-            nginx_log: s("nginx_log").into(),
             proxy_log: s("proxy_log").into(),
-            moto_log: s("moto_log").into(),
             _dir: dir,
         }
     })
@@ -421,38 +429,74 @@ fn a_warm_indexed_rescan_of_an_unchanged_bucket_sends_list_requests_only() {
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    let cold = run_env(
-        &[
-            "scan",
-            "--json",
-            "--no-progress",
-            "--index",
-            db,
-            "s3://zoo/interop/",
-        ],
-        &endpoint,
-        &[],
-    );
+    let scan = || {
+        run_env(
+            &[
+                "scan",
+                "--json",
+                "--no-progress",
+                "--index",
+                db,
+                "s3://zoo/interop/",
+            ],
+            &endpoint,
+            &[],
+        )
+    };
+    let cold = scan();
     assert!(cold.status.success() || cold.status.code() == Some(1));
     let before = requests().len();
-    let warm = run_env(
-        &[
-            "scan",
-            "--json",
-            "--no-progress",
-            "--index",
-            db,
-            "s3://zoo/interop/",
-        ],
-        &endpoint,
-        &[],
-    );
+    let warm = scan();
     assert_eq!(warm.stdout.len(), cold.stdout.len());
     let sent = requests()[before..].to_vec();
     assert!(!sent.is_empty());
     for r in &sent {
         assert!(r.contains("list-type=2"), "not a list request: {r}");
     }
-    let _ = &s.moto_log;
-    let _ = &s.nginx_log;
+}
+
+/// Peak resident memory (KiB) of `neff ARGS` with the servers' S3
+/// environment, and its stdout (Python's `getrusage` of its one child).
+fn peak_rss(args: &[&str]) -> (u64, Vec<u8>) {
+    let s = servers();
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import resource, subprocess, sys\n\
+             r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)\n\
+             assert r.returncode == 0, r.returncode\n\
+             sys.stderr.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n\
+             sys.stdout.buffer.write(r.stdout)",
+            env!("CARGO_BIN_EXE_neff"),
+        ])
+        .args(args)
+        .env("AWS_ENDPOINT_URL", &s.s3)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .output()
+        .expect("run python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let kib = String::from_utf8(o.stderr).unwrap().trim().parse().unwrap();
+    (kib, o.stdout)
+}
+
+#[test]
+fn a_large_gzip_neff_is_spooled_to_disk_not_held_in_memory() {
+    // A gzip payload cannot be read by ranges: it is fetched whole, but
+    // written to a temporary file as it arrives, so memory stays what a
+    // local read needs instead of growing by the object's size.
+    let s = servers();
+    let local = s.seed.join(BIG_GZ);
+    let size_kib = std::fs::metadata(&local).unwrap().len() / 1024;
+    let (local_kib, want) = peak_rss(&["ls", local.to_str().unwrap()]);
+    for url in urls(BIG_GZ) {
+        let (kib, got) = peak_rss(&["ls", &url]);
+        assert_eq!(got, want, "{url}");
+        assert!(
+            kib < local_kib + size_kib / 4,
+            "{url}: peak RSS {kib} KiB, a local read {local_kib} KiB, the object {size_kib} KiB"
+        );
+    }
 }

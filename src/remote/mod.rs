@@ -5,7 +5,9 @@
 //! layers above read it through [`Object::read`] (a ranged GET) and, for the
 //! tar walk, through `tar::RangeSource`, which fetches windows of the raw
 //! tar around its headers (growing while the walk reads on, small again
-//! after a jump over a large member). The client is the `object_store` crate (S3 with the
+//! after a jump over a large member). A gzip payload, which cannot be read
+//! by ranges, is spooled ([`Object::spool`]) to an unlinked temporary file
+//! and read from its map as a local file is. The client is the `object_store` crate (S3 with the
 //! standard AWS environment and credential chain; plain HTTP(S) with Range
 //! support); its requests are retried with backoff on 5xx, throttling and
 //! timeouts, a bounded number of times, and each has a timeout.
@@ -295,6 +297,22 @@ impl Object {
             }
             Ok(())
         })
+    }
+
+    /// A local copy of the whole object, for a payload that cannot be read
+    /// by ranges (gzip): `first` (its first bytes, as [`open`](Self::open)
+    /// gave them) and then one GET of the rest, pinned to the ETag, written
+    /// to an unlinked temporary file (in `$TMPDIR`, gone when closed) as
+    /// they arrive. Memory holds one chunk at a time, never the object.
+    /// Returns the file and its length.
+    pub fn spool(&self, first: &[u8]) -> Result<(std::fs::File, u64)> {
+        use std::io::Write;
+        let mut file = tempfile::tempfile()?;
+        file.write_all(first)?;
+        self.stream(first.len() as u64..self.size, &mut |c| {
+            file.write_all(c).map_err(Error::Io)
+        })?;
+        Ok((file, self.size))
     }
 
     /// The bytes at `range`, in memory.
