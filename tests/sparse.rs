@@ -473,6 +473,7 @@ fn maps_that_overlap_run_backwards_or_past_the_real_size_are_refused() {
             "p01",
             &[
                 ("GNU.sparse.size", "100"),
+                ("GNU.sparse.numblocks", "2"),
                 ("GNU.sparse.map", "10,5,12,5"),
                 ("GNU.sparse.name", "p01"),
             ],
@@ -710,27 +711,56 @@ fn a_sparse_member_read_whole_is_capped_like_an_inflation_but_streams_uncapped()
 }
 
 #[test]
-fn pax_0_0_offsets_before_their_numblocks_are_refused() {
+fn pax_map_numbers_before_their_numblocks_or_without_one_are_refused() {
     tools_present();
-    // GNU tar: "excess GNU.sparse.offset", and the member read dense;
-    // bsdtar expands it.
-    let (_, agree) = refused(
-        pax(
-            "early-offsets",
-            &[
-                ("GNU.sparse.size", "100"),
-                ("GNU.sparse.offset", "90"),
-                ("GNU.sparse.numbytes", "10"),
-            ],
-            &[1; 10],
+    // GNU tar sizes its map by each numblocks record and keeps only the
+    // numbers after the last ("excess GNU.sparse.offset" or ".map"), then
+    // reads the member otherwise; bsdtar reads every number.
+    let size = ("GNU.sparse.size", "3000");
+    let name = ("GNU.sparse.name", "r.bin");
+    let map = ("GNU.sparse.map", "0,512,1000,3,3000,0");
+    let three = ("GNU.sparse.numblocks", "3");
+    let pairs = |ps: &[(&'static str, &'static str)]| -> Vec<(&'static str, &'static str)> {
+        ps.iter()
+            .flat_map(|&(o, n)| [("GNU.sparse.offset", o), ("GNU.sparse.numbytes", n)])
+            .collect()
+    };
+    let stored = noise(515, 6);
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        (
+            "0.0 offsets and no numblocks",
+            [vec![size], pairs(&[("90", "10")])].concat(),
         ),
-        "early-offsets",
-        "before a GNU.sparse.numblocks",
-    );
-    assert!(
-        !agree,
-        "the tools read offsets before numblocks alike: read them instead"
-    );
+        (
+            "0.0 pairs before a second numblocks",
+            [
+                vec![size, ("GNU.sparse.numblocks", "1")],
+                pairs(&[("0", "512")]),
+                vec![("GNU.sparse.numblocks", "3")],
+                pairs(&[("1000", "3"), ("3000", "0")]),
+            ]
+            .concat(),
+        ),
+        ("0.1 map and no numblocks", vec![size, map, name]),
+        ("0.1 map before numblocks", vec![size, map, three, name]),
+        (
+            "0.1 map between numblocks",
+            vec![size, three, map, three, name],
+        ),
+    ];
+    for (what, recs) in cases {
+        let data = if what.starts_with("0.0 offsets") {
+            &stored[..10]
+        } else {
+            &stored[..]
+        };
+        let (_, agree) = refused(
+            pax("GNUSparseFile.0/r.bin", &recs, data),
+            "r.bin",
+            "before a GNU.sparse.numblocks record",
+        );
+        assert!(!agree, "{what}: the tools read it alike: read it instead");
+    }
 }
 
 #[test]

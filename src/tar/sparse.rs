@@ -66,8 +66,9 @@ pub struct Records<N> {
     map: Option<Vec<u64>>,
     /// `GNU.sparse.offset` and `GNU.sparse.numbytes` (0.0), in turn.
     pairs: Vec<u64>,
-    /// An offset came before any `GNU.sparse.numblocks`.
-    early_offset: bool,
+    /// Map numbers (an offset, or a map) came before a
+    /// `GNU.sparse.numblocks` record, or none came before them at all.
+    early_map: bool,
 }
 
 impl<N> Default for Records<N> {
@@ -81,7 +82,7 @@ impl<N> Default for Records<N> {
             name: None,
             map: None,
             pairs: Vec::new(),
-            early_offset: false,
+            early_map: false,
         }
     }
 }
@@ -118,9 +119,15 @@ impl<N> Records<N> {
             b"minor" => self.minor = Some(number(key, text)?),
             b"size" => self.size = Some(number(key, text)?),
             b"realsize" => self.realsize = Some(number(key, text)?),
-            b"numblocks" => self.numblocks = Some(number(key, text)?),
+            b"numblocks" => {
+                // GNU tar starts the map again at each numblocks record,
+                // libarchive keeps what came before it.
+                self.early_map |= self.map.is_some() || !self.pairs.is_empty();
+                self.numblocks = Some(number(key, text)?)
+            }
             b"name" => self.name = Some(name),
             b"map" => {
+                self.early_map |= self.numblocks.is_none();
                 let mut v = Vec::new();
                 if !text.is_empty() {
                     for n in text.split(|&b| b == b',') {
@@ -130,7 +137,7 @@ impl<N> Records<N> {
                 self.map = Some(v);
             }
             b"offset" if self.pairs.len() % 2 == 0 => {
-                self.early_offset |= self.numblocks.is_none();
+                self.early_map |= self.numblocks.is_none();
                 self.pairs.push(number(key, text)?)
             }
             b"numbytes" if self.pairs.len() % 2 == 1 => self.pairs.push(number(key, text)?),
@@ -157,7 +164,7 @@ impl<N> Records<N> {
             name: self.name.map(f),
             map: self.map,
             pairs: self.pairs,
-            early_offset: self.early_offset,
+            early_map: self.early_map,
         }
     }
 
@@ -188,18 +195,18 @@ impl<N> Records<N> {
                         return Err("both a GNU.sparse.map and GNU.sparse.offset records".into())
                     }
                     (Some(m), true) => &m[..],
-                    (None, _) => {
-                        if self.early_offset {
-                            // GNU tar keeps only as many pairs as a
-                            // numblocks record before them allowed ("excess
-                            // GNU.sparse.offset"), libarchive reads them all.
-                            return Err("GNU.sparse.offset records before a GNU.sparse.numblocks \
-                                 record (GNU tar drops them, libarchive reads them)"
-                                .into());
-                        }
-                        &self.pairs[..]
-                    }
+                    (None, _) => &self.pairs[..],
                 };
+                if self.early_map {
+                    // GNU tar sizes its map by the last numblocks record
+                    // and keeps only the numbers after it ("excess
+                    // GNU.sparse.map" or "offset"); libarchive reads them all.
+                    return Err(
+                        "GNU.sparse map numbers before a GNU.sparse.numblocks record, \
+                         or without one (GNU tar drops them, libarchive reads them)"
+                            .into(),
+                    );
+                }
                 if nums.len() % 2 == 1 {
                     return Err("a sparse map with an odd count of numbers".into());
                 }
