@@ -328,6 +328,15 @@ fn old_gnu(name: &str, real: u64, segs: &[(u64, u64)], stored: &[u8]) -> Vec<u8>
 /// A PAX entry: records `recs` in an `x` header, then a regular entry
 /// `name` holding `data`.
 fn pax(name: &str, recs: &[(&str, &str)], data: &[u8]) -> Vec<u8> {
+    let mut out = pax_header(recs);
+    out.extend_from_slice(&header(name, data.len() as u64, b'0', false, &|_| {}));
+    out.extend_from_slice(data);
+    pad(&mut out);
+    out
+}
+
+/// An `x` header holding the records `recs`.
+fn pax_header(recs: &[(&str, &str)]) -> Vec<u8> {
     let mut text = Vec::new();
     for (k, v) in recs {
         let body = format!(" {k}={v}\n");
@@ -339,9 +348,6 @@ fn pax(name: &str, recs: &[(&str, &str)], data: &[u8]) -> Vec<u8> {
     }
     let mut out = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
     out.extend_from_slice(&text);
-    pad(&mut out);
-    out.extend_from_slice(&header(name, data.len() as u64, b'0', false, &|_| {}));
-    out.extend_from_slice(data);
     pad(&mut out);
     out
 }
@@ -888,4 +894,54 @@ fn nul_padding_after_gnu_sparse_records_is_refused_as_libarchive_drops_the_name(
             "{what}: {reason:?}"
         );
     }
+}
+
+#[test]
+fn an_old_gnu_sparse_header_under_pax_sparse_map_records_is_refused() {
+    // GNU tar reads the `S` header's own map (and fails after it),
+    // bsdtar the records' map (or fails on a 1.0 map that is not there).
+    tools_present();
+    let stored = noise(515, 7);
+    let s = || old_gnu("s.bin", 2000, &[(0, 512), (1000, 3), (2000, 0)], &stored);
+    let size = ("GNU.sparse.size", "3000");
+    let three = ("GNU.sparse.numblocks", "3");
+    let cases: [(&str, Vec<(&str, &str)>); 3] = [
+        ("0.0", {
+            let mut r = vec![size, three];
+            for (o, n) in [("0", "512"), ("1000", "3"), ("3000", "0")] {
+                r.extend([("GNU.sparse.offset", o), ("GNU.sparse.numbytes", n)]);
+            }
+            r
+        }),
+        (
+            "0.1",
+            vec![size, three, ("GNU.sparse.map", "0,512,1000,3,3000,0")],
+        ),
+        (
+            "1.0",
+            vec![
+                ("GNU.sparse.major", "1"),
+                ("GNU.sparse.minor", "0"),
+                ("GNU.sparse.name", "s.bin"),
+                ("GNU.sparse.realsize", "3000"),
+            ],
+        ),
+    ];
+    for (what, recs) in cases {
+        let mut tar = pax_header(&recs);
+        tar.extend_from_slice(&s());
+        let (_, agree) = refused(tar, "s.bin", "typeflag S) under PAX GNU.sparse map records");
+        assert!(!agree, "{what}: the tools read it alike: read it instead");
+    }
+    // A GNU.sparse.name alone renames it, as both tools read it.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut tar = pax_header(&[("GNU.sparse.name", "n.bin")]);
+    tar.extend_from_slice(&s());
+    let path = tmp.path().join("named.tar");
+    std::fs::write(&path, end(tar)).unwrap();
+    let want = tool_reads("tar", &path).expect("GNU tar reads it");
+    assert_eq!(want[0].0, "n.bin");
+    assert_eq!(want[0].1.len(), 2000);
+    assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
+    assert_neff_reads(&path, tmp.path(), &want, "named");
 }

@@ -508,12 +508,12 @@ impl Index {
                     pending.local.path = Some(Some(name));
                 }
                 let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                let old_gnu_sparse = typeflag == b'S' && block.is_old_gnu();
+                let old_gnu_sparse = block.is_old_gnu_sparse();
                 if old_gnu_sparse || records.is_some() {
                     let (map, real) = sparse::read_map(
                         &mut src,
                         pos,
-                        &raw,
+                        block,
                         records.as_deref(),
                         size,
                         segments.len(),

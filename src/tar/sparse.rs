@@ -26,8 +26,10 @@
 
 use std::ops::Range;
 
+use zerocopy::IntoBytes;
+
 use super::index::{Name, Source};
-use super::BLOCK;
+use super::{Block, BLOCK};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -151,6 +153,17 @@ impl<N> Records<N> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether they say anything about the map (any record but the name).
+    fn has_map(&self) -> bool {
+        self.major.is_some()
+            || self.minor.is_some()
+            || self.size.is_some()
+            || self.realsize.is_some()
+            || self.numblocks.is_some()
+            || self.map.is_some()
+            || !self.pairs.is_empty()
     }
 
     /// Converts the kept name.
@@ -491,7 +504,7 @@ pub struct Found {
 pub fn read_map<S: Source>(
     src: &mut S,
     pos: usize,
-    block: &[u8],
+    block: &Block,
     records: Option<&Records<Name>>,
     size: u64,
     held: usize,
@@ -507,9 +520,17 @@ pub fn read_map<S: Source>(
         })
     };
     let (segs, real, data_at, stored) = match records {
-        // Old GNU: PAX records, if any, do not change the map.
-        _ if block[156] == b'S' && block[257..265] == *b"ustar  \0" => {
-            let (mut segs, real, mut ext) = old_header(block)?;
+        Some(r) if block.is_old_gnu_sparse() && r.has_map() => {
+            // GNU tar reads the header's map, libarchive the records'.
+            return Err(
+                "an old GNU sparse header (typeflag S) under PAX GNU.sparse map \
+                 records (GNU tar reads the header's map, libarchive the records')"
+                    .into(),
+            );
+        }
+        // Old GNU (a PAX GNU.sparse.name still names it).
+        _ if block.is_old_gnu_sparse() => {
+            let (mut segs, real, mut ext) = old_header(block.as_bytes())?;
             let mut at = data;
             while ext {
                 if segs.len() > cap {
