@@ -504,8 +504,9 @@ impl Index {
                 }
                 let records = pending.local.sparse.take();
                 if let Some(name) = records.as_ref().and_then(|r| r.name.clone()) {
-                    // GNU.sparse.name is the real name (PAX 0.1 and 1.0).
-                    pending.local.path = Some(Some(name));
+                    // GNU.sparse.name is the real name (PAX 0.1 and 1.0);
+                    // an empty one is refused as an empty path is.
+                    pending.local.path = Some((!src.name(&name).is_empty()).then_some(name));
                 }
                 let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
                 let old_gnu_sparse = block.is_old_gnu_sparse();
@@ -614,8 +615,8 @@ fn trim_nul(b: &[u8]) -> Range<usize> {
 }
 
 /// Precedence: PAX `x` > GNU `L`/`K` > the header's own field (a global
-/// `g` record that sets a name is refused by the walk). An empty PAX value
-/// unsets the keyword: fall through to the header field.
+/// `g` record that sets a name is refused by the walk, and so is an empty
+/// `path`, or an empty `linkpath` on a link, by [`make_entry`]).
 fn pick(local: &Option<Option<Name>>, gnu: &Option<Name>) -> Option<Name> {
     match local {
         Some(v) => v.clone(),
@@ -636,6 +637,18 @@ fn make_entry<S: Source>(
         let b = Block::field(f);
         src.keep(pos + off..pos + off + b.len(), b)
     };
+    let empty = |what: &str| {
+        Error::tar(
+            pos,
+            format!(
+                "an empty PAX {what}: GNU tar reads it as \"\", libarchive keeps the \
+                 header's (GNU tar and libarchive read it differently)"
+            ),
+        )
+    };
+    if pending.local.path == Some(None) {
+        return Err(empty("path or GNU.sparse.name"));
+    }
     let name = match pick(&pending.local.path, &pending.long_name) {
         Some(found) => found,
         None if block.is_ustar() && block.prefix[0] != 0 => {
@@ -659,6 +672,7 @@ fn make_entry<S: Source>(
     // by GNU tar and libarchive alike.
     let link = match pick(&pending.local.linkpath, &pending.long_link) {
         _ if !matches!(kind, Kind::Symlink | Kind::Hardlink) => None,
+        _ if pending.local.linkpath == Some(None) => return Err(empty("linkpath on a link")),
         Some(found) => Some(found),
         None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
         None => None,
