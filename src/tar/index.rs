@@ -195,8 +195,39 @@ impl<S: Source + ?Sized> Source for &mut S {
     }
 }
 
+/// The names a source that does not keep the tar copies out of it, back
+/// to back (a few bytes per member); [`Name::Arena`] ranges point into it.
+#[derive(Debug, Default)]
+pub struct Arena(Vec<u8>);
+
+impl Arena {
+    /// Copies `bytes` in: [`Source::keep`].
+    pub fn keep(&mut self, bytes: &[u8]) -> Name {
+        let start = self.0.len();
+        self.0.extend_from_slice(bytes);
+        Name::Arena(start..self.0.len())
+    }
+    /// The bytes of a name kept here (or joined): [`Source::name`].
+    pub fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+        match name {
+            Name::Arena(r) => &self.0[r.clone()],
+            Name::Joined(b) => b,
+            // keep() makes arena names only.
+            Name::Span(_) => &[],
+        }
+    }
+    /// Hands the names over: [`Source::take_names`].
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
+    /// Bytes held: [`Source::held`].
+    pub fn held(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// [`Source::data`] for a source of known length `len`.
-fn data_in(len: usize, off: usize, size: u64) -> Option<u64> {
+pub(super) fn data_in(len: usize, off: usize, size: u64) -> Option<u64> {
     let left = len.saturating_sub(off) as u64;
     (size > left).then_some(left)
 }
@@ -236,7 +267,7 @@ pub struct FileSource<'a> {
     len: usize,
     window: Vec<u8>,
     window_at: usize,
-    names: Vec<u8>,
+    names: Arena,
 }
 
 const WINDOW: usize = 2 << 10;
@@ -250,7 +281,7 @@ impl<'a> FileSource<'a> {
             len,
             window: Vec::new(),
             window_at: 0,
-            names: Vec::new(),
+            names: Arena::default(),
         }
     }
 }
@@ -276,18 +307,16 @@ impl Source for FileSource<'_> {
         Ok(&self.window[at..at + len])
     }
     fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        let start = self.names.len();
-        self.names.extend_from_slice(bytes);
-        Name::Arena(start..self.names.len())
+        self.names.keep(bytes)
     }
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        resolve(name, &[], &self.names)
+        self.names.name(name)
     }
     fn take_names(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.names)
+        self.names.take()
     }
     fn held(&self) -> usize {
-        self.names.len()
+        self.names.held()
     }
 }
 
