@@ -57,9 +57,12 @@ fn patterns() -> Vec<Pattern> {
     ]
 }
 
-/// Writes the pattern files into `dir` (holes by seeking, as a sparse
-/// file is made) and a small dense file `plain.txt`.
-fn make_files(dir: &Path) {
+/// Writes the pattern files into a new directory `files` of `tmp` (holes
+/// by seeking, as a sparse file is made) and a small dense file
+/// `plain.txt`; returns the directory.
+fn make_files(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("files");
+    std::fs::create_dir(&dir).unwrap();
     for (name, size, data) in patterns() {
         let f = File::create(dir.join(name)).unwrap();
         f.set_len(size).unwrap();
@@ -68,6 +71,7 @@ fn make_files(dir: &Path) {
         }
     }
     std::fs::write(dir.join("plain.txt"), b"not sparse\n").unwrap();
+    dir
 }
 
 /// GNU tar's formats for a sparse file, as `tar` arguments.
@@ -160,9 +164,7 @@ fn tool_sizes(archive: &Path) -> Vec<(String, u64)> {
 fn every_gnu_sparse_format_reads_as_gnu_tar_and_bsdtar_extract_it() {
     tools_present();
     let tmp = tempfile::tempdir().unwrap();
-    let files = tmp.path().join("files");
-    std::fs::create_dir(&files).unwrap();
-    make_files(&files);
+    let files = make_files(tmp.path());
     let names: Vec<&str> = patterns().iter().map(|p| p.0).collect();
     let mut checked = 0;
     for (fmt, args) in FORMATS {
@@ -231,9 +233,7 @@ fn every_gnu_sparse_format_reads_as_gnu_tar_and_bsdtar_extract_it() {
 fn the_cli_lists_cats_and_unpacks_sparse_members_with_holes_as_holes() {
     tools_present();
     let tmp = tempfile::tempdir().unwrap();
-    let files = tmp.path().join("files");
-    std::fs::create_dir(&files).unwrap();
-    make_files(&files);
+    let files = make_files(tmp.path());
     for (fmt, args) in FORMATS {
         let tar = tmp.path().join(format!("{fmt}.tar"));
         gnu_tar(&files, args, &["large-holes", "small-holes"], &tar);
@@ -337,17 +337,13 @@ fn pax(name: &str, recs: &[(&str, &str)], data: &[u8]) -> Vec<u8> {
 
 /// An `x` header holding the records `recs`.
 fn pax_header(recs: &[(&str, &str)]) -> Vec<u8> {
-    let mut text = Vec::new();
-    for (k, v) in recs {
-        let body = format!(" {k}={v}\n");
-        let mut len = body.len() + 1;
-        while format!("{len}{body}").len() != len {
-            len += 1;
-        }
-        text.extend_from_slice(format!("{len}{body}").as_bytes());
-    }
+    pax_body(&pax_records(recs))
+}
+
+/// An `x` header holding `text`.
+fn pax_body(text: &[u8]) -> Vec<u8> {
     let mut out = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
-    out.extend_from_slice(&text);
+    out.extend_from_slice(text);
     pad(&mut out);
     out
 }
@@ -851,24 +847,14 @@ fn nul_padding_after_gnu_sparse_records_is_refused_as_libarchive_drops_the_name(
     // lists `p01.bin`; libarchive calls the header malformed and lists the
     // internal name `GNUSparseFile.1/p01.bin`.
     tools_present();
-    let mut text = Vec::new();
-    for (k, v) in [
+    let mut text = pax_records(&[
         ("GNU.sparse.size", "3000"),
         ("GNU.sparse.numblocks", "2"),
         ("GNU.sparse.name", "p01.bin"),
         ("GNU.sparse.map", "512,512,3000,0"),
-    ] {
-        let body = format!(" {k}={v}\n");
-        let mut len = body.len() + 1;
-        while format!("{len}{body}").len() != len {
-            len += 1;
-        }
-        text.extend_from_slice(format!("{len}{body}").as_bytes());
-    }
+    ]);
     text.extend_from_slice(&[0; 40]);
-    let mut tar = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
-    tar.extend_from_slice(&text);
-    pad(&mut tar);
+    let mut tar = pax_body(&text);
     tar.extend_from_slice(&header(
         "GNUSparseFile.1/p01.bin",
         512,

@@ -85,19 +85,10 @@ fn edited(name: &str, data: &[u8], edit: impl FnOnce(&mut Hdr)) -> Vec<u8> {
     h.with(data)
 }
 
-/// A PAX `x` header holding `records` (each `"<len> key=value\n"`, the
-/// length computed unless `raw` records are given).
+/// A PAX `x` header holding `records` (see [`pax_raw`] for records built
+/// by hand).
 fn pax(records: &[(&str, &str)]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (k, v) in records {
-        let rest = format!(" {k}={v}\n");
-        let mut n = rest.len() + 1;
-        while format!("{n}{rest}").len() != n {
-            n += 1;
-        }
-        body.extend(format!("{n}{rest}").as_bytes());
-    }
-    pax_raw(&body)
+    pax_raw(&pax_records(records))
 }
 
 fn pax_raw(body: &[u8]) -> Vec<u8> {
