@@ -931,3 +931,49 @@ fn an_old_gnu_sparse_header_under_pax_sparse_map_records_is_refused() {
     assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
     assert_neff_reads(&path, tmp.path(), &want, "named");
 }
+
+#[test]
+fn sparse_records_on_a_link_or_a_directory_are_refused_before_their_map_is_read() {
+    tools_present();
+    let recs = [
+        ("GNU.sparse.size", "3"),
+        ("GNU.sparse.numblocks", "1"),
+        ("GNU.sparse.map", "0,3"),
+    ];
+    let with = |typeflag: u8, name: &str, link: &str| {
+        let mut t = plain("real.bin", b"abc");
+        t.extend_from_slice(&pax_header(&recs));
+        t.extend_from_slice(&header(name, 0, typeflag, false, &|b| {
+            b[157..157 + link.len()].copy_from_slice(link.as_bytes())
+        }));
+        t
+    };
+    for (typeflag, name, link) in [
+        (b'1', "hl", "real.bin"),
+        (b'2', "sl", "real.bin"),
+        (b'5', "d", ""),
+    ] {
+        refused(with(typeflag, name, link), name, "not a regular file");
+    }
+    // A 1.0 map on a link: the refusal is the link's, not a map read from
+    // data it does not have.
+    let mut t = plain("real.bin", b"abc");
+    t.extend_from_slice(&pax_header(&[
+        ("GNU.sparse.major", "1"),
+        ("GNU.sparse.minor", "0"),
+        ("GNU.sparse.name", "hl"),
+        ("GNU.sparse.realsize", "3"),
+    ]));
+    t.extend_from_slice(&header("GNUSparseFile.0/hl", 0, b'1', false, &|b| {
+        b[157..165].copy_from_slice(b"real.bin")
+    }));
+    refused(t, "hl", "not a regular file");
+}
+
+/// A plain (dense) member `name` holding `data`.
+fn plain(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut t = header(name, data.len() as u64, b'0', false, &|_| {});
+    t.extend_from_slice(data);
+    pad(&mut t);
+    t
+}

@@ -538,8 +538,21 @@ impl Index {
                     pending.local.path = Some((!src.name(&name).is_empty()).then_some(name));
                 }
                 let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                let old_gnu_sparse = block.is_old_gnu_sparse();
-                if old_gnu_sparse || records.is_some() {
+                if block.is_old_gnu_sparse() || records.is_some() {
+                    if entry.kind != Kind::File {
+                        // No writer makes one. The tools read a link's
+                        // map as its content (zeros, not the target's
+                        // bytes); on a directory libarchive fails, GNU
+                        // tar reads on.
+                        return Err(Error::tar(
+                            pos,
+                            format!(
+                                "GNU sparse records on \"{}\", an entry that is not a regular \
+                                 file (a link's map would be read as its content)",
+                                src.name(&entry.name).escape_ascii()
+                            ),
+                        ));
+                    }
                     let (map, real) = sparse::read_map(
                         &mut src,
                         pos,
@@ -559,13 +572,6 @@ impl Index {
                         ),
                         sparse::Fault::Other(e) => e,
                     })?;
-                    if entry.kind != Kind::File && !old_gnu_sparse {
-                        return Err(Error::tar(
-                            pos,
-                            "GNU sparse records on an entry that is not a regular file",
-                        ));
-                    }
-                    entry.kind = Kind::File;
                     entry.size = real;
                     data = map.data_at;
                     size = map.stored;
