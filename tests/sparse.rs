@@ -977,3 +977,23 @@ fn plain(name: &str, data: &[u8]) -> Vec<u8> {
     pad(&mut t);
     t
 }
+
+#[test]
+fn a_gnu_sparse_name_alone_renames_a_plain_member_as_both_tools_read_it() {
+    tools_present();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut tar = pax_header(&[("GNU.sparse.name", "n.bin")]);
+    tar.extend_from_slice(&plain("a.txt", b"abc"));
+    let path = tmp.path().join("named.tar");
+    std::fs::write(&path, end(tar)).unwrap();
+    let want = tool_reads("tar", &path).expect("GNU tar reads it");
+    assert_eq!(
+        want,
+        vec![("n.bin".to_string(), b"abc".to_vec())],
+        "GNU tar"
+    );
+    assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
+    for n in assert_neff_reads(&path, tmp.path(), &want, "") {
+        assert!(!n.entries()[0].is_sparse());
+    }
+}

@@ -538,7 +538,7 @@ impl Index {
                     pending.local.path = Some((!src.name(&name).is_empty()).then_some(name));
                 }
                 let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                if block.is_old_gnu_sparse() || records.is_some() {
+                if block.is_old_gnu_sparse() || records.as_ref().is_some_and(|r| r.has_map()) {
                     if entry.kind != Kind::File {
                         // No writer makes one. The tools read a link's
                         // map as its content (zeros, not the target's

@@ -155,8 +155,10 @@ impl<N> Records<N> {
         Ok(())
     }
 
-    /// Whether they say anything about the map (any record but the name).
-    fn has_map(&self) -> bool {
+    /// Whether they say anything about the map (any record but the name:
+    /// a `GNU.sparse.name` alone renames a plain member, as both tools
+    /// read it).
+    pub fn has_map(&self) -> bool {
         self.major.is_some()
             || self.minor.is_some()
             || self.size.is_some()
