@@ -43,15 +43,7 @@ fn member(name: &str, data: &[u8]) -> Vec<u8> {
 
 /// A PAX extended header (`x`) holding `records`.
 fn pax(records: &[(&str, &str)]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (k, v) in records {
-        let rest = format!(" {k}={v}\n");
-        let mut n = rest.len() + 1;
-        while format!("{n}{rest}").len() != n {
-            n += 1;
-        }
-        body.extend(format!("{n}{rest}").as_bytes());
-    }
+    let body = pax_records(records);
     let mut v = header("PaxHeaders/x", b'x', body.len() as u64, "");
     v.extend(padded(&body));
     v

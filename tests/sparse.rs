@@ -57,9 +57,12 @@ fn patterns() -> Vec<Pattern> {
     ]
 }
 
-/// Writes the pattern files into `dir` (holes by seeking, as a sparse
-/// file is made) and a small dense file `plain.txt`.
-fn make_files(dir: &Path) {
+/// Writes the pattern files into a new directory `files` of `tmp` (holes
+/// by seeking, as a sparse file is made) and a small dense file
+/// `plain.txt`; returns the directory.
+fn make_files(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("files");
+    std::fs::create_dir(&dir).unwrap();
     for (name, size, data) in patterns() {
         let f = File::create(dir.join(name)).unwrap();
         f.set_len(size).unwrap();
@@ -68,6 +71,7 @@ fn make_files(dir: &Path) {
         }
     }
     std::fs::write(dir.join("plain.txt"), b"not sparse\n").unwrap();
+    dir
 }
 
 /// GNU tar's formats for a sparse file, as `tar` arguments.
@@ -160,9 +164,7 @@ fn tool_sizes(archive: &Path) -> Vec<(String, u64)> {
 fn every_gnu_sparse_format_reads_as_gnu_tar_and_bsdtar_extract_it() {
     tools_present();
     let tmp = tempfile::tempdir().unwrap();
-    let files = tmp.path().join("files");
-    std::fs::create_dir(&files).unwrap();
-    make_files(&files);
+    let files = make_files(tmp.path());
     let names: Vec<&str> = patterns().iter().map(|p| p.0).collect();
     let mut checked = 0;
     for (fmt, args) in FORMATS {
@@ -231,9 +233,7 @@ fn every_gnu_sparse_format_reads_as_gnu_tar_and_bsdtar_extract_it() {
 fn the_cli_lists_cats_and_unpacks_sparse_members_with_holes_as_holes() {
     tools_present();
     let tmp = tempfile::tempdir().unwrap();
-    let files = tmp.path().join("files");
-    std::fs::create_dir(&files).unwrap();
-    make_files(&files);
+    let files = make_files(tmp.path());
     for (fmt, args) in FORMATS {
         let tar = tmp.path().join(format!("{fmt}.tar"));
         gnu_tar(&files, args, &["large-holes", "small-holes"], &tar);
@@ -328,20 +328,22 @@ fn old_gnu(name: &str, real: u64, segs: &[(u64, u64)], stored: &[u8]) -> Vec<u8>
 /// A PAX entry: records `recs` in an `x` header, then a regular entry
 /// `name` holding `data`.
 fn pax(name: &str, recs: &[(&str, &str)], data: &[u8]) -> Vec<u8> {
-    let mut text = Vec::new();
-    for (k, v) in recs {
-        let body = format!(" {k}={v}\n");
-        let mut len = body.len() + 1;
-        while format!("{len}{body}").len() != len {
-            len += 1;
-        }
-        text.extend_from_slice(format!("{len}{body}").as_bytes());
-    }
-    let mut out = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
-    out.extend_from_slice(&text);
-    pad(&mut out);
+    let mut out = pax_header(recs);
     out.extend_from_slice(&header(name, data.len() as u64, b'0', false, &|_| {}));
     out.extend_from_slice(data);
+    pad(&mut out);
+    out
+}
+
+/// An `x` header holding the records `recs`.
+fn pax_header(recs: &[(&str, &str)]) -> Vec<u8> {
+    pax_body(&pax_records(recs))
+}
+
+/// An `x` header holding `text`.
+fn pax_body(text: &[u8]) -> Vec<u8> {
+    let mut out = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
+    out.extend_from_slice(text);
     pad(&mut out);
     out
 }
@@ -473,6 +475,7 @@ fn maps_that_overlap_run_backwards_or_past_the_real_size_are_refused() {
             "p01",
             &[
                 ("GNU.sparse.size", "100"),
+                ("GNU.sparse.numblocks", "2"),
                 ("GNU.sparse.map", "10,5,12,5"),
                 ("GNU.sparse.name", "p01"),
             ],
@@ -710,27 +713,56 @@ fn a_sparse_member_read_whole_is_capped_like_an_inflation_but_streams_uncapped()
 }
 
 #[test]
-fn pax_0_0_offsets_before_their_numblocks_are_refused() {
+fn pax_map_numbers_before_their_numblocks_or_without_one_are_refused() {
     tools_present();
-    // GNU tar: "excess GNU.sparse.offset", and the member read dense;
-    // bsdtar expands it.
-    let (_, agree) = refused(
-        pax(
-            "early-offsets",
-            &[
-                ("GNU.sparse.size", "100"),
-                ("GNU.sparse.offset", "90"),
-                ("GNU.sparse.numbytes", "10"),
-            ],
-            &[1; 10],
+    // GNU tar sizes its map by each numblocks record and keeps only the
+    // numbers after the last ("excess GNU.sparse.offset" or ".map"), then
+    // reads the member otherwise; bsdtar reads every number.
+    let size = ("GNU.sparse.size", "3000");
+    let name = ("GNU.sparse.name", "r.bin");
+    let map = ("GNU.sparse.map", "0,512,1000,3,3000,0");
+    let three = ("GNU.sparse.numblocks", "3");
+    let pairs = |ps: &[(&'static str, &'static str)]| -> Vec<(&'static str, &'static str)> {
+        ps.iter()
+            .flat_map(|&(o, n)| [("GNU.sparse.offset", o), ("GNU.sparse.numbytes", n)])
+            .collect()
+    };
+    let stored = noise(515, 6);
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        (
+            "0.0 offsets and no numblocks",
+            [vec![size], pairs(&[("90", "10")])].concat(),
         ),
-        "early-offsets",
-        "before a GNU.sparse.numblocks",
-    );
-    assert!(
-        !agree,
-        "the tools read offsets before numblocks alike: read them instead"
-    );
+        (
+            "0.0 pairs before a second numblocks",
+            [
+                vec![size, ("GNU.sparse.numblocks", "1")],
+                pairs(&[("0", "512")]),
+                vec![("GNU.sparse.numblocks", "3")],
+                pairs(&[("1000", "3"), ("3000", "0")]),
+            ]
+            .concat(),
+        ),
+        ("0.1 map and no numblocks", vec![size, map, name]),
+        ("0.1 map before numblocks", vec![size, map, three, name]),
+        (
+            "0.1 map between numblocks",
+            vec![size, three, map, three, name],
+        ),
+    ];
+    for (what, recs) in cases {
+        let data = if what.starts_with("0.0 offsets") {
+            &stored[..10]
+        } else {
+            &stored[..]
+        };
+        let (_, agree) = refused(
+            pax("GNUSparseFile.0/r.bin", &recs, data),
+            "r.bin",
+            "before a GNU.sparse.numblocks record",
+        );
+        assert!(!agree, "{what}: the tools read it alike: read it instead");
+    }
 }
 
 #[test]
@@ -815,24 +847,14 @@ fn nul_padding_after_gnu_sparse_records_is_refused_as_libarchive_drops_the_name(
     // lists `p01.bin`; libarchive calls the header malformed and lists the
     // internal name `GNUSparseFile.1/p01.bin`.
     tools_present();
-    let mut text = Vec::new();
-    for (k, v) in [
+    let mut text = pax_records(&[
         ("GNU.sparse.size", "3000"),
         ("GNU.sparse.numblocks", "2"),
         ("GNU.sparse.name", "p01.bin"),
         ("GNU.sparse.map", "512,512,3000,0"),
-    ] {
-        let body = format!(" {k}={v}\n");
-        let mut len = body.len() + 1;
-        while format!("{len}{body}").len() != len {
-            len += 1;
-        }
-        text.extend_from_slice(format!("{len}{body}").as_bytes());
-    }
+    ]);
     text.extend_from_slice(&[0; 40]);
-    let mut tar = header("PaxHeaders/x", text.len() as u64, b'x', false, &|_| {});
-    tar.extend_from_slice(&text);
-    pad(&mut tar);
+    let mut tar = pax_body(&text);
     tar.extend_from_slice(&header(
         "GNUSparseFile.1/p01.bin",
         512,
@@ -857,5 +879,121 @@ fn nul_padding_after_gnu_sparse_records_is_refused_as_libarchive_drops_the_name(
                 && reason.contains("read it differently"),
             "{what}: {reason:?}"
         );
+    }
+}
+
+#[test]
+fn an_old_gnu_sparse_header_under_pax_sparse_map_records_is_refused() {
+    // GNU tar reads the `S` header's own map (and fails after it),
+    // bsdtar the records' map (or fails on a 1.0 map that is not there).
+    tools_present();
+    let stored = noise(515, 7);
+    let s = || old_gnu("s.bin", 2000, &[(0, 512), (1000, 3), (2000, 0)], &stored);
+    let size = ("GNU.sparse.size", "3000");
+    let three = ("GNU.sparse.numblocks", "3");
+    let cases: [(&str, Vec<(&str, &str)>); 3] = [
+        ("0.0", {
+            let mut r = vec![size, three];
+            for (o, n) in [("0", "512"), ("1000", "3"), ("3000", "0")] {
+                r.extend([("GNU.sparse.offset", o), ("GNU.sparse.numbytes", n)]);
+            }
+            r
+        }),
+        (
+            "0.1",
+            vec![size, three, ("GNU.sparse.map", "0,512,1000,3,3000,0")],
+        ),
+        (
+            "1.0",
+            vec![
+                ("GNU.sparse.major", "1"),
+                ("GNU.sparse.minor", "0"),
+                ("GNU.sparse.name", "s.bin"),
+                ("GNU.sparse.realsize", "3000"),
+            ],
+        ),
+    ];
+    for (what, recs) in cases {
+        let mut tar = pax_header(&recs);
+        tar.extend_from_slice(&s());
+        let (_, agree) = refused(tar, "s.bin", "typeflag S) under PAX GNU.sparse map records");
+        assert!(!agree, "{what}: the tools read it alike: read it instead");
+    }
+    // A GNU.sparse.name alone renames it, as both tools read it.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut tar = pax_header(&[("GNU.sparse.name", "n.bin")]);
+    tar.extend_from_slice(&s());
+    let path = tmp.path().join("named.tar");
+    std::fs::write(&path, end(tar)).unwrap();
+    let want = tool_reads("tar", &path).expect("GNU tar reads it");
+    assert_eq!(want[0].0, "n.bin");
+    assert_eq!(want[0].1.len(), 2000);
+    assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
+    assert_neff_reads(&path, tmp.path(), &want, "named");
+}
+
+#[test]
+fn sparse_records_on_a_link_or_a_directory_are_refused_before_their_map_is_read() {
+    tools_present();
+    let recs = [
+        ("GNU.sparse.size", "3"),
+        ("GNU.sparse.numblocks", "1"),
+        ("GNU.sparse.map", "0,3"),
+    ];
+    let with = |typeflag: u8, name: &str, link: &str| {
+        let mut t = plain("real.bin", b"abc");
+        t.extend_from_slice(&pax_header(&recs));
+        t.extend_from_slice(&header(name, 0, typeflag, false, &|b| {
+            b[157..157 + link.len()].copy_from_slice(link.as_bytes())
+        }));
+        t
+    };
+    for (typeflag, name, link) in [
+        (b'1', "hl", "real.bin"),
+        (b'2', "sl", "real.bin"),
+        (b'5', "d", ""),
+    ] {
+        refused(with(typeflag, name, link), name, "not a regular file");
+    }
+    // A 1.0 map on a link: the refusal is the link's, not a map read from
+    // data it does not have.
+    let mut t = plain("real.bin", b"abc");
+    t.extend_from_slice(&pax_header(&[
+        ("GNU.sparse.major", "1"),
+        ("GNU.sparse.minor", "0"),
+        ("GNU.sparse.name", "hl"),
+        ("GNU.sparse.realsize", "3"),
+    ]));
+    t.extend_from_slice(&header("GNUSparseFile.0/hl", 0, b'1', false, &|b| {
+        b[157..165].copy_from_slice(b"real.bin")
+    }));
+    refused(t, "hl", "not a regular file");
+}
+
+/// A plain (dense) member `name` holding `data`.
+fn plain(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut t = header(name, data.len() as u64, b'0', false, &|_| {});
+    t.extend_from_slice(data);
+    pad(&mut t);
+    t
+}
+
+#[test]
+fn a_gnu_sparse_name_alone_renames_a_plain_member_as_both_tools_read_it() {
+    tools_present();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut tar = pax_header(&[("GNU.sparse.name", "n.bin")]);
+    tar.extend_from_slice(&plain("a.txt", b"abc"));
+    let path = tmp.path().join("named.tar");
+    std::fs::write(&path, end(tar)).unwrap();
+    let want = tool_reads("tar", &path).expect("GNU tar reads it");
+    assert_eq!(
+        want,
+        vec![("n.bin".to_string(), b"abc".to_vec())],
+        "GNU tar"
+    );
+    assert_eq!(Some(&want), tool_reads("bsdtar", &path).as_ref(), "bsdtar");
+    for n in assert_neff_reads(&path, tmp.path(), &want, "") {
+        assert!(!n.entries()[0].is_sparse());
     }
 }

@@ -25,6 +25,7 @@ struct Hdr {
     size: Vec<u8>,
     mtime: Vec<u8>,
     typeflag: u8,
+    link: Vec<u8>,
     devmajor: Vec<u8>,
 }
 
@@ -38,6 +39,7 @@ impl Hdr {
             size: format!("{size:011o}\0").into_bytes(),
             mtime: b"00000000000\0".to_vec(),
             typeflag,
+            link: Vec::new(),
             devmajor: b"0000000\0".to_vec(),
         }
     }
@@ -51,6 +53,7 @@ impl Hdr {
         h[124..136].copy_from_slice(&self.size);
         h[136..148].copy_from_slice(&self.mtime);
         h[156] = self.typeflag;
+        h[157..157 + self.link.len()].copy_from_slice(&self.link);
         h[257..263].copy_from_slice(b"ustar\0");
         h[263..265].copy_from_slice(b"00");
         h[329..337].copy_from_slice(&self.devmajor);
@@ -82,19 +85,10 @@ fn edited(name: &str, data: &[u8], edit: impl FnOnce(&mut Hdr)) -> Vec<u8> {
     h.with(data)
 }
 
-/// A PAX `x` header holding `records` (each `"<len> key=value\n"`, the
-/// length computed unless `raw` records are given).
+/// A PAX `x` header holding `records` (see [`pax_raw`] for records built
+/// by hand).
 fn pax(records: &[(&str, &str)]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (k, v) in records {
-        let rest = format!(" {k}={v}\n");
-        let mut n = rest.len() + 1;
-        while format!("{n}{rest}").len() != n {
-            n += 1;
-        }
-        body.extend(format!("{n}{rest}").as_bytes());
-    }
-    pax_raw(&body)
+    pax_raw(&pax_records(records))
 }
 
 fn pax_raw(body: &[u8]) -> Vec<u8> {
@@ -138,7 +132,12 @@ fn tool_reads(tool: &str, tar: &Path) -> Option<Reading> {
         let f: Vec<&str> = line.split_whitespace().collect();
         // GNU: perms owner/group size date time name [unknown file type…];
         // bsdtar: perms links owner group size month day year name.
-        let (size, name) = if bsd { (f[4], f[8]) } else { (f[2], f[5]) };
+        // (GNU tar shows an empty name as nothing.)
+        let (size, name) = if bsd {
+            (f[4], f[8])
+        } else {
+            (f[2], f.get(5).copied().unwrap_or(""))
+        };
         if !bsd && line.starts_with('V') {
             // A volume label: GNU tar shows it ("--Volume Header--") but it
             // is no member: nothing is extracted for it.
@@ -560,7 +559,70 @@ fn pax_records_are_read_as_both_tools_read_them() {
             sized(pax(&[("size", "99999999999999999999")])),
             Want::Refused("PAX size"),
         ),
+        // An empty name: GNU tar reads "" ("Substituting `.'"), libarchive
+        // the header's.
+        (
+            "path-empty",
+            after(pax(&[("path", "")])),
+            Want::Refused("an empty PAX path"),
+        ),
+        (
+            "path-nul-first",
+            after(pax(&[("path", "\0zz")])),
+            Want::Refused("an empty PAX path"),
+        ),
+        (
+            "sparse-name-empty",
+            archive(&[
+                first(),
+                pax(&[
+                    ("GNU.sparse.major", "1"),
+                    ("GNU.sparse.minor", "0"),
+                    ("GNU.sparse.name", ""),
+                    ("GNU.sparse.realsize", "5"),
+                ]),
+                member(
+                    "GNUSparseFile.0/s",
+                    &[&b"1\n0\n5\n"[..], &[0; 506], b"hello"].concat(),
+                ),
+            ]),
+            Want::Refused("an empty PAX path or GNU.sparse.name"),
+        ),
+        // On a file, both ignore a link name.
+        (
+            "linkpath-empty-file",
+            after(pax(&[("linkpath", "")])),
+            Want::Read(None),
+        ),
     ]);
+}
+
+#[test]
+fn an_empty_pax_linkpath_on_a_link_is_refused_as_the_tools_read_its_target_differently() {
+    // (Reading holds no link targets: the listings are compared here.)
+    let mut link = Hdr::new("l", b'2', 0);
+    link.link = b"a".to_vec();
+    let tar = archive(&[pax(&[("linkpath", "")]), link.block(), member("a", b"A")]);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("t.tar");
+    std::fs::write(&path, &tar).unwrap();
+    let target = |tool: &str| {
+        let o = Command::new(tool).arg("tvf").arg(&path).output().unwrap();
+        let list = String::from_utf8(o.stdout).unwrap();
+        list.lines()
+            .next()
+            .unwrap()
+            .split(" -> ")
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(target("tar"), "", "GNU tar");
+    assert_eq!(target("bsdtar"), "a", "bsdtar");
+    let p = tmp.path().join("t.neff");
+    std::fs::write(&p, wrap(&tar)).unwrap();
+    let msg = assert_refused(&["ls", p.to_str().unwrap()], &p);
+    assert!(msg.contains("an empty PAX linkpath"), "{msg}");
 }
 
 #[test]

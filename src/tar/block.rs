@@ -128,6 +128,12 @@ impl Block {
         &self.magic == b"ustar " && &self.version == b" \0"
     }
 
+    /// A GNU sparse file with its map in the header: typeflag `S` under
+    /// the old GNU magic.
+    pub fn is_old_gnu_sparse(&self) -> bool {
+        self.typeflag == b'S' && self.is_old_gnu()
+    }
+
     /// The field up to its first NUL.
     pub fn field(f: &[u8]) -> &[u8] {
         &f[..memchr::memchr(0, f).unwrap_or(f.len())]

@@ -195,8 +195,39 @@ impl<S: Source + ?Sized> Source for &mut S {
     }
 }
 
+/// The names a source that does not keep the tar copies out of it, back
+/// to back (a few bytes per member); [`Name::Arena`] ranges point into it.
+#[derive(Debug, Default)]
+pub struct Arena(Vec<u8>);
+
+impl Arena {
+    /// Copies `bytes` in: [`Source::keep`].
+    pub fn keep(&mut self, bytes: &[u8]) -> Name {
+        let start = self.0.len();
+        self.0.extend_from_slice(bytes);
+        Name::Arena(start..self.0.len())
+    }
+    /// The bytes of a name kept here (or joined): [`Source::name`].
+    pub fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+        match name {
+            Name::Arena(r) => &self.0[r.clone()],
+            Name::Joined(b) => b,
+            // keep() makes arena names only.
+            Name::Span(_) => &[],
+        }
+    }
+    /// Hands the names over: [`Source::take_names`].
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
+    /// Bytes held: [`Source::held`].
+    pub fn held(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// [`Source::data`] for a source of known length `len`.
-fn data_in(len: usize, off: usize, size: u64) -> Option<u64> {
+pub(super) fn data_in(len: usize, off: usize, size: u64) -> Option<u64> {
     let left = len.saturating_sub(off) as u64;
     (size > left).then_some(left)
 }
@@ -236,7 +267,7 @@ pub struct FileSource<'a> {
     len: usize,
     window: Vec<u8>,
     window_at: usize,
-    names: Vec<u8>,
+    names: Arena,
 }
 
 const WINDOW: usize = 2 << 10;
@@ -250,7 +281,7 @@ impl<'a> FileSource<'a> {
             len,
             window: Vec::new(),
             window_at: 0,
-            names: Vec::new(),
+            names: Arena::default(),
         }
     }
 }
@@ -276,18 +307,16 @@ impl Source for FileSource<'_> {
         Ok(&self.window[at..at + len])
     }
     fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        let start = self.names.len();
-        self.names.extend_from_slice(bytes);
-        Name::Arena(start..self.names.len())
+        self.names.keep(bytes)
     }
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        resolve(name, &[], &self.names)
+        self.names.name(name)
     }
     fn take_names(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.names)
+        self.names.take()
     }
     fn held(&self) -> usize {
-        self.names.len()
+        self.names.held()
     }
 }
 
@@ -504,16 +533,30 @@ impl Index {
                 }
                 let records = pending.local.sparse.take();
                 if let Some(name) = records.as_ref().and_then(|r| r.name.clone()) {
-                    // GNU.sparse.name is the real name (PAX 0.1 and 1.0).
-                    pending.local.path = Some(Some(name));
+                    // GNU.sparse.name is the real name (PAX 0.1 and 1.0);
+                    // an empty one is refused as an empty path is.
+                    pending.local.path = Some((!src.name(&name).is_empty()).then_some(name));
                 }
                 let mut entry = make_entry(&mut src, pos, block, &pending, &global, size, limits)?;
-                let old_gnu_sparse = typeflag == b'S' && block.is_old_gnu();
-                if old_gnu_sparse || records.is_some() {
+                if block.is_old_gnu_sparse() || records.as_ref().is_some_and(|r| r.has_map()) {
+                    if entry.kind != Kind::File {
+                        // No writer makes one. The tools read a link's
+                        // map as its content (zeros, not the target's
+                        // bytes); on a directory libarchive fails, GNU
+                        // tar reads on.
+                        return Err(Error::tar(
+                            pos,
+                            format!(
+                                "GNU sparse records on \"{}\", an entry that is not a regular \
+                                 file (a link's map would be read as its content)",
+                                src.name(&entry.name).escape_ascii()
+                            ),
+                        ));
+                    }
                     let (map, real) = sparse::read_map(
                         &mut src,
                         pos,
-                        &raw,
+                        block,
                         records.as_deref(),
                         size,
                         segments.len(),
@@ -529,13 +572,6 @@ impl Index {
                         ),
                         sparse::Fault::Other(e) => e,
                     })?;
-                    if entry.kind != Kind::File && !old_gnu_sparse {
-                        return Err(Error::tar(
-                            pos,
-                            "GNU sparse records on an entry that is not a regular file",
-                        ));
-                    }
-                    entry.kind = Kind::File;
                     entry.size = real;
                     data = map.data_at;
                     size = map.stored;
@@ -614,8 +650,8 @@ fn trim_nul(b: &[u8]) -> Range<usize> {
 }
 
 /// Precedence: PAX `x` > GNU `L`/`K` > the header's own field (a global
-/// `g` record that sets a name is refused by the walk). An empty PAX value
-/// unsets the keyword: fall through to the header field.
+/// `g` record that sets a name is refused by the walk, and so is an empty
+/// `path`, or an empty `linkpath` on a link, by [`make_entry`]).
 fn pick(local: &Option<Option<Name>>, gnu: &Option<Name>) -> Option<Name> {
     match local {
         Some(v) => v.clone(),
@@ -636,6 +672,18 @@ fn make_entry<S: Source>(
         let b = Block::field(f);
         src.keep(pos + off..pos + off + b.len(), b)
     };
+    let empty = |what: &str| {
+        Error::tar(
+            pos,
+            format!(
+                "an empty PAX {what}: GNU tar reads it as \"\", libarchive keeps the \
+                 header's (GNU tar and libarchive read it differently)"
+            ),
+        )
+    };
+    if pending.local.path == Some(None) {
+        return Err(empty("path or GNU.sparse.name"));
+    }
     let name = match pick(&pending.local.path, &pending.long_name) {
         Some(found) => found,
         None if block.is_ustar() && block.prefix[0] != 0 => {
@@ -659,6 +707,7 @@ fn make_entry<S: Source>(
     // by GNU tar and libarchive alike.
     let link = match pick(&pending.local.linkpath, &pending.long_link) {
         _ if !matches!(kind, Kind::Symlink | Kind::Hardlink) => None,
+        _ if pending.local.linkpath == Some(None) => return Err(empty("linkpath on a link")),
         Some(found) => Some(found),
         None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
         None => None,

@@ -4,7 +4,9 @@
 //! `linkpath`, `size`, `mtime` and the `GNU.sparse.*` family (read by
 //! [`super::sparse`]). Values are kept as spans of the tar bytes.
 //! An empty value unsets the keyword (POSIX), which is recorded as
-//! `Some(None)` so it can override a global record.
+//! `Some(None)`: the walk reads an unset `mtime` as the header's, and
+//! refuses an unset `path` or link's `linkpath` (GNU tar reads it as "",
+//! libarchive as the header's).
 
 use std::ops::Range;
 

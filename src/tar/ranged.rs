@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::index::{Name, Source};
+use super::index::{data_in, Arena, Name, Source};
 use crate::error::Result;
 
 /// Bytes by range: exactly the bytes of `range`, or an error.
@@ -32,7 +32,7 @@ pub struct RangeSource<'a, F: Fetch + ?Sized> {
     window: Vec<u8>,
     window_at: usize,
     next: usize,
-    names: Vec<u8>,
+    names: Arena,
 }
 
 impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
@@ -48,7 +48,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
             window: have[..have.len().min(len)].to_vec(),
             window_at: 0,
             next: WINDOW,
-            names: Vec::new(),
+            names: Arena::default(),
         }
     }
 }
@@ -82,27 +82,19 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
         Ok(&self.window[at..at + len])
     }
     fn data(&mut self, off: usize, size: u64, _: bool) -> Result<Option<u64>> {
-        let left = self.len.saturating_sub(off) as u64;
-        Ok((size > left).then_some(left))
+        Ok(data_in(self.len, off, size))
     }
     fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        let start = self.names.len();
-        self.names.extend_from_slice(bytes);
-        Name::Arena(start..self.names.len())
+        self.names.keep(bytes)
     }
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        match name {
-            Name::Arena(r) => &self.names[r.clone()],
-            Name::Joined(b) => b,
-            // keep() makes arena names only.
-            Name::Span(_) => &[],
-        }
+        self.names.name(name)
     }
     fn take_names(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.names)
+        self.names.take()
     }
     fn held(&self) -> usize {
-        self.names.len()
+        self.names.held()
     }
 }
 

@@ -26,8 +26,10 @@
 
 use std::ops::Range;
 
+use zerocopy::IntoBytes;
+
 use super::index::{Name, Source};
-use super::BLOCK;
+use super::{Block, BLOCK};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -66,8 +68,9 @@ pub struct Records<N> {
     map: Option<Vec<u64>>,
     /// `GNU.sparse.offset` and `GNU.sparse.numbytes` (0.0), in turn.
     pairs: Vec<u64>,
-    /// An offset came before any `GNU.sparse.numblocks`.
-    early_offset: bool,
+    /// Map numbers (an offset, or a map) came before a
+    /// `GNU.sparse.numblocks` record, or none came before them at all.
+    early_map: bool,
 }
 
 impl<N> Default for Records<N> {
@@ -81,7 +84,7 @@ impl<N> Default for Records<N> {
             name: None,
             map: None,
             pairs: Vec::new(),
-            early_offset: false,
+            early_map: false,
         }
     }
 }
@@ -118,9 +121,15 @@ impl<N> Records<N> {
             b"minor" => self.minor = Some(number(key, text)?),
             b"size" => self.size = Some(number(key, text)?),
             b"realsize" => self.realsize = Some(number(key, text)?),
-            b"numblocks" => self.numblocks = Some(number(key, text)?),
+            b"numblocks" => {
+                // GNU tar starts the map again at each numblocks record,
+                // libarchive keeps what came before it.
+                self.early_map |= self.map.is_some() || !self.pairs.is_empty();
+                self.numblocks = Some(number(key, text)?)
+            }
             b"name" => self.name = Some(name),
             b"map" => {
+                self.early_map |= self.numblocks.is_none();
                 let mut v = Vec::new();
                 if !text.is_empty() {
                     for n in text.split(|&b| b == b',') {
@@ -130,7 +139,7 @@ impl<N> Records<N> {
                 self.map = Some(v);
             }
             b"offset" if self.pairs.len() % 2 == 0 => {
-                self.early_offset |= self.numblocks.is_none();
+                self.early_map |= self.numblocks.is_none();
                 self.pairs.push(number(key, text)?)
             }
             b"numbytes" if self.pairs.len() % 2 == 1 => self.pairs.push(number(key, text)?),
@@ -146,6 +155,19 @@ impl<N> Records<N> {
         Ok(())
     }
 
+    /// Whether they say anything about the map (any record but the name:
+    /// a `GNU.sparse.name` alone renames a plain member, as both tools
+    /// read it).
+    pub fn has_map(&self) -> bool {
+        self.major.is_some()
+            || self.minor.is_some()
+            || self.size.is_some()
+            || self.realsize.is_some()
+            || self.numblocks.is_some()
+            || self.map.is_some()
+            || !self.pairs.is_empty()
+    }
+
     /// Converts the kept name.
     pub fn map_name<M>(self, f: impl FnOnce(N) -> M) -> Records<M> {
         Records {
@@ -157,7 +179,7 @@ impl<N> Records<N> {
             name: self.name.map(f),
             map: self.map,
             pairs: self.pairs,
-            early_offset: self.early_offset,
+            early_map: self.early_map,
         }
     }
 
@@ -188,18 +210,18 @@ impl<N> Records<N> {
                         return Err("both a GNU.sparse.map and GNU.sparse.offset records".into())
                     }
                     (Some(m), true) => &m[..],
-                    (None, _) => {
-                        if self.early_offset {
-                            // GNU tar keeps only as many pairs as a
-                            // numblocks record before them allowed ("excess
-                            // GNU.sparse.offset"), libarchive reads them all.
-                            return Err("GNU.sparse.offset records before a GNU.sparse.numblocks \
-                                 record (GNU tar drops them, libarchive reads them)"
-                                .into());
-                        }
-                        &self.pairs[..]
-                    }
+                    (None, _) => &self.pairs[..],
                 };
+                if self.early_map {
+                    // GNU tar sizes its map by the last numblocks record
+                    // and keeps only the numbers after it ("excess
+                    // GNU.sparse.map" or "offset"); libarchive reads them all.
+                    return Err(
+                        "GNU.sparse map numbers before a GNU.sparse.numblocks record, \
+                         or without one (GNU tar drops them, libarchive reads them)"
+                            .into(),
+                    );
+                }
                 if nums.len() % 2 == 1 {
                     return Err("a sparse map with an odd count of numbers".into());
                 }
@@ -484,7 +506,7 @@ pub struct Found {
 pub fn read_map<S: Source>(
     src: &mut S,
     pos: usize,
-    block: &[u8],
+    block: &Block,
     records: Option<&Records<Name>>,
     size: u64,
     held: usize,
@@ -500,9 +522,17 @@ pub fn read_map<S: Source>(
         })
     };
     let (segs, real, data_at, stored) = match records {
-        // Old GNU: PAX records, if any, do not change the map.
-        _ if block[156] == b'S' && block[257..265] == *b"ustar  \0" => {
-            let (mut segs, real, mut ext) = old_header(block)?;
+        Some(r) if block.is_old_gnu_sparse() && r.has_map() => {
+            // GNU tar reads the header's map, libarchive the records'.
+            return Err(
+                "an old GNU sparse header (typeflag S) under PAX GNU.sparse map \
+                 records (GNU tar reads the header's map, libarchive the records')"
+                    .into(),
+            );
+        }
+        // Old GNU (a PAX GNU.sparse.name still names it).
+        _ if block.is_old_gnu_sparse() => {
+            let (mut segs, real, mut ext) = old_header(block.as_bytes())?;
             let mut at = data;
             while ext {
                 if segs.len() > cap {

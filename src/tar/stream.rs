@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::index::{Entry, Index, Kind, Name, Source};
+use super::index::{Arena, Entry, Index, Kind, Name, Source};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -204,7 +204,7 @@ pub(crate) struct StreamSource<'r, S> {
     hi: usize,
     at: usize,
     eof: bool,
-    names: Vec<u8>,
+    names: Arena,
     retained: &'r RefCell<Retained>,
 }
 
@@ -219,7 +219,7 @@ impl<'r, S: ByteStream> StreamSource<'r, S> {
             hi: 0,
             at: 0,
             eof: false,
-            names: Vec::new(),
+            names: Arena::default(),
             retained,
         }
     }
@@ -331,25 +331,19 @@ impl<S: ByteStream> Source for StreamSource<'_, S> {
     }
 
     fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        let start = self.names.len();
-        self.names.extend_from_slice(bytes);
-        Name::Arena(start..self.names.len())
+        self.names.keep(bytes)
     }
 
     fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        match name {
-            Name::Arena(r) => &self.names[r.clone()],
-            Name::Joined(b) => b,
-            Name::Span(_) => &[],
-        }
+        self.names.name(name)
     }
 
     fn take_names(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.names)
+        self.names.take()
     }
 
     fn held(&self) -> usize {
-        self.names.len()
+        self.names.held()
     }
 }
 

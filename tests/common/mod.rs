@@ -135,3 +135,18 @@ pub fn wrap(payload: &[u8]) -> Vec<u8> {
     };
     neff::pack::behind_header(payload, None, &opts).expect("a header for bytes in memory")
 }
+
+/// The body of a PAX extended header: one `"<len> key=value\n"` record per
+/// pair, each length counting its own digits.
+pub fn pax_records(records: &[(&str, &str)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (k, v) in records {
+        let rest = format!(" {k}={v}\n");
+        let mut n = rest.len() + 1;
+        while format!("{n}{rest}").len() != n {
+            n += 1;
+        }
+        body.extend(format!("{n}{rest}").as_bytes());
+    }
+    body
+}
