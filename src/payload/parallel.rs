@@ -483,10 +483,11 @@ impl<'a> Rounds<'a> {
     }
 
     /// Whether the last round produced less than 2% more bytes than it read
-    /// (stored blocks, incompressible data): the rounds cost more than one
-    /// sequential pass there, whose copy is all the work.
+    /// (stored blocks, incompressible data) and some of the stream is left:
+    /// the rounds cost more than one sequential pass there, whose copy is
+    /// all the work. (After the last round nothing is left to hand over.)
     pub(crate) fn incompressible(&self) -> bool {
-        self.incompressible
+        self.incompressible && self.next.is_some()
     }
 
     /// Where a sequential inflater can take over: at the start of the next
