@@ -180,7 +180,7 @@ pub(crate) fn inflate_within(
         return Ok(Whole::Stream(reuse));
     }
     // Large single members: split across cores (checked by length and CRC)
-    // from the one parallel threshold.
+    // from the one parallel threshold, when a core is free.
     if reuse.is_none() && gz.len() >= parallel::PARALLEL_FROM {
         if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
             return Ok(Whole::Done(done));
@@ -223,8 +223,10 @@ pub(crate) fn inflate_within(
 
 /// The parallel path, or `None` when it does not apply or does not check out.
 fn inflate_parallel(gz: &[u8], isize: usize, credible: bool) -> Result<Option<Inflated>> {
+    // Inside a scan whose every worker reads a file, a split would only
+    // add its own cost: the same test as the stream's rounds.
     let threads = rayon::current_num_threads();
-    let Some(data) = raw_deflate(gz).filter(|_| threads >= 2) else {
+    let Some(data) = raw_deflate(gz).filter(|_| parallel::core_free()) else {
         return Ok(None);
     };
     let mut out = HugeBuf::new(isize, credible)?;
@@ -406,6 +408,37 @@ mod tests {
         ));
         let data = [noise.clone(), noise[..150_000].to_vec()].concat();
         assert!(inflate(&two, 1 << 30).unwrap()[..] == data[..]);
+    }
+
+    #[test]
+    fn a_scan_worker_splits_only_while_another_worker_is_idle() {
+        let mut x = 7u64;
+        // Two chunks of at least 4 MiB of gzip each: noise, a little text.
+        let data: Vec<u8> = (0..10 << 20)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if i % 8 == 0 {
+                    b'a'
+                } else {
+                    x as u8
+                }
+            })
+            .collect();
+        let s = gz(&data);
+        let split = |s: &[u8]| {
+            inflate_parallel(s, data.len(), true)
+                .unwrap()
+                .is_some_and(|t| t[..] == data[..])
+        };
+        let pool = parallel::counting_pool(2).unwrap();
+        pool.install(|| {
+            let _me = parallel::Job::start();
+            assert!(split(&s), "the other worker is idle");
+            let _other = parallel::Job::start();
+            assert!(!split(&s), "both workers read a file");
+        });
     }
 
     #[test]
