@@ -373,16 +373,9 @@ impl<'a> GzStream<'a> {
         par.pos += n;
         self.crc.update(&out[..n]);
         self.member_out += n as u64;
-        self.total_out += n as u64;
-        if self.total_out > self.cap {
-            // Not checked against the trailer yet: the sequential pass decides.
-            self.doubt = true;
-            return Err(Error::Limit {
-                what: "inflated payload size",
-                found: self.total_out,
-                cap: self.cap,
-            });
-        }
+        // Not checked against the trailer yet: over the cap, the sequential
+        // pass decides.
+        self.count_out(n).inspect_err(|_| self.doubt = true)?;
         Ok(n)
     }
 
@@ -413,6 +406,19 @@ impl<'a> GzStream<'a> {
         }
         self.pos = par.base + r.from;
         self.fill(out)
+    }
+
+    /// Counts `n` more bytes handed out; past the cap, refuses them.
+    fn count_out(&mut self, n: usize) -> Result<()> {
+        self.total_out += n as u64;
+        if self.total_out > self.cap {
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: self.total_out,
+                cap: self.cap,
+            });
+        }
+        Ok(())
     }
 
     /// Bytes produced so far.
@@ -491,14 +497,7 @@ impl<'a> GzStream<'a> {
             self.passed(self.pos);
             self.crc.update(&out[..n]);
             self.member_out += n as u64;
-            self.total_out += n as u64;
-            if self.total_out > self.cap {
-                return Err(Error::Limit {
-                    what: "inflated payload size",
-                    found: self.total_out,
-                    cap: self.cap,
-                });
-            }
+            self.count_out(n)?;
             if status == Status::StreamEnd {
                 self.end_member()?;
             } else if n == 0 && used == 0 {
@@ -520,14 +519,7 @@ impl<'a> GzStream<'a> {
         let n = out.len().min(to - from);
         out[..n].copy_from_slice(&self.pending[from..from + n]);
         self.pending_at += n;
-        self.total_out += n as u64;
-        if self.total_out > self.cap {
-            return Err(Error::Limit {
-                what: "inflated payload size",
-                found: self.total_out,
-                cap: self.cap,
-            });
-        }
+        self.count_out(n)?;
         Ok(Some(n))
     }
 
