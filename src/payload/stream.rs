@@ -17,7 +17,9 @@
 //!   copying is all the work and one core is faster) hands over to the
 //!   one-core inflater, primed with the last 32 KiB the rounds produced, at
 //!   the end of the last good round: nothing is inflated twice
-//!   (`NEFF_DEBUG=1` prints why);
+//!   (`NEFF_DEBUG=1` prints why). Until the member's trailer matches, any
+//!   failure is doubtful (the rounds' bytes may be at fault): the walk
+//!   reads the payload again on one core;
 //! - several members are inflated two at a time (`member_round`): while
 //!   one member goes on, the next is inflated ahead from the first gzip
 //!   header after the input position, and taken over when the member
@@ -149,9 +151,12 @@ pub struct GzStream<'a> {
     pending_at: usize,
     pending_len: usize,
     spare: Vec<u8>,
-    /// The parallel rounds failed or their output did not match the
-    /// trailer: what was produced is not to be trusted (see
-    /// [`doubtful`](GzStream::doubtful)).
+    /// Bytes of the member being read came from the parallel rounds and
+    /// its trailer has not vouched for them yet: a failure now may be the
+    /// rounds' own (see [`fill`](GzStream::fill)).
+    unchecked: bool,
+    /// A failure while [`unchecked`](Self::unchecked): what was produced
+    /// is not to be trusted (see [`doubtful`](GzStream::doubtful)).
     doubt: bool,
     /// Told of input ranges the inflater has passed (see
     /// [`release_behind`](GzStream::release_behind)), and how far it was told.
@@ -220,6 +225,7 @@ impl<'a> GzStream<'a> {
             pending_at: 0,
             pending_len: 0,
             spare: Vec::new(),
+            unchecked: false,
             doubt: false,
             release: None,
             released: 0,
@@ -295,6 +301,7 @@ impl<'a> GzStream<'a> {
         let mut s = GzStream::new(gz, cap)?;
         if let Some(data) = gzip::raw_deflate(gz) {
             let base = gz.len() - TRAILER - data.len();
+            s.unchecked = true;
             s.par = Some(Par {
                 rounds: Rounds::new(data, seg, out_cap),
                 base,
@@ -343,9 +350,9 @@ impl<'a> GzStream<'a> {
                 Ok(false) => {
                     // Done: everything produced must be what the trailer says.
                     if !Trailer::last(self.gz).describes(self.crc.sum(), self.member_out) {
-                        self.doubt = true;
                         return Err(self.corrupt());
                     }
+                    self.unchecked = false;
                     self.done = true;
                     return Ok(0);
                 }
@@ -373,9 +380,7 @@ impl<'a> GzStream<'a> {
         par.pos += n;
         self.crc.update(&out[..n]);
         self.member_out += n as u64;
-        // Not checked against the trailer yet: over the cap, the sequential
-        // pass decides.
-        self.count_out(n).inspect_err(|_| self.doubt = true)?;
+        self.count_out(n)?;
         Ok(n)
     }
 
@@ -387,7 +392,6 @@ impl<'a> GzStream<'a> {
         let par = self.par.take().expect("parallel");
         let Some(r) = par.rounds.resume() else {
             // The rounds finished: nothing is left to inflate but the check.
-            self.doubt = true;
             return Err(self.corrupt());
         };
         self.in_member = true;
@@ -401,11 +405,10 @@ impl<'a> GzStream<'a> {
             && self.inflater.total_in() == r.head.len() as u64
             && self.inflater.total_out() == r.window_len as u64;
         if !primed {
-            self.doubt = true;
             return Err(self.corrupt());
         }
         self.pos = par.base + r.from;
-        self.fill(out)
+        self.fill_any(out)
     }
 
     /// Counts `n` more bytes handed out; past the cap, refuses them.
@@ -447,8 +450,17 @@ impl<'a> GzStream<'a> {
     }
 
     /// Inflates into `out`; the number of bytes written, 0 only at the end
-    /// of the payload (every member's trailer checked).
+    /// of the payload (every member's trailer checked). A failure of the
+    /// member the parallel rounds began, before its trailer matched, is
+    /// [`doubtful`](Self::doubtful) (the rounds' bytes may be at fault, not
+    /// the file's): the caller reads the payload again sequentially.
     pub(crate) fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+        self.fill_any(out)
+            .inspect_err(|_| self.doubt |= self.unchecked)
+    }
+
+    /// [`fill`](Self::fill), from the rounds or not.
+    fn fill_any(&mut self, out: &mut [u8]) -> Result<usize> {
         if out.is_empty() {
             return Ok(0);
         }
@@ -666,6 +678,7 @@ impl<'a> GzStream<'a> {
         }
         self.pos += TRAILER;
         self.in_member = false;
+        self.unchecked = false;
         Ok(())
     }
 
@@ -858,6 +871,31 @@ mod tests {
             "{seq_in} of {}",
             gz.len()
         );
+    }
+
+    #[test]
+    fn a_member_begun_in_rounds_that_fails_its_trailer_after_the_hand_over_is_doubted() {
+        // As above, with the CRC-32 off: the bytes the rounds handed out are
+        // checked only by that trailer, so its mismatch may be theirs; the
+        // sequential pass gives the answer.
+        let mut data = corpus();
+        data.extend(vec![0u8; 16 << 20]);
+        let mut gz = gzip(&data);
+        let n = gz.len();
+        gz[n - 8] ^= 1;
+        let mut s = GzStream::in_rounds(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
+        let mut w = vec![0u8; 100_000];
+        let e = loop {
+            match s.fill(&mut w) {
+                Ok(0) => panic!("a bad CRC-32 passed"),
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert!(s.par.is_none(), "not handed over");
+        assert!(s.doubtful(), "{e}");
+        let (out, doubt) = drain(GzStream::new(&gz, 1 << 30).unwrap());
+        assert!(out.is_err() && !doubt);
     }
 
     #[test]
