@@ -167,11 +167,14 @@ pub(crate) fn inflate_within(
     // A caller whose budget covers anything the input could produce wants
     // it whole whatever its framing (padding, several members).
     let whole_anyway = budget >= bound;
-    // DEFLATE adds at most 5 bytes per 65,535-byte stored block: DEFLATE
-    // data larger than that allows is not one member of `isize` bytes
-    // (several members, whose last trailer this is, or a trailer that is
-    // not the size). Neither the split nor libdeflate could then succeed:
-    // the split would first copy half the input to find that out.
+    // An encoder that falls back to stored blocks (zlib, libdeflate, pigz)
+    // adds at most 5 bytes per 65,535: DEFLATE data larger than that allows
+    // is most likely not one member of `isize` bytes (several members,
+    // whose last trailer this is, or a trailer that is not the size), which
+    // neither the split nor libdeflate reads whole, and the split would
+    // first copy half the input to find that out. A member that is one
+    // after all (fixed Huffman codes spend 9 bits on half the byte values)
+    // is read by the stream instead: a slower path, never another answer.
     let one_member = raw_deflate(gz).is_none_or(|d| d.len() as u64 <= isize + isize / 8192 + 64);
     if isize == 0 || isize > bound || isize > budget || !one_member {
         if whole_anyway {
