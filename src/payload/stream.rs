@@ -250,35 +250,28 @@ impl<'a> GzStream<'a> {
         }
     }
 
-    /// [`new`](Self::new), inflating in parallel rounds on two cores
-    /// ([`Rounds`]) when the payload is large, is one gzip member (as far as
-    /// its header shows) and a core is free (not inside a rayon pool that
-    /// already keeps every core busy). The output is checked against the
-    /// trailer at the end; when it does not match, or the rounds fail, the
-    /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
-    /// starts over with [`new`](Self::new).
+    /// [`new`](Self::new), inflating on two cores when the payload is large
+    /// and a core is free (not inside a pool that already keeps every core
+    /// busy: [`parallel::core_free`]): see [`parallel_with`](Self::parallel_with).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        gzip::check_len(gz)?;
-        let free_core = parallel::core_free();
-        // A padded payload (zeros where a trailer would be) has more than
-        // the one member the rounds can check: sequential from the start.
-        let trailer_at_end = gzip::may_end_with_trailer(gz);
-        let mut s = if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
-            GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT)?
+        if gz.len() >= PARALLEL_FROM && parallel::core_free() {
+            GzStream::parallel_with(gz, cap, SEGMENT, SEGMENT_OUT)
         } else {
-            GzStream::new(gz, cap)?
-        };
-        s.members_par = free_core && gz.len() >= PARALLEL_FROM;
-        Ok(s)
+            GzStream::new(gz, cap)
+        }
     }
 
-    /// A stream that takes every parallel path whatever the payload's size
-    /// or the cores: rounds of `seg`-byte segments producing at most
-    /// `out_cap` each (when the payload may end with its one member's
-    /// trailer), then members two at a time. For the tests and fuzz
-    /// targets that compare it with [`new`](Self::new).
-    #[cfg(any(test, feature = "fuzzing"))]
-    pub(crate) fn forced_parallel(
+    /// A stream that takes every parallel path: rounds of `seg`-byte
+    /// segments producing at most `out_cap` each ([`Rounds`]) when the
+    /// payload may end with its one member's trailer (a padded payload,
+    /// zeros where a trailer would be, has more than the one member the
+    /// rounds can check), then members two at a time. The rounds' output
+    /// is checked against the trailer at the end; when it does not match,
+    /// or the rounds fail, the stream errs and [`doubtful`](Self::doubtful)
+    /// says so: the caller starts over with [`new`](Self::new). The tests
+    /// and fuzz targets force it on small payloads to compare it with
+    /// [`new`](Self::new).
+    pub(crate) fn parallel_with(
         gz: &'a [u8],
         cap: u64,
         seg: usize,
@@ -1087,7 +1080,7 @@ mod tests {
                 // of 1 to 8 MiB (smaller caps fail rounds mid-stream).
                 let seg = 1024 + (x >> 40) as usize % (511 << 10);
                 let out_cap = (1 << 20) + (x >> 20) as usize % (7 << 20);
-                let s = GzStream::forced_parallel(&gz, 1 << 30, seg, out_cap).unwrap();
+                let s = GzStream::parallel_with(&gz, 1 << 30, seg, out_cap).unwrap();
                 let (out, doubt) = drain(s);
                 assert!(!doubt, "seed {seed} seg {seg} cap {out_cap}");
                 assert!(out.unwrap() == data, "seed {seed} seg {seg} cap {out_cap}");
