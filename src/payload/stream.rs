@@ -576,10 +576,9 @@ impl<'a> GzStream<'a> {
         if from >= end {
             return None;
         }
-        let found = gzip::header_after(&self.gz[..end], from);
+        let found = gzip::header_after(self.gz, from, end);
         if found.is_none() {
-            // A header straddling `end` is found by the next search.
-            self.no_header_before = end.saturating_sub(2);
+            self.no_header_before = end;
         }
         found
     }
