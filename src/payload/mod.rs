@@ -284,6 +284,21 @@ fn bound(compressed: usize, cap: u64) -> u64 {
         .min(cap)
 }
 
+/// `n` bytes of xorshift noise from `seed`: incompressible data (stored
+/// blocks) for the payload tests.
+#[cfg(test)]
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,15 +404,7 @@ mod tests {
         // Two members of noise: the last trailer's size cannot hold the
         // DEFLATE data after the first header, so neither the split (which
         // would copy half the input first) nor libdeflate is tried.
-        let mut x = 3u64;
-        let noise: Vec<u8> = (0..200_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let noise = noise(200_000, 3);
         let mut two = gz(&noise);
         two.extend(gz(&noise[..150_000]));
         assert!(matches!(
@@ -415,20 +422,9 @@ mod tests {
 
     #[test]
     fn a_scan_worker_splits_only_while_another_worker_is_idle() {
-        let mut x = 7u64;
         // Two chunks of at least 4 MiB of gzip each: noise, a little text.
-        let data: Vec<u8> = (0..10 << 20)
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if i % 8 == 0 {
-                    b'a'
-                } else {
-                    x as u8
-                }
-            })
-            .collect();
+        let mut data = noise(10 << 20, 7);
+        data.iter_mut().step_by(8).for_each(|b| *b = b'a');
         let s = gz(&data);
         let split = |s: &[u8]| {
             inflate_parallel(s, data.len(), true)
@@ -447,19 +443,8 @@ mod tests {
     #[test]
     fn large_payloads_inflate_in_parallel_and_match() {
         // Over PARALLEL_FROM compressed: noise compresses poorly.
-        let mut x = 1u64;
-        let data: Vec<u8> = (0..(parallel::PARALLEL_FROM * 3 / 2))
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if i % 3 == 0 {
-                    b'a'
-                } else {
-                    x as u8
-                }
-            })
-            .collect();
+        let mut data = noise(parallel::PARALLEL_FROM * 3 / 2, 1);
+        data.iter_mut().step_by(3).for_each(|b| *b = b'a');
         let s = gz(&data);
         assert!(s.len() >= parallel::PARALLEL_FROM);
         let start = gzip::member_header(&s).unwrap();

@@ -892,15 +892,7 @@ mod tests {
 
     #[test]
     fn stored_blocks_leave_the_rounds_after_one_round() {
-        let mut x = 9u64;
-        let data: Vec<u8> = (0..6 << 20)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = crate::payload::noise(6 << 20, 9);
         let gz = gzip(&data);
         let s = GzStream::in_rounds(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
         let (out, handed_over, seq_in) = drain_handover(s);
@@ -915,15 +907,7 @@ mod tests {
         // Noise only, in one round (segment B runs to the stream's end):
         // the round finds stored blocks, but nothing is left to hand over,
         // so the trailer is checked, not the payload read again.
-        let mut x = 11u64;
-        let data: Vec<u8> = (0..6 << 20)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = crate::payload::noise(6 << 20, 11);
         let gz = gzip(&data);
         let s = GzStream::in_rounds(&gz, 1 << 30, SEGMENT, SEGMENT_OUT).unwrap();
         let (out, doubt) = drain(s);
