@@ -154,7 +154,7 @@ pub fn parallel_matches_sequential(gz: &[u8]) {
     let cap = 64 << 20;
     let (seq, _) = all(GzStream::new(gz, cap));
     for seg in [1 << 10, 16 << 10] {
-        let (par, doubt) = all(GzStream::forced_parallel(gz, cap, seg, 1 << 20));
+        let (par, doubt) = all(GzStream::parallel_with(gz, cap, seg, 1 << 20));
         match (&seq, &par) {
             (Ok(a), Ok(b)) => assert!(a == b, "parallel bytes differ (segment {seg})"),
             (Err(_), Err(_)) => {}

@@ -253,9 +253,7 @@ pub(crate) fn scan_with<T: Send>(
     emit: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
+    let pool = crate::payload::parallel::counting_pool(jobs)
         .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
     pool.install(|| {
         paths

@@ -198,14 +198,16 @@ pub(crate) fn next_member(gz: &[u8], pos: usize) -> Result<Option<Member>> {
     }))
 }
 
-/// The first offset at or after `from` where a gzip member header reads
-/// (magic, method 8, no reserved flags, its fields inside the input), and
-/// where its DEFLATE data starts: a candidate for the next member's start,
-/// to be confirmed by where the member before it really ends.
-pub(crate) fn header_after(gz: &[u8], from: usize) -> Option<(usize, usize)> {
+/// The first offset in `from..end` where a gzip member header starts and
+/// reads (magic, method 8, no reserved flags, its fields inside the input,
+/// which may run past `end`), and where its DEFLATE data starts: a
+/// candidate for the next member's start, to be confirmed by where the
+/// member before it really ends.
+pub(crate) fn header_after(gz: &[u8], from: usize, end: usize) -> Option<(usize, usize)> {
     let mut at = from;
-    while at < gz.len() {
-        at += memchr::memmem::find(gz.get(at..)?, &[0x1f, 0x8b, 8])?;
+    let magic_end = end.saturating_add(2).min(gz.len());
+    while at < end {
+        at += memchr::memmem::find(gz.get(at..magic_end)?, &[0x1f, 0x8b, 8])?;
         if let Some(start) = member_header(&gz[at..]) {
             return Some((at, at + start));
         }
@@ -230,6 +232,21 @@ pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_starting_before_the_search_end_is_found_whole() {
+        // A member whose name runs past the end of the search: found (the
+        // next search starts at that end, so it would be missed for good).
+        let mut g = vec![0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 255];
+        g.extend_from_slice(b"sg00/weights.bin\0");
+        let data = g.len();
+        g.extend_from_slice(&compress(b"x")[10..]);
+        let mut gz = vec![7u8; 100];
+        gz.extend_from_slice(&g);
+        assert_eq!(header_after(&gz, 0, 105), Some((100, 100 + data)));
+        assert_eq!(header_after(&gz, 0, 100), None, "starts at the end");
+        assert_eq!(header_after(&gz, 101, gz.len()), None);
+    }
 
     #[test]
     fn the_header_is_read_strictly() {

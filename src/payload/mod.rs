@@ -167,11 +167,14 @@ pub(crate) fn inflate_within(
     // A caller whose budget covers anything the input could produce wants
     // it whole whatever its framing (padding, several members).
     let whole_anyway = budget >= bound;
-    // DEFLATE adds at most 5 bytes per 65,535-byte stored block: DEFLATE
-    // data larger than that allows is not one member of `isize` bytes
-    // (several members, whose last trailer this is, or a trailer that is
-    // not the size). Neither the split nor libdeflate could then succeed:
-    // the split would first copy half the input to find that out.
+    // An encoder that falls back to stored blocks (zlib, libdeflate, pigz)
+    // adds at most 5 bytes per 65,535: DEFLATE data larger than that allows
+    // is most likely not one member of `isize` bytes (several members,
+    // whose last trailer this is, or a trailer that is not the size), which
+    // neither the split nor libdeflate reads whole, and the split would
+    // first copy half the input to find that out. A member that is one
+    // after all (fixed Huffman codes spend 9 bits on half the byte values)
+    // is read by the stream instead: a slower path, never another answer.
     let one_member = raw_deflate(gz).is_none_or(|d| d.len() as u64 <= isize + isize / 8192 + 64);
     if isize == 0 || isize > bound || isize > budget || !one_member {
         if whole_anyway {
@@ -180,7 +183,7 @@ pub(crate) fn inflate_within(
         return Ok(Whole::Stream(reuse));
     }
     // Large single members: split across cores (checked by length and CRC)
-    // from the one parallel threshold.
+    // from the one parallel threshold, when a core is free.
     if reuse.is_none() && gz.len() >= parallel::PARALLEL_FROM {
         if let Some(done) = inflate_parallel(gz, isize as usize, credible)? {
             return Ok(Whole::Done(done));
@@ -223,8 +226,10 @@ pub(crate) fn inflate_within(
 
 /// The parallel path, or `None` when it does not apply or does not check out.
 fn inflate_parallel(gz: &[u8], isize: usize, credible: bool) -> Result<Option<Inflated>> {
+    // Inside a scan whose every worker reads a file, a split would only
+    // add its own cost: the same test as the stream's rounds.
     let threads = rayon::current_num_threads();
-    let Some(data) = raw_deflate(gz).filter(|_| threads >= 2) else {
+    let Some(data) = raw_deflate(gz).filter(|_| parallel::core_free()) else {
         return Ok(None);
     };
     let mut out = HugeBuf::new(isize, credible)?;
@@ -277,6 +282,21 @@ fn bound(compressed: usize, cap: u64) -> u64 {
         .saturating_mul(MAX_RATIO)
         .saturating_add(1 << 16)
         .min(cap)
+}
+
+/// `n` bytes of xorshift noise from `seed`: incompressible data (stored
+/// blocks) for the payload tests.
+#[cfg(test)]
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -384,15 +404,7 @@ mod tests {
         // Two members of noise: the last trailer's size cannot hold the
         // DEFLATE data after the first header, so neither the split (which
         // would copy half the input first) nor libdeflate is tried.
-        let mut x = 3u64;
-        let noise: Vec<u8> = (0..200_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let noise = noise(200_000, 3);
         let mut two = gz(&noise);
         two.extend(gz(&noise[..150_000]));
         assert!(matches!(
@@ -409,21 +421,30 @@ mod tests {
     }
 
     #[test]
+    fn a_scan_worker_splits_only_while_another_worker_is_idle() {
+        // Two chunks of at least 4 MiB of gzip each: noise, a little text.
+        let mut data = noise(10 << 20, 7);
+        data.iter_mut().step_by(8).for_each(|b| *b = b'a');
+        let s = gz(&data);
+        let split = |s: &[u8]| {
+            inflate_parallel(s, data.len(), true)
+                .unwrap()
+                .is_some_and(|t| t[..] == data[..])
+        };
+        let pool = parallel::counting_pool(2).unwrap();
+        pool.install(|| {
+            let _me = parallel::Job::start();
+            assert!(split(&s), "the other worker is idle");
+            let _other = parallel::Job::start();
+            assert!(!split(&s), "both workers read a file");
+        });
+    }
+
+    #[test]
     fn large_payloads_inflate_in_parallel_and_match() {
         // Over PARALLEL_FROM compressed: noise compresses poorly.
-        let mut x = 1u64;
-        let data: Vec<u8> = (0..(parallel::PARALLEL_FROM * 3 / 2))
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if i % 3 == 0 {
-                    b'a'
-                } else {
-                    x as u8
-                }
-            })
-            .collect();
+        let mut data = noise(parallel::PARALLEL_FROM * 3 / 2, 1);
+        data.iter_mut().step_by(3).for_each(|b| *b = b'a');
         let s = gz(&data);
         assert!(s.len() >= parallel::PARALLEL_FROM);
         let start = gzip::member_header(&s).unwrap();

@@ -17,7 +17,9 @@
 //!   copying is all the work and one core is faster) hands over to the
 //!   one-core inflater, primed with the last 32 KiB the rounds produced, at
 //!   the end of the last good round: nothing is inflated twice
-//!   (`NEFF_DEBUG=1` prints why);
+//!   (`NEFF_DEBUG=1` prints why). Until the member's trailer matches, any
+//!   failure is doubtful (the rounds' bytes may be at fault): the walk
+//!   reads the payload again on one core;
 //! - several members are inflated two at a time (`member_round`): while
 //!   one member goes on, the next is inflated ahead from the first gzip
 //!   header after the input position, and taken over when the member
@@ -149,9 +151,12 @@ pub struct GzStream<'a> {
     pending_at: usize,
     pending_len: usize,
     spare: Vec<u8>,
-    /// The parallel rounds failed or their output did not match the
-    /// trailer: what was produced is not to be trusted (see
-    /// [`doubtful`](GzStream::doubtful)).
+    /// Bytes of the member being read came from the parallel rounds and
+    /// its trailer has not vouched for them yet: a failure now may be the
+    /// rounds' own (see [`fill`](GzStream::fill)).
+    unchecked: bool,
+    /// A failure while [`unchecked`](Self::unchecked): what was produced
+    /// is not to be trusted (see [`doubtful`](GzStream::doubtful)).
     doubt: bool,
     /// Told of input ranges the inflater has passed (see
     /// [`release_behind`](GzStream::release_behind)), and how far it was told.
@@ -220,6 +225,7 @@ impl<'a> GzStream<'a> {
             pending_at: 0,
             pending_len: 0,
             spare: Vec::new(),
+            unchecked: false,
             doubt: false,
             release: None,
             released: 0,
@@ -244,35 +250,28 @@ impl<'a> GzStream<'a> {
         }
     }
 
-    /// [`new`](Self::new), inflating in parallel rounds on two cores
-    /// ([`Rounds`]) when the payload is large, is one gzip member (as far as
-    /// its header shows) and a core is free (not inside a rayon pool that
-    /// already keeps every core busy). The output is checked against the
-    /// trailer at the end; when it does not match, or the rounds fail, the
-    /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
-    /// starts over with [`new`](Self::new).
+    /// [`new`](Self::new), inflating on two cores when the payload is large
+    /// and a core is free (not inside a pool that already keeps every core
+    /// busy: [`parallel::core_free`]): see [`parallel_with`](Self::parallel_with).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        gzip::check_len(gz)?;
-        let free_core = parallel::core_free();
-        // A padded payload (zeros where a trailer would be) has more than
-        // the one member the rounds can check: sequential from the start.
-        let trailer_at_end = gzip::may_end_with_trailer(gz);
-        let mut s = if free_core && trailer_at_end && gz.len() >= PARALLEL_FROM {
-            GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT)?
+        if gz.len() >= PARALLEL_FROM && parallel::core_free() {
+            GzStream::parallel_with(gz, cap, SEGMENT, SEGMENT_OUT)
         } else {
-            GzStream::new(gz, cap)?
-        };
-        s.members_par = free_core && gz.len() >= PARALLEL_FROM;
-        Ok(s)
+            GzStream::new(gz, cap)
+        }
     }
 
-    /// A stream that takes every parallel path whatever the payload's size
-    /// or the cores: rounds of `seg`-byte segments producing at most
-    /// `out_cap` each (when the payload may end with its one member's
-    /// trailer), then members two at a time. For the tests and fuzz
-    /// targets that compare it with [`new`](Self::new).
-    #[cfg(any(test, feature = "fuzzing"))]
-    pub(crate) fn forced_parallel(
+    /// A stream that takes every parallel path: rounds of `seg`-byte
+    /// segments producing at most `out_cap` each ([`Rounds`]) when the
+    /// payload may end with its one member's trailer (a padded payload,
+    /// zeros where a trailer would be, has more than the one member the
+    /// rounds can check), then members two at a time. The rounds' output
+    /// is checked against the trailer at the end; when it does not match,
+    /// or the rounds fail, the stream errs and [`doubtful`](Self::doubtful)
+    /// says so: the caller starts over with [`new`](Self::new). The tests
+    /// and fuzz targets force it on small payloads to compare it with
+    /// [`new`](Self::new).
+    pub(crate) fn parallel_with(
         gz: &'a [u8],
         cap: u64,
         seg: usize,
@@ -295,6 +294,7 @@ impl<'a> GzStream<'a> {
         let mut s = GzStream::new(gz, cap)?;
         if let Some(data) = gzip::raw_deflate(gz) {
             let base = gz.len() - TRAILER - data.len();
+            s.unchecked = true;
             s.par = Some(Par {
                 rounds: Rounds::new(data, seg, out_cap),
                 base,
@@ -343,9 +343,9 @@ impl<'a> GzStream<'a> {
                 Ok(false) => {
                     // Done: everything produced must be what the trailer says.
                     if !Trailer::last(self.gz).describes(self.crc.sum(), self.member_out) {
-                        self.doubt = true;
                         return Err(self.corrupt());
                     }
+                    self.unchecked = false;
                     self.done = true;
                     return Ok(0);
                 }
@@ -373,16 +373,7 @@ impl<'a> GzStream<'a> {
         par.pos += n;
         self.crc.update(&out[..n]);
         self.member_out += n as u64;
-        self.total_out += n as u64;
-        if self.total_out > self.cap {
-            // Not checked against the trailer yet: the sequential pass decides.
-            self.doubt = true;
-            return Err(Error::Limit {
-                what: "inflated payload size",
-                found: self.total_out,
-                cap: self.cap,
-            });
-        }
+        self.count_out(n)?;
         Ok(n)
     }
 
@@ -394,7 +385,6 @@ impl<'a> GzStream<'a> {
         let par = self.par.take().expect("parallel");
         let Some(r) = par.rounds.resume() else {
             // The rounds finished: nothing is left to inflate but the check.
-            self.doubt = true;
             return Err(self.corrupt());
         };
         self.in_member = true;
@@ -408,11 +398,23 @@ impl<'a> GzStream<'a> {
             && self.inflater.total_in() == r.head.len() as u64
             && self.inflater.total_out() == r.window_len as u64;
         if !primed {
-            self.doubt = true;
             return Err(self.corrupt());
         }
         self.pos = par.base + r.from;
-        self.fill(out)
+        self.fill_any(out)
+    }
+
+    /// Counts `n` more bytes handed out; past the cap, refuses them.
+    fn count_out(&mut self, n: usize) -> Result<()> {
+        self.total_out += n as u64;
+        if self.total_out > self.cap {
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: self.total_out,
+                cap: self.cap,
+            });
+        }
+        Ok(())
     }
 
     /// Bytes produced so far.
@@ -441,8 +443,17 @@ impl<'a> GzStream<'a> {
     }
 
     /// Inflates into `out`; the number of bytes written, 0 only at the end
-    /// of the payload (every member's trailer checked).
+    /// of the payload (every member's trailer checked). A failure of the
+    /// member the parallel rounds began, before its trailer matched, is
+    /// [`doubtful`](Self::doubtful) (the rounds' bytes may be at fault, not
+    /// the file's): the caller reads the payload again sequentially.
     pub(crate) fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+        self.fill_any(out)
+            .inspect_err(|_| self.doubt |= self.unchecked)
+    }
+
+    /// [`fill`](Self::fill), from the rounds or not.
+    fn fill_any(&mut self, out: &mut [u8]) -> Result<usize> {
         if out.is_empty() {
             return Ok(0);
         }
@@ -491,14 +502,7 @@ impl<'a> GzStream<'a> {
             self.passed(self.pos);
             self.crc.update(&out[..n]);
             self.member_out += n as u64;
-            self.total_out += n as u64;
-            if self.total_out > self.cap {
-                return Err(Error::Limit {
-                    what: "inflated payload size",
-                    found: self.total_out,
-                    cap: self.cap,
-                });
-            }
+            self.count_out(n)?;
             if status == Status::StreamEnd {
                 self.end_member()?;
             } else if n == 0 && used == 0 {
@@ -520,14 +524,7 @@ impl<'a> GzStream<'a> {
         let n = out.len().min(to - from);
         out[..n].copy_from_slice(&self.pending[from..from + n]);
         self.pending_at += n;
-        self.total_out += n as u64;
-        if self.total_out > self.cap {
-            return Err(Error::Limit {
-                what: "inflated payload size",
-                found: self.total_out,
-                cap: self.cap,
-            });
-        }
+        self.count_out(n)?;
         Ok(Some(n))
     }
 
@@ -579,10 +576,9 @@ impl<'a> GzStream<'a> {
         if from >= end {
             return None;
         }
-        let found = gzip::header_after(&self.gz[..end], from);
+        let found = gzip::header_after(self.gz, from, end);
         if found.is_none() {
-            // A header straddling `end` is found by the next search.
-            self.no_header_before = end.saturating_sub(2);
+            self.no_header_before = end;
         }
         found
     }
@@ -674,6 +670,7 @@ impl<'a> GzStream<'a> {
         }
         self.pos += TRAILER;
         self.in_member = false;
+        self.unchecked = false;
         Ok(())
     }
 
@@ -869,16 +866,33 @@ mod tests {
     }
 
     #[test]
+    fn a_member_begun_in_rounds_that_fails_its_trailer_after_the_hand_over_is_doubted() {
+        // As above, with the CRC-32 off: the bytes the rounds handed out are
+        // checked only by that trailer, so its mismatch may be theirs; the
+        // sequential pass gives the answer.
+        let mut data = corpus();
+        data.extend(vec![0u8; 16 << 20]);
+        let mut gz = gzip(&data);
+        let n = gz.len();
+        gz[n - 8] ^= 1;
+        let mut s = GzStream::in_rounds(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
+        let mut w = vec![0u8; 100_000];
+        let e = loop {
+            match s.fill(&mut w) {
+                Ok(0) => panic!("a bad CRC-32 passed"),
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert!(s.par.is_none(), "not handed over");
+        assert!(s.doubtful(), "{e}");
+        let (out, doubt) = drain(GzStream::new(&gz, 1 << 30).unwrap());
+        assert!(out.is_err() && !doubt);
+    }
+
+    #[test]
     fn stored_blocks_leave_the_rounds_after_one_round() {
-        let mut x = 9u64;
-        let data: Vec<u8> = (0..6 << 20)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = crate::payload::noise(6 << 20, 9);
         let gz = gzip(&data);
         let s = GzStream::in_rounds(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
         let (out, handed_over, seq_in) = drain_handover(s);
@@ -886,6 +900,19 @@ mod tests {
         assert!(handed_over);
         // One round of two 1 MiB segments, then one core for the rest.
         assert!(seq_in < gz.len() as u64 - (1 << 20), "{seq_in}");
+    }
+
+    #[test]
+    fn a_last_round_of_stored_blocks_is_checked_not_doubted() {
+        // Noise only, in one round (segment B runs to the stream's end):
+        // the round finds stored blocks, but nothing is left to hand over,
+        // so the trailer is checked, not the payload read again.
+        let data = crate::payload::noise(6 << 20, 11);
+        let gz = gzip(&data);
+        let s = GzStream::in_rounds(&gz, 1 << 30, SEGMENT, SEGMENT_OUT).unwrap();
+        let (out, doubt) = drain(s);
+        assert!(!doubt, "the rounds were doubted");
+        assert!(out.unwrap() == data);
     }
 
     /// A stream reading members two at a time (see `member_round`).
@@ -1036,7 +1063,7 @@ mod tests {
                 // of 1 to 8 MiB (smaller caps fail rounds mid-stream).
                 let seg = 1024 + (x >> 40) as usize % (511 << 10);
                 let out_cap = (1 << 20) + (x >> 20) as usize % (7 << 20);
-                let s = GzStream::forced_parallel(&gz, 1 << 30, seg, out_cap).unwrap();
+                let s = GzStream::parallel_with(&gz, 1 << 30, seg, out_cap).unwrap();
                 let (out, doubt) = drain(s);
                 assert!(!doubt, "seed {seed} seg {seg} cap {out_cap}");
                 assert!(out.unwrap() == data, "seed {seed} seg {seg} cap {out_cap}");

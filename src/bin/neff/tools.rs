@@ -38,16 +38,26 @@ pub fn mem(
     opts: &Options,
 ) -> Result<u8, Failure> {
     let page = mem::page_bytes(page_mib, |k| std::env::var(k).ok()).at(Path::new("neff mem"))?;
-    let estimates: Vec<Result<Estimate, Failure>> = files
-        .par_iter()
-        .map_init(neff::Scratch::default, |scratch, f| {
-            // Reused buffers per worker, as `scan` does for a zoo.
-            let n = Neff::open_scratch(f, opts, scratch).at(f)?;
-            let e = mem::estimate(&n).at(f);
-            n.recycle(scratch);
-            e
-        })
-        .collect();
+    let estimate = |scratch: &mut neff::Scratch, f: &PathBuf| {
+        // Reused buffers per worker, as `scan` does for a zoo.
+        let n = Neff::open_scratch(f, opts, scratch).at(f)?;
+        let e = mem::estimate(&n).at(f);
+        n.recycle(scratch);
+        e
+    };
+    let estimates: Vec<Result<Estimate, Failure>> = if files.len() == 1 {
+        // One file is read outside the pool, where its payload may inflate
+        // on every core (a pool's worker takes its pool to be busy).
+        files
+            .iter()
+            .map(|f| estimate(&mut neff::Scratch::default(), f))
+            .collect()
+    } else {
+        files
+            .par_iter()
+            .map_init(neff::Scratch::default, estimate)
+            .collect()
+    };
     let estimates: Vec<Estimate> = estimates.into_iter().collect::<Result<_, _>>()?;
     let first = files
         .first()
