@@ -132,6 +132,10 @@ pub enum Error {
     Remote {
         /// What the store or server answered, in one line.
         reason: String,
+        /// Its I/O class: `NotFound` (no such object or bucket),
+        /// `PermissionDenied` (access denied, not authenticated), else
+        /// `Other`. The Python binding raises the matching `OSError`.
+        io: std::io::ErrorKind,
     },
     /// A remote object was replaced while it was being read (its ETag no
     /// longer matches the first response's): nothing read is trusted.

@@ -285,11 +285,6 @@ class Neff:
         return self._r.num_cores()
 
 
-def _is_url(path: str) -> bool:
-    """Whether ``path`` names a remote object (read by ranged requests)."""
-    return path[:5].lower() == "s3://" or path[:7].lower() == "http://" or path[:8].lower() == "https://"
-
-
 def open(path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False) -> Neff:  # noqa: A001
     """Opens and indexes a NEFF (GIL released): maps it, checks the header,
     inflates a gzip payload and walks the tar. ``early_cc=True``: on a raw
@@ -360,7 +355,7 @@ class NeffInfo:
     def parseFile(self, neff: Union[str, "_os.PathLike[str]"]) -> "NeffInfo":
         """Points this object at ``neff`` (forgetting earlier answers); returns self."""
         path = _os.fspath(neff)
-        if not _is_url(path) and not _os.path.exists(path):
+        if not _neff.is_url(path) and not _os.path.exists(path):
             raise FileNotFoundError("NEFF does not exist.")
         self.neff = path
         self._reader = None
@@ -370,7 +365,7 @@ class NeffInfo:
         for getter in _GETTERS:
             answer = _functools.partial(self._answer, getter)
             setattr(self, getter, _functools.lru_cache(maxsize=None)(answer))
-        if not _is_url(path) and _os.path.isfile(path) and _os.path.getsize(path) < 1024:
+        if not _neff.is_url(path) and _os.path.isfile(path) and _os.path.getsize(path) < 1024:
             # The reference refuses a file shorter than a header here, at
             # construction: so do we, with the library's reason.
             self._open()

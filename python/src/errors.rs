@@ -195,16 +195,7 @@ pub fn to_py(e: neff::Error) -> PyErr {
         // A store or server that failed is an OSError, as with fsspec and
         // boto3 users: FileNotFoundError for a missing object, PermissionError
         // for a refusal.
-        neff::Error::Remote { reason } => {
-            let kind = if reason.starts_with("no such object") {
-                std::io::ErrorKind::NotFound
-            } else if reason.starts_with("access denied") || reason.starts_with("not authenticated") {
-                std::io::ErrorKind::PermissionDenied
-            } else {
-                std::io::ErrorKind::Other
-            };
-            PyErr::from(std::io::Error::new(kind, reason))
-        }
+        neff::Error::Remote { reason, io } => PyErr::from(std::io::Error::new(io, reason)),
         other => Python::with_gil(|py| match class_of(py, other.kind()) {
             Ok(cls) => PyErr::from_type(cls, other.to_string()),
             Err(failed) => failed,

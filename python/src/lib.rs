@@ -26,6 +26,14 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open::open_path, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan_paths, m)?)?;
     m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
+    m.add_function(wrap_pyfunction!(is_url, m)?)?;
     m.add("ACCESSORS", neff::Accessor::ALL.map(|a| a.name()).to_vec())?;
     Ok(())
+}
+
+/// Whether `path` names a remote object (`s3://`, `http://`, `https://`)
+/// rather than a local file: the library's own test.
+#[pyfunction]
+fn is_url(path: &str) -> bool {
+    neff::is_url(path)
 }

@@ -60,8 +60,13 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
 }
 
 fn remote(reason: impl Into<String>) -> Error {
+    remote_as(std::io::ErrorKind::Other, reason)
+}
+
+fn remote_as(io: std::io::ErrorKind, reason: impl Into<String>) -> Error {
     Error::Remote {
         reason: reason.into(),
+        io,
     }
 }
 
@@ -144,13 +149,18 @@ fn store_for(url: &str) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
 /// An `object_store` error as one line, in the words a user acts on.
 fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
     use object_store::Error as E;
+    use std::io::ErrorKind::{NotFound, PermissionDenied};
     match e {
-        E::NotFound { .. } => remote("no such object (or no such bucket)"),
+        E::NotFound { .. } => remote_as(NotFound, "no such object (or no such bucket)"),
         E::Precondition { .. } => Error::ObjectChanged {
             etag: etag.unwrap_or("").to_string(),
         },
-        E::PermissionDenied { .. } => remote(format!("access denied: {}", one_line(e))),
-        E::Unauthenticated { .. } => remote(format!("not authenticated: {}", one_line(e))),
+        E::PermissionDenied { .. } => {
+            remote_as(PermissionDenied, format!("access denied: {}", one_line(e)))
+        }
+        E::Unauthenticated { .. } => {
+            remote_as(PermissionDenied, format!("not authenticated: {}", one_line(e)))
+        }
         _ => remote(one_line(e)),
     }
 }

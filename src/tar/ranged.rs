@@ -74,6 +74,7 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
             if self.window.len() != n {
                 return Err(crate::error::Error::Remote {
                     reason: format!("{} bytes fetched of the {n} asked for", self.window.len()),
+                    io: std::io::ErrorKind::UnexpectedEof,
                 });
             }
             self.window_at = off;
