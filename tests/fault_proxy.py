@@ -14,6 +14,8 @@ that upstream as /<rest>, with the fault <mode> applied:
   norange   the Range header is dropped (the server answers 200, whole body)
   liesize   Content-Range announces an object twice its real size
   stall     nothing is sent for 120 s (a slow server)
+  slow      each request waits 1 s, then passes through (latency: shows
+            whether requests are in flight together)
   replace   the first request is passed through; later ones are answered
             from /<rest>.v2 (the object replaced between two reads)
 
@@ -84,6 +86,8 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "stall":
             time.sleep(120)
             return self.plain(503)
+        if mode == "slow":
+            time.sleep(1.0)
         if mode == "replace" and n > 1:
             path, _, query = rest.partition("?")
             rest = path + ".v2" + ("?" + query if query else "")

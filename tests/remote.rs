@@ -500,3 +500,38 @@ fn a_large_gzip_neff_is_spooled_to_disk_not_held_in_memory() {
         );
     }
 }
+
+#[test]
+fn a_long_range_is_fetched_as_parts_several_in_flight_at_once() {
+    // The gzip object is fetched whole (first 256 KiB, then the rest in
+    // 8 MiB parts). Through the proxy's `slow` mode every request waits
+    // 1 s: one after another, its parts could not finish in less than a
+    // second each; in flight together they do. Same answer as the disk.
+    let s = servers();
+    let size = std::fs::metadata(s.seed.join(BIG_GZ)).unwrap().len();
+    let parts = (size - (256 << 10)).div_ceil(8 << 20);
+    assert!(parts >= 10, "{parts} parts");
+    let want = run(&["ls", s.seed.join(BIG_GZ).to_str().unwrap()]);
+    let url = format!("{}/http/slow/{BIG_GZ}", s.proxy);
+    let before = log_requests(&s.proxy_log, &format!("/http/slow/{BIG_GZ}"));
+    let t = Instant::now();
+    let got = run(&["ls", &url]);
+    let took = t.elapsed();
+    assert!(got.status.success(), "{}", String::from_utf8_lossy(&got.stderr));
+    assert_eq!(got.stdout, want.stdout);
+    let sent = log_requests(&s.proxy_log, &format!("/http/slow/{BIG_GZ}")) - before;
+    assert_eq!(sent, 1 + parts, "requests for the object");
+    assert!(
+        took.as_secs_f64() < sent as f64 - 1.0,
+        "{sent} requests of 1 s each took {took:?}: not in flight together"
+    );
+}
+
+/// Requests the proxy logged for `path`.
+fn log_requests(log: &Path, path: &str) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split(' ').nth(1) == Some(path))
+        .count() as u64
+}

@@ -24,7 +24,9 @@
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
 //! `AWS_ALLOW_HTTP`, …; requests to a custom endpoint are path-style), and
 //! `NEFF_REMOTE_TIMEOUT` (seconds per request, default 30),
-//! `NEFF_REMOTE_RETRIES` (default 4) for slow or flaky servers.
+//! `NEFF_REMOTE_RETRIES` (default 4) for slow or flaky servers,
+//! `NEFF_REMOTE_CONCURRENCY` (parts of a long range in flight at once,
+//! default 4).
 
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -247,21 +249,61 @@ impl Object {
         self.size
     }
 
-    /// The bytes at `range` of the object, handed to `sink` as they
-    /// arrive; exactly `range.len()` bytes or an error.
+    /// The bytes at `range` of the object, handed to `sink` in order as
+    /// they arrive; exactly `range.len()` bytes or an error. A range longer
+    /// than [`PART`] is fetched as parts of that size, up to
+    /// `NEFF_REMOTE_CONCURRENCY` (default 4) GETs in flight at once, each
+    /// pinned to the ETag, and handed on in order: a large member or
+    /// payload arrives at the speed of several connections (as `aws s3 cp`
+    /// fetches one), with at most that many parts held.
     pub fn stream(
         &self,
         range: Range<u64>,
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        if range.start >= range.end {
-            return Ok(());
+        use futures_util::TryStreamExt;
+        self.check_range(&range)?;
+        let rt = runtime()?;
+        if range.end - range.start <= PART {
+            return rt.block_on(self.get(range, sink));
         }
-        if range.end > self.size {
+        let parts = (range.start..range.end).step_by(PART as usize).map(|at| {
+            let part = at..(at + PART).min(range.end);
+            async move {
+                let mut held = Vec::with_capacity((part.end - part.start) as usize);
+                self.get(part, &mut |c| {
+                    held.extend_from_slice(c);
+                    Ok(())
+                })
+                .await?;
+                Ok::<_, Error>(held)
+            }
+        });
+        rt.block_on(async {
+            let mut parts = futures_util::stream::iter(parts).buffered(concurrency());
+            while let Some(part) = parts.try_next().await? {
+                sink(&part)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn check_range(&self, range: &Range<u64>) -> Result<()> {
+        if range.end > self.size || range.start > range.end {
             return Err(remote(format!(
                 "bytes {}..{} asked of a {}-byte object",
                 range.start, range.end, self.size
             )));
+        }
+        Ok(())
+    }
+
+    /// One GET of `range` (within the object), pinned to the ETag, its
+    /// body handed to `sink` as it arrives and checked to be exactly the
+    /// bytes asked for.
+    async fn get(&self, range: Range<u64>, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        if range.start >= range.end {
+            return Ok(());
         }
         let opts = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
@@ -270,43 +312,41 @@ impl Object {
         };
         let want = range.end - range.start;
         let etag = self.etag.as_deref();
-        runtime()?.block_on(async {
-            let r = self
-                .store
-                .get_opts(&self.path, opts)
-                .await
-                .map_err(|e| describe(&e, etag))?;
-            if r.meta.size != self.size {
-                return Err(Error::ObjectChanged {
-                    etag: etag.unwrap_or("").to_string(),
-                });
-            }
-            if r.range != range {
+        let r = self
+            .store
+            .get_opts(&self.path, opts)
+            .await
+            .map_err(|e| describe(&e, etag))?;
+        if r.meta.size != self.size {
+            return Err(Error::ObjectChanged {
+                etag: etag.unwrap_or("").to_string(),
+            });
+        }
+        if r.range != range {
+            return Err(remote(format!(
+                "asked for bytes {}..{}, the server sent {}..{}",
+                range.start, range.end, r.range.start, r.range.end
+            )));
+        }
+        let mut got = 0u64;
+        let mut body = r.into_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| describe(&e, etag))?;
+            got += chunk.len() as u64;
+            if got > want {
                 return Err(remote(format!(
-                    "asked for bytes {}..{}, the server sent {}..{}",
-                    range.start, range.end, r.range.start, r.range.end
+                    "the server sent more than the {want} bytes asked for"
                 )));
             }
-            let mut got = 0u64;
-            let mut body = r.into_stream();
-            while let Some(chunk) = body.next().await {
-                let chunk = chunk.map_err(|e| describe(&e, etag))?;
-                got += chunk.len() as u64;
-                if got > want {
-                    return Err(remote(format!(
-                        "the server sent more than the {want} bytes asked for"
-                    )));
-                }
-                sink(&chunk)?;
-            }
-            if got != want {
-                return Err(remote(format!(
-                    "truncated body: {got} of {want} bytes at offset {}",
-                    range.start
-                )));
-            }
-            Ok(())
-        })
+            sink(&chunk)?;
+        }
+        if got != want {
+            return Err(remote(format!(
+                "truncated body: {got} of {want} bytes at offset {}",
+                range.start
+            )));
+        }
+        Ok(())
     }
 
     /// A local copy of the whole object, for a payload that cannot be read
@@ -339,6 +379,16 @@ impl Object {
         })?;
         Ok(v)
     }
+}
+
+/// The size of the parts a long range is fetched in.
+pub const PART: u64 = 8 << 20;
+
+/// Parts of one range in flight at once (`NEFF_REMOTE_CONCURRENCY`,
+/// default 4, 1 to 64): at most this many times [`PART`] bytes held.
+fn concurrency() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| env_u64("NEFF_REMOTE_CONCURRENCY", 4).clamp(1, 64) as usize)
 }
 
 /// The body of a first response, checked against its announced length.
