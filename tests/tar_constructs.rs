@@ -626,6 +626,37 @@ fn an_empty_pax_linkpath_on_a_link_is_refused_as_the_tools_read_its_target_diffe
 }
 
 #[test]
+fn the_ustar_prefix_is_read_whatever_the_version_field_holds_as_both_tools_read_it() {
+    // GNU tar takes a header as POSIX when its magic is "ustar\0" and
+    // libarchive when it starts "ustar"; neither looks at the version, so
+    // both join the prefix to the name (the tar crate wants "00": found by
+    // the vs_tar_crate fuzz run, where neff was right).
+    let with = |version: &[u8; 2], prefix: &[u8]| {
+        let mut v = member("m", b"MM");
+        v[263..265].copy_from_slice(version);
+        v[345..345 + prefix.len()].copy_from_slice(prefix);
+        v[148..156].fill(b' ');
+        let sum: u32 = v[..512].iter().map(|&b| u32::from(b)).sum();
+        v[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        v
+    };
+    let mut cases = Vec::new();
+    for (label, version) in [
+        ("prefix-version-00", b"00"),
+        ("prefix-version-c0", b"c0"),
+        ("prefix-version-nul", b"\0\0"),
+        ("prefix-version-spaces", b"  "),
+    ] {
+        cases.push((
+            label,
+            archive(&[first(), with(version, b"pre/fix"), member("b", b"B")]),
+            Want::Read(None),
+        ));
+    }
+    check(cases);
+}
+
+#[test]
 fn entry_types_both_tools_handle_are_read_and_the_others_refused() {
     let typed = |name: &str, t: u8, data: &[u8]| Hdr::new(name, t, data.len()).with(data);
     let mut cases = vec![

@@ -34,6 +34,10 @@
 //! - an extension header (PAX `x`, GNU `L`/`K`) without the ustar or GNU
 //!   magic: the crate lists it as an entry; GNU tar and libarchive apply
 //!   it to the next entry. Not judged.
+//! - a header with the ustar magic (`ustar\0`) and a version other than
+//!   `00` whose prefix field is not empty: the crate takes it as an old
+//!   header and leaves the prefix out of the name; GNU tar and libarchive
+//!   do not look at the version and join the prefix. Not judged.
 //! - a GNU sparse file: the crate expands old-format (`S`) maps as GNU
 //!   tar and libarchive do (compared: a file of its real size, holes as
 //!   zeros), but knows nothing of the PAX encodings (0.0, 0.1, 1.0): it
@@ -62,6 +66,10 @@ pub fn list(tar: &[u8]) -> Option<Listing> {
             Err(err) if departs(&err.to_string()) => return None,
             Err(err) => return Some(Err(format!("entry {i}: {err}"))),
         };
+        let raw = e.header().as_bytes();
+        if &raw[257..263] == b"ustar\0" && &raw[263..265] != b"00" && raw[345] != 0 {
+            return None;
+        }
         let t = e.header().entry_type();
         let malformed_pax = match e.pax_extensions() {
             Ok(Some(recs)) => recs.into_iter().any(|r| r.is_err()),
