@@ -517,7 +517,11 @@ fn a_long_range_is_fetched_as_parts_several_in_flight_at_once() {
     let t = Instant::now();
     let got = run(&["ls", &url]);
     let took = t.elapsed();
-    assert!(got.status.success(), "{}", String::from_utf8_lossy(&got.stderr));
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
     assert_eq!(got.stdout, want.stdout);
     let sent = log_requests(&s.proxy_log, &format!("/http/slow/{BIG_GZ}")) - before;
     assert_eq!(sent, 1 + parts, "requests for the object");

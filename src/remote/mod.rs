@@ -160,9 +160,10 @@ fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
         E::PermissionDenied { .. } => {
             remote_as(PermissionDenied, format!("access denied: {}", one_line(e)))
         }
-        E::Unauthenticated { .. } => {
-            remote_as(PermissionDenied, format!("not authenticated: {}", one_line(e)))
-        }
+        E::Unauthenticated { .. } => remote_as(
+            PermissionDenied,
+            format!("not authenticated: {}", one_line(e)),
+        ),
         _ => remote(one_line(e)),
     }
 }
@@ -301,7 +302,11 @@ impl Object {
     /// One GET of `range` (within the object), pinned to the ETag, its
     /// body handed to `sink` as it arrives and checked to be exactly the
     /// bytes asked for.
-    async fn get(&self, range: Range<u64>, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    async fn get(
+        &self,
+        range: Range<u64>,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         if range.start >= range.end {
             return Ok(());
         }
