@@ -95,7 +95,7 @@ pub(crate) fn verify_open(neff: &Neff) -> Result<()> {
 pub fn verify_bytes(file: &[u8]) -> Result<()> {
     let header = Header::from_file_bytes(file)?;
     let span = header.locate_payload(file)?;
-    check_hash(&header, |sink| {
+    check_hash(header, |sink| {
         sink(&file[span.start..span.start + span.len])
     })
 }
