@@ -41,6 +41,9 @@ HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upg
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm the
+    # second waits for the client's delayed ACK (40 ms a request).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
