@@ -356,17 +356,36 @@ impl Object {
 
     /// A local copy of the whole object, for a payload that cannot be read
     /// by ranges (gzip): `first` (its first bytes, as [`open`](Self::open)
-    /// gave them) and then one GET of the rest, pinned to the ETag, written
-    /// to an unlinked temporary file (in `$TMPDIR`, gone when closed) as
-    /// they arrive. Memory holds one chunk at a time, never the object.
-    /// Returns the file and its length.
+    /// gave them) and then the rest in [`PART`]-sized GETs,
+    /// `NEFF_REMOTE_CONCURRENCY` in flight, each pinned to the ETag and
+    /// written at its place in an unlinked temporary file (in `$TMPDIR`,
+    /// gone when closed) as its bytes arrive. Memory holds the chunks in
+    /// flight, never a part or the object. Returns the file and its length.
     pub fn spool(&self, first: &[u8]) -> Result<(std::fs::File, u64)> {
-        use std::io::Write;
-        let mut file = tempfile::tempfile()?;
-        file.write_all(first)?;
-        self.stream(first.len() as u64..self.size, &mut |c| {
-            file.write_all(c).map_err(Error::Io)
-        })?;
+        use futures_util::TryStreamExt;
+        use std::os::unix::fs::FileExt;
+        let file = tempfile::tempfile()?;
+        file.write_all_at(first, 0)?;
+        let rest = first.len() as u64..self.size;
+        self.check_range(&rest)?;
+        let file_ref = &file;
+        let parts = rest.clone().step_by(PART as usize).map(|at| {
+            let part = at..(at + PART).min(rest.end);
+            async move {
+                let mut pos = part.start;
+                self.get(part, &mut |c| {
+                    file_ref.write_all_at(c, pos).map_err(Error::Io)?;
+                    pos += c.len() as u64;
+                    Ok(())
+                })
+                .await
+            }
+        });
+        runtime()?.block_on(
+            futures_util::stream::iter(parts)
+                .buffer_unordered(concurrency())
+                .try_collect::<()>(),
+        )?;
         Ok((file, self.size))
     }
 
