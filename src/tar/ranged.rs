@@ -127,6 +127,21 @@ mod tests {
         pack(entries, &opts).unwrap()
     }
 
+    /// `n` members named by `name` holding `data`, packed raw and walked
+    /// by ranges from an empty first window: the index and the ranges
+    /// fetched.
+    fn walk(n: usize, name: &str, data: Vec<u8>) -> (Vec<u8>, Index, Vec<Range<u64>>) {
+        let entries: Vec<PackEntry> = (0..n)
+            .map(|i| PackEntry::file(&format!("sg00/{name}{i}"), data.clone(), 0))
+            .collect();
+        let neff = raw(&entries);
+        let from = Counted(neff.clone(), RefCell::new(Vec::new()));
+        let mut src = RangeSource::new(&from, 1024, neff.len() - 1024, &[]);
+        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+        assert_eq!(got.entries.len(), n);
+        (neff, got, from.1.into_inner())
+    }
+
     #[test]
     fn a_walk_by_ranges_indexes_as_the_walk_in_memory_does_and_skips_large_members() {
         let entries: Vec<PackEntry> = (0..6)
@@ -151,16 +166,8 @@ mod tests {
     fn listing_members_of_a_few_hundred_kib_fetches_under_one_percent() {
         // The shape of a compile cache's big NEFF (members of ~300 KiB):
         // one window a member, so the window after a skip sets the share.
-        let entries: Vec<PackEntry> = (0..300)
-            .map(|i| PackEntry::file(&format!("sg00/w{i}.bin"), vec![0; 256 << 10], 0))
-            .collect();
-        let neff = raw(&entries);
-        let tar = &neff[1024..];
-        let from = Counted(neff.clone(), RefCell::new(Vec::new()));
-        let mut src = RangeSource::new(&from, 1024, tar.len(), &[]);
-        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
-        assert_eq!(got.entries.len(), 300);
-        let fetched: u64 = from.1.borrow().iter().map(|r| r.end - r.start).sum();
+        let (neff, _, ranges) = walk(300, "w", vec![0; 256 << 10]);
+        let fetched: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         assert!(
             fetched * 100 <= neff.len() as u64,
             "fetched {fetched} of {} bytes",
@@ -170,17 +177,9 @@ mod tests {
 
     #[test]
     fn many_small_members_are_read_in_growing_windows() {
-        let entries: Vec<PackEntry> = (0..4000)
-            .map(|i| PackEntry::file(&format!("sg00/s{i}.json"), vec![b' '; 100], 0))
-            .collect();
-        let neff = raw(&entries);
-        let tar = &neff[1024..];
-        let from = Counted(neff.clone(), RefCell::new(Vec::new()));
-        let mut src = RangeSource::new(&from, 1024, tar.len(), &[]);
-        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
-        assert_eq!(got.entries.len(), 4000);
         // 4 MB of tar: 2 KiB, 4 KiB, ... a dozen requests, not 1,000.
-        assert!(from.1.borrow().len() <= 12, "{:?}", from.1.borrow().len());
+        let (_, _, ranges) = walk(4000, "s", vec![b' '; 100]);
+        assert!(ranges.len() <= 12, "{} requests", ranges.len());
     }
 
     #[test]
