@@ -12,6 +12,8 @@
 //! - [`parallel`]: one member's raw DEFLATE data on several cores, split
 //!   whole or in bounded rounds, and `parallel::PARALLEL_FROM`, the one
 //!   size from which either path goes parallel;
+//! - `stored`: runs of stored DEFLATE blocks (incompressible data), which
+//!   the stream reads in place instead of inflating;
 //! - `deflate`: the mid-stream DEFLATE decoder (marker symbols) and block
 //!   finder that `parallel` cuts with;
 //! - `buf`: huge-page memory for inflated bytes;
@@ -50,6 +52,7 @@ mod buf;
 mod deflate;
 pub mod gzip;
 pub mod parallel;
+mod stored;
 pub mod stream;
 
 use buf::HugeBuf;

@@ -35,6 +35,7 @@ use rayon::prelude::*;
 
 use super::buf::HugeBuf;
 use super::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
+use super::stored;
 
 /// The one threshold for "parallel or not": a gzip payload of at least
 /// this many compressed bytes is inflated on more than one core, whole
@@ -238,6 +239,35 @@ fn inflate_synth(s: &[u8], out: &mut [u8], cut: bool) -> Option<usize> {
         whole.then_some(z.total_out() as usize)
     }
 }
+
+/// Inflates `data` from bit `from`, where a block starts after `window`
+/// (the 32 KiB before it), to bit `to`, where another block must start:
+/// into `out`, whose range that holds the output (the window dropped) is
+/// returned. `None` when `to` is not a block boundary (the synthetic final
+/// block there does not end the output with the nonce), the data between
+/// does not inflate, or the output does not fit.
+pub(crate) fn inflate_between(
+    data: &[u8],
+    window: &[u8],
+    from: usize,
+    to: usize,
+    out: &mut [u8],
+) -> Option<std::ops::Range<usize>> {
+    if to <= from || to.div_ceil(8) > data.len() {
+        return None;
+    }
+    let s = synth(
+        &deflate::primer(window, (from % 8) as u32),
+        data,
+        from,
+        Some(to),
+    );
+    let n = inflate_synth(&s, out, true)?;
+    (n >= window.len()).then_some(window.len()..n)
+}
+
+/// Room `inflate_between`'s output needs beyond the window and the bytes.
+pub(crate) const BETWEEN_ROOM: usize = NONCE_ROOM;
 
 /// One decoded chunk: marker symbols, then plain bytes (`window`, then
 /// `bytes[range]`, the part libdeflate inflated after priming, in a
@@ -542,6 +572,45 @@ impl<'a> Rounds<'a> {
             window_len: self.window.len(),
             from,
         })
+    }
+
+    /// The bit where the next round starts, when a run of stored blocks
+    /// holding at least `enough` bytes starts there. That bit is a known
+    /// block boundary (the member's start, or the end of a round that
+    /// checked out), so the run is the one any inflater reads.
+    pub(crate) fn stored_next(&self, enough: usize) -> Option<usize> {
+        let bit = self.next?;
+        (stored::run_len(self.data, bit, enough) >= enough).then_some(bit)
+    }
+
+    /// The bit where the next round starts (`None` once the stream is done).
+    pub(crate) fn next_bit(&self) -> Option<usize> {
+        self.next
+    }
+
+    /// The 32 KiB before [`next_bit`](Self::next_bit) (less at the start).
+    pub(crate) fn window(&self) -> &[u8] {
+        &self.window
+    }
+
+    /// Goes on from byte `byte` of the stream (where a block starts) with
+    /// `window`, the 32 KiB before it: after a run of stored blocks that
+    /// the caller read in place up to there. `false` (and nothing changed)
+    /// when that byte is not inside the stream: the caller's inflater
+    /// reads what is there (the gzip trailer, taken for a block header by
+    /// any inflater: a corrupt member).
+    pub(crate) fn restart(&mut self, byte: usize, window: Vec<u8>) -> bool {
+        if byte >= self.data.len() {
+            return false;
+        }
+        self.next = Some(byte * 8);
+        self.window = window;
+        self.incompressible = false;
+        self.a_failed = false;
+        self.a_range = 0..0;
+        self.b_head.clear();
+        self.b_range = 0..0;
+        true
     }
 
     /// Bytes of input before the next round's start (done with).

@@ -41,8 +41,10 @@
 
 use flate2::{Decompress, FlushDecompress, Status};
 
+use super::deflate::{self, WINDOW};
 use super::gzip::{self, Trailer, TRAILER};
 use super::parallel::{self, Rounds, PARALLEL_FROM};
+use super::stored::{self, At};
 use crate::error::{Error, Result};
 
 /// Compressed bytes per segment of the parallel rounds, at first (then
@@ -81,6 +83,71 @@ struct Ahead {
     len: usize,
     /// Its DEFLATE stream ended at `pos`.
     ended: bool,
+}
+
+/// Stored data a run must hold before it is read in place: below this the
+/// inflater's copy costs about what leaving and priming it again does.
+const MIN_RUN: usize = 256 << 10;
+/// Most stored data one skip checksums at a time (its pieces are listed
+/// first, then summed, on two cores when one is free).
+const SKIP_BATCH: usize = 64 << 20;
+/// A skip of stored data from this size is checksummed on two cores.
+const CRC_SPLIT_FROM: usize = 1 << 20;
+
+/// How far past the end of a run of stored blocks the next run is looked
+/// for, and the most output what lies between may inflate to.
+const BRIDGE_SEARCH: usize = 256 << 10;
+const BRIDGE_OUT: usize = 4 << 20;
+
+/// A run of stored blocks being read in place ([`stored`]): their bytes
+/// are the output, copied out or checksummed where they lie.
+struct InPlace {
+    /// The current block's data not yet handed out (payload offsets).
+    data: std::ops::Range<usize>,
+    /// The current block is the member's last.
+    last: bool,
+    /// The latest blocks' data, newest last: at least the 32 KiB window
+    /// once the run holds that much, for the inflater that takes over.
+    recent: std::collections::VecDeque<std::ops::Range<usize>>,
+    recent_len: usize,
+    /// The parallel rounds go on after the run (else the one-core inflater).
+    rounds: bool,
+}
+
+impl InPlace {
+    fn new(b: stored::Block, rounds: bool) -> InPlace {
+        let mut ip = InPlace {
+            data: b.data.clone(),
+            last: b.last,
+            recent: std::collections::VecDeque::new(),
+            recent_len: 0,
+            rounds,
+        };
+        ip.remember(b.data);
+        ip
+    }
+
+    fn remember(&mut self, data: std::ops::Range<usize>) {
+        self.recent_len += data.len();
+        self.recent.push_back(data);
+        while let Some(f) = self.recent.front() {
+            if self.recent_len - f.len() < WINDOW {
+                break;
+            }
+            self.recent_len -= f.len();
+            self.recent.pop_front();
+        }
+    }
+
+    /// The last 32 KiB of the run (all of it when shorter).
+    fn window(&self, gz: &[u8]) -> Vec<u8> {
+        let mut w = Vec::with_capacity(self.recent_len);
+        for r in &self.recent {
+            w.extend_from_slice(&gz[r.clone()]);
+        }
+        w.drain(..w.len().saturating_sub(WINDOW));
+        w
+    }
 }
 
 /// Inflates from `input` into `buf` until the DEFLATE stream ends, `buf`
@@ -158,6 +225,15 @@ pub struct GzStream<'a> {
     /// A failure while [`unchecked`](Self::unchecked): what was produced
     /// is not to be trusted (see [`doubtful`](GzStream::doubtful)).
     doubt: bool,
+    /// A run of stored blocks read in place, when the stream is in one.
+    in_place: Option<InPlace>,
+    /// A run of stored blocks was looked for before the rounds' first.
+    bridged_start: bool,
+    /// Runs of stored blocks entered (for the tests).
+    runs_in_place: usize,
+    /// From this payload size a run of stored blocks is looked for soon
+    /// after each member's start ([`PARALLEL_FROM`]; the tests' is 0).
+    bridge_from: usize,
     /// Told of input ranges the inflater has passed (see
     /// [`release_behind`](GzStream::release_behind)), and how far it was told.
     release: Option<&'a dyn Passed>,
@@ -227,6 +303,10 @@ impl<'a> GzStream<'a> {
             spare: Vec::new(),
             unchecked: false,
             doubt: false,
+            in_place: None,
+            bridged_start: false,
+            runs_in_place: 0,
+            bridge_from: PARALLEL_FROM,
             release: None,
             released: 0,
         })
@@ -324,6 +404,39 @@ impl<'a> GzStream<'a> {
                 par.pos = 0;
                 continue;
             }
+            // Every part handed out: the next round starts at a known block
+            // boundary. Stored blocks from there are read in place.
+            if let Some(bit) = par.rounds.stored_next(MIN_RUN) {
+                let at = par.base * 8 + bit;
+                debug(format_args!(
+                    "gzip member at offset {}: stored blocks (incompressible data) from offset {}: \
+                     read in place, checksummed on the free core",
+                    self.member_at,
+                    at / 8
+                ));
+                // `stored_next` found a stored block there: entered.
+                self.enter_in_place(at, true);
+                return self.fill_any(out);
+            }
+            // Before the first round, and after a round of data that hardly
+            // compresses: a run of stored blocks soon after is read in place,
+            // what lies before it inflated at once.
+            if (par.rounds.consumed() == 0 && !self.bridged_start) || par.rounds.incompressible() {
+                self.bridged_start = true;
+                if let Some(bit) = par.rounds.next_bit() {
+                    let (at, window) = (par.base * 8 + bit, par.rounds.window().to_vec());
+                    if self.bridge_to_stored(at, &window, true)? {
+                        debug(format_args!(
+                            "gzip member at offset {}: stored blocks (incompressible data) after \
+                             offset {}: read in place, checksummed on the free core",
+                            self.member_at,
+                            at / 8
+                        ));
+                        return self.fill_any(out);
+                    }
+                }
+            }
+            let par = self.par.as_mut().expect("parallel");
             if par.rounds.incompressible() {
                 debug(format_args!(
                     "gzip member at offset {}: stored blocks (incompressible data) from offset {}: \
@@ -388,20 +501,201 @@ impl<'a> GzStream<'a> {
             return Err(self.corrupt());
         };
         self.in_member = true;
+        self.prime(&r.head, r.window_len)?;
+        self.pos = par.base + r.from;
+        self.fill_any(out)
+    }
+
+    /// Starts the one-core inflater afresh on `head`, a synthetic stream
+    /// that outputs the known window (`window_len` bytes, dropped) and ends
+    /// where the real data resumes.
+    fn prime(&mut self, head: &[u8], window_len: usize) -> Result<()> {
         self.inflater.reset(false);
-        // The head outputs the window (dropped) and ends where the data resumes.
-        let mut scratch = vec![0u8; r.window_len + 64];
+        let mut scratch = vec![0u8; window_len + 64];
         let done = self
             .inflater
-            .decompress(&r.head, &mut scratch, FlushDecompress::None);
+            .decompress(head, &mut scratch, FlushDecompress::None);
         let primed = matches!(done, Ok(Status::Ok))
-            && self.inflater.total_in() == r.head.len() as u64
-            && self.inflater.total_out() == r.window_len as u64;
+            && self.inflater.total_in() == head.len() as u64
+            && self.inflater.total_out() == window_len as u64;
         if !primed {
             return Err(self.corrupt());
         }
-        self.pos = par.base + r.from;
-        self.fill_any(out)
+        Ok(())
+    }
+
+    /// Enters the run of stored blocks whose first header starts at bit
+    /// `bit` of the payload (a known block boundary); `false` when no
+    /// stored block starts there.
+    fn enter_in_place(&mut self, bit: usize, rounds: bool) -> bool {
+        match stored::block_at(self.gz, bit) {
+            At::Stored(b) => {
+                self.in_place = Some(InPlace::new(b, rounds));
+                self.runs_in_place += 1;
+                true
+            }
+            At::Other | At::Bad => false,
+        }
+    }
+
+    /// In a run whose current block is done: moves into the next block
+    /// if it is stored too; `false` when the run ends here (the member's
+    /// final block, or a block that is not stored).
+    fn next_stored_block(&mut self) -> Result<bool> {
+        let ip = self.in_place.as_mut().expect("in place");
+        if ip.last {
+            return Ok(false);
+        }
+        match stored::block_at(self.gz, ip.data.end * 8) {
+            At::Stored(b) => {
+                ip.data = b.data.clone();
+                ip.last = b.last;
+                ip.remember(b.data);
+                Ok(true)
+            }
+            At::Other => Ok(false),
+            At::Bad => Err(self.corrupt()),
+        }
+    }
+
+    /// Leaves the run at its end: the member ends with it (its trailer is
+    /// checked), or the block after it, which starts on the byte where the
+    /// run ends, goes to the rounds or to the one-core inflater, primed
+    /// with the run's last 32 KiB.
+    fn leave_in_place(&mut self) -> Result<()> {
+        let ip = self.in_place.take().expect("in place");
+        let end = ip.data.end;
+        self.passed(end);
+        if ip.last {
+            self.par = None;
+            self.pos = end;
+            return self.end_member();
+        }
+        let window = ip.window(self.gz);
+        if self.bridge_to_stored(end * 8, &window, ip.rounds)? {
+            return Ok(());
+        }
+        if ip.rounds {
+            let par = self.par.as_mut().expect("parallel");
+            if par.rounds.restart(end - par.base, window.clone()) {
+                par.part = 3;
+                par.pos = 0;
+                return Ok(());
+            }
+            self.par = None;
+        }
+        self.in_member = true;
+        self.prime(&deflate::primer(&window, 0).bytes, window.len())?;
+        self.pos = end;
+        Ok(())
+    }
+
+    /// At bit `from`, a known block boundary after `window`, where a
+    /// Huffman block starts (after a run of stored blocks, a tar header
+    /// amid incompressible data, say; or the start of a member whose first
+    /// blocks are compressible): looks for the next run of stored blocks
+    /// within [`BRIDGE_SEARCH`] bytes, inflates what lies between
+    /// (checked to end exactly where the run's first block starts, by the
+    /// rounds' test: `parallel::inflate_between`) into `pending`, and
+    /// enters that run. `false` when there is no such run.
+    fn bridge_to_stored(&mut self, from: usize, window: &[u8], rounds: bool) -> Result<bool> {
+        let gz = self.gz;
+        let q = from / 8;
+        let end = q
+            .saturating_add(BRIDGE_SEARCH)
+            .min(gz.len().saturating_sub(4));
+        for l in q + 1..end {
+            let (len, nlen) = (
+                u16::from_le_bytes([gz[l], gz[l + 1]]),
+                u16::from_le_bytes([gz[l + 2], gz[l + 3]]),
+            );
+            if len != !nlen {
+                continue;
+            }
+            // The header's 3 bits end in the byte before LEN, padding after.
+            for e in (l * 8).saturating_sub(10)..=(l * 8).saturating_sub(3) {
+                if e <= from || (e + 3).div_ceil(8) != l {
+                    continue;
+                }
+                if stored::run_len(gz, e, MIN_RUN) < MIN_RUN {
+                    continue;
+                }
+                let mut buf = std::mem::take(&mut self.pending);
+                let room = BRIDGE_OUT + window.len() + parallel::BETWEEN_ROOM;
+                if buf.len() < room {
+                    buf = vec![0u8; room];
+                }
+                let got = parallel::inflate_between(gz, window, from, e, &mut buf);
+                let Some(r) = got else {
+                    self.pending = buf;
+                    continue;
+                };
+                self.crc.update(&buf[r.clone()]);
+                self.member_out += r.len() as u64;
+                self.pending = buf;
+                self.pending_at = r.start;
+                self.pending_len = r.end;
+                self.enter_in_place(e, rounds);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// [`fill`](Self::fill) from a run of stored blocks.
+    fn fill_in_place(&mut self, out: &mut [u8]) -> Result<usize> {
+        loop {
+            let ip = self.in_place.as_mut().expect("in place");
+            if !ip.data.is_empty() {
+                let from = ip.data.start;
+                let n = out.len().min(ip.data.len());
+                ip.data.start += n;
+                out[..n].copy_from_slice(&self.gz[from..from + n]);
+                self.crc.update(&out[..n]);
+                self.member_out += n as u64;
+                self.count_out(n)?;
+                self.passed(from + n);
+                return Ok(n);
+            }
+            if !self.next_stored_block()? {
+                self.leave_in_place()?;
+                return self.fill_any(out);
+            }
+        }
+    }
+
+    /// Skips up to `n` bytes of a run of stored blocks without copying
+    /// them: their CRC-32 is taken where they lie, on two cores when the
+    /// stretch is large and a core is free. The bytes skipped; 0 when the
+    /// run's current block is done and it ends there (the caller goes on
+    /// through [`fill`](Self::fill), which leaves the run).
+    fn skip_in_place(&mut self, n: u64) -> Result<u64> {
+        let want = usize::try_from(n).unwrap_or(usize::MAX).min(SKIP_BATCH);
+        let mut pieces = Vec::new();
+        let mut total = 0usize;
+        while total < want {
+            let ip = self.in_place.as_mut().expect("in place");
+            if ip.data.is_empty() {
+                if !self.next_stored_block()? {
+                    break;
+                }
+                continue;
+            }
+            let take = ip.data.len().min(want - total);
+            pieces.push(ip.data.start..ip.data.start + take);
+            ip.data.start += take;
+            total += take;
+        }
+        let Some(end) = pieces.last().map(|p| p.end) else {
+            return Ok(0);
+        };
+        let split = total >= CRC_SPLIT_FROM && parallel::core_free();
+        let crc = stored::crc(self.gz, &pieces, self.crc.sum(), split);
+        self.crc = libdeflater::Crc::with_initial(crc);
+        self.member_out += total as u64;
+        self.count_out(total)?;
+        self.passed(end);
+        Ok(total as u64)
     }
 
     /// Counts `n` more bytes handed out; past the cap, refuses them.
@@ -439,6 +733,22 @@ impl<'a> GzStream<'a> {
         self.inflater.reset(false);
         self.crc = libdeflater::Crc::new();
         self.member_out = 0;
+        // The member's first block starts on its first byte: a run of
+        // stored blocks there, or soon after (in a payload large enough
+        // for the search to pay), is read in place.
+        let from = self.pos * 8;
+        if stored::run_len(self.gz, from, MIN_RUN) >= MIN_RUN {
+            self.enter_in_place(from, false);
+        } else if self.gz.len() >= self.bridge_from {
+            self.bridge_to_stored(from, &[], false)?;
+        }
+        if self.in_place.is_some() {
+            debug(format_args!(
+                "gzip member at offset {}: stored blocks (incompressible data) at or soon after \
+                 its start: read in place",
+                self.member_at
+            ));
+        }
         Ok(true)
     }
 
@@ -456,6 +766,12 @@ impl<'a> GzStream<'a> {
     fn fill_any(&mut self, out: &mut [u8]) -> Result<usize> {
         if out.is_empty() {
             return Ok(0);
+        }
+        if self.in_place.is_some() {
+            if let Some(n) = self.take_pending(out)? {
+                return Ok(n);
+            }
+            return self.fill_in_place(out);
         }
         if self.par.is_some() && !self.done {
             return self.fill_par(out);
@@ -482,6 +798,9 @@ impl<'a> GzStream<'a> {
                         "a second gzip member at offset {}: members are inflated two at a time",
                         self.member_at
                     ));
+                }
+                if self.in_place.is_some() {
+                    return self.fill_any(out);
                 }
                 continue;
             }
@@ -679,6 +998,16 @@ impl<'a> GzStream<'a> {
     pub(crate) fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {
         let mut done = 0;
         while n > 0 {
+            if self.in_place.is_some() && self.pending_at == self.pending_len {
+                let got = self
+                    .skip_in_place(n)
+                    .inspect_err(|_| self.doubt |= self.unchecked)?;
+                if got > 0 {
+                    done += got;
+                    n -= got;
+                    continue;
+                }
+            }
             let want = window.len().min(usize::try_from(n).unwrap_or(usize::MAX));
             let got = self.fill(&mut window[..want])?;
             if got == 0 {
@@ -1067,6 +1396,168 @@ mod tests {
                 let (out, doubt) = drain(s);
                 assert!(!doubt, "seed {seed} seg {seg} cap {out_cap}");
                 assert!(out.unwrap() == data, "seed {seed} seg {seg} cap {out_cap}");
+            }
+        }
+    }
+
+    /// A tar-like stream: runs of noise (stored blocks at any level) of
+    /// 300 KiB to 1.2 MiB between 512-byte text headers, compressed by
+    /// zlib at `level`, sync-flushed every 128 KiB (as pigz) when `sync`,
+    /// as `members` gzip members.
+    fn stored_shape(seed: u64, level: u32, sync: bool, members: usize) -> (Vec<u8>, Vec<u8>) {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut x = seed | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let text = corpus();
+        let mut data = Vec::new();
+        while data.len() < 6 << 20 {
+            let at = (rnd() as usize) % (text.len() - 512);
+            data.extend_from_slice(&text[at..at + 512]);
+            let n = (300 << 10) + (rnd() % (900 << 10)) as usize;
+            data.extend((0..n).map(|_| rnd() as u8));
+        }
+        let mut gz = Vec::new();
+        for part in data.chunks(data.len().div_ceil(members)) {
+            let mut c = Compress::new(Compression::new(level), false);
+            let mut raw = Vec::with_capacity(part.len() + (part.len() >> 6) + 4096);
+            let step = if sync { 128 << 10 } else { part.len() };
+            let pieces: Vec<&[u8]> = part.chunks(step).collect();
+            for (i, piece) in pieces.iter().enumerate() {
+                let flush = if i + 1 == pieces.len() {
+                    FlushCompress::Finish
+                } else {
+                    FlushCompress::Sync
+                };
+                let mut fed = 0;
+                loop {
+                    raw.reserve(256 << 10);
+                    let before = c.total_in();
+                    let st = c.compress_vec(&piece[fed..], &mut raw, flush).unwrap();
+                    fed += (c.total_in() - before) as usize;
+                    let done = if flush == FlushCompress::Finish {
+                        st == flate2::Status::StreamEnd
+                    } else {
+                        fed == piece.len() && raw.capacity() > raw.len()
+                    };
+                    if done {
+                        break;
+                    }
+                }
+            }
+            gz.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+            gz.extend_from_slice(&raw);
+            gz.extend_from_slice(&gzip::trailer_of(part));
+        }
+        (data, gz)
+    }
+
+    /// Reads `s` by fills and skips of pseudo-random sizes (as a tar walk
+    /// does), comparing each fill with `data` and checking what is
+    /// skipped only by the stream's own trailer checks.
+    fn fill_and_skip(mut s: GzStream<'_>, data: &[u8], seed: u64) -> Result<usize> {
+        let mut x = seed | 1;
+        let (mut at, mut w) = (0usize, vec![0u8; 64 << 10]);
+        loop {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            if x >> 63 == 1 {
+                let n = s.skip((x >> 20) % (3 << 20), &mut w)?;
+                at += n as usize;
+            } else {
+                let k = 1 + (x >> 30) as usize % w.len();
+                let n = s.fill(&mut w[..k])?;
+                if n == 0 {
+                    assert_eq!(at, data.len());
+                    return Ok(s.runs_in_place);
+                }
+                assert!(w[..n] == data[at..at + n], "at {at}");
+                at += n;
+            }
+        }
+    }
+
+    #[test]
+    fn stored_blocks_are_read_in_place_and_give_the_inflated_bytes() {
+        // zlib-rs at level 1 writes fixed-Huffman blocks only (zlib-ng's
+        // quick strategy): read right, none in place. The others fall back
+        // to stored blocks for the noise, as zlib, gzip and pigz do.
+        for (i, (level, sync, members)) in [
+            (1, false, 1),
+            (2, false, 1),
+            (6, false, 1),
+            (9, false, 3),
+            (6, true, 1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (data, gz) = stored_shape(i as u64 + 7, level, sync, members);
+            let what = format!("level {level} sync {sync} members {members}");
+            let (out, doubt) = drain(GzStream::new(&gz, 1 << 30).unwrap());
+            assert!(out.unwrap() == data && !doubt, "{what}");
+            let mut s = GzStream::new(&gz, 1 << 30).unwrap();
+            s.bridge_from = 0;
+            let runs = fill_and_skip(s, &data, 1).unwrap();
+            let stored = level > 1;
+            assert!(
+                !stored || runs >= members,
+                "{what}: the sequential stream read {runs} runs in place"
+            );
+            for seg in [64 << 10, 1 << 20] {
+                let s = GzStream::parallel_with(&gz, 1 << 30, seg, 8 << 20).unwrap();
+                let (out, doubt) = drain(s);
+                assert!(out.unwrap() == data && !doubt, "{what} seg {seg}");
+                let s = GzStream::parallel_with(&gz, 1 << 30, seg, 8 << 20).unwrap();
+                let runs = fill_and_skip(s, &data, seg as u64).unwrap();
+                assert!(
+                    !stored || runs >= 1,
+                    "{what} seg {seg}: no run read in place"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_byte_or_length_inside_a_stored_run_is_refused_as_zlib_refuses_it() {
+        let (data, gz) = stored_shape(3, 6, false, 1);
+        let zlib_refuses = |g: &[u8]| {
+            let mut z = Decompress::new(false);
+            let mut out = vec![0u8; data.len() + 1024];
+            let r = z.decompress(&g[10..], &mut out, FlushDecompress::Finish);
+            !matches!(r, Ok(Status::StreamEnd)) || out[..z.total_out() as usize] != data[..]
+        };
+        // The first stored block after 2 MiB of input, and its header.
+        let mut at = 10 * 8;
+        let mut found = None;
+        for l in (2 << 20)..gz.len() - 4 {
+            let ok = u16::from_le_bytes([gz[l], gz[l + 1]])
+                == !u16::from_le_bytes([gz[l + 2], gz[l + 3]]);
+            if ok && stored::run_len(&gz, l * 8 - 8, 1 << 20) >= 1 << 20 {
+                found = Some(l);
+                break;
+            }
+            at = l;
+        }
+        let _ = at;
+        let l = found.expect("a run of stored blocks");
+        let mut flipped = gz.clone();
+        flipped[l + 100] ^= 0x40; // a data byte: the CRC-32 disagrees
+        let mut bad_len = gz.clone();
+        bad_len[l + 2] ^= 0x01; // NLEN no longer LEN's complement
+        for g in [&flipped, &bad_len] {
+            assert!(zlib_refuses(g));
+            let mut seq = GzStream::new(g, 1 << 30).unwrap();
+            seq.bridge_from = 0;
+            for s in [
+                seq,
+                GzStream::parallel_with(g, 1 << 30, 256 << 10, 8 << 20).unwrap(),
+            ] {
+                let e = fill_and_skip(s, &data, 5).unwrap_err().to_string();
+                assert!(e.contains("corrupt or truncated gzip member"), "{e}");
             }
         }
     }
