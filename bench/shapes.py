@@ -3,7 +3,7 @@
 with bsdtar, neff on one core and the other inflaters; medians and peak RSS.
 
     python3 bench/shapes.py SHAPES_DIR NEFF [NEFF2] [--runs 5] [--only a,b]
-                            [--inflaters] [--cmd ls|scan]
+                            [--inflaters] [--rgcore BIN] [--cmd ls|get|scan]
 
 For each SHAPES_DIR/NAME.neff it extracts the gzip payload once
 (NAME.gz, `tail -c +1025`, deleted afterwards), then runs, round-robin
@@ -14,9 +14,16 @@ For each SHAPES_DIR/NAME.neff it extracts the gzip payload once
   bsdtar -tf NAME.gz        libarchive listing the same tar
   with --inflaters: rapidgzip -d -P 2, libdeflate-gzip -d, gzip -d (each
   `-c NAME.gz > /dev/null`); "ideal 2-core" is libdeflate's median / 2.
+  with --rgcore BIN: BIN (bench/inflaters' neff-inflaters) in mode
+  `rapidgzip`, the rapidgzip-core crate on 2 threads over FILE's payload
+  (it reads the file into memory first).
 
---cmd scan times `neff scan DIR` over a directory holding only FILE
-(a symlink) instead of `ls`. Prints one Markdown row per shape: each
+--cmd get times `neff get FILE def` (the 200-byte sg00/def.json near the
+payload's start; neff still inflates and checks the whole payload, as
+every read does) against `bsdtar -xOf NAME.gz sg00/def.json` (which reads
+to the archive's end too); --cmd scan times
+`neff scan DIR` over a directory holding only FILE (a symlink), against
+`bsdtar -tf`. Prints one Markdown row per shape: each
 command's median wall time, the ratios bsdtar/neff and one-core/neff,
 and neff's peak RSS (the largest of its runs, from wait4); the progress
 lines on stderr add each command's median CPU time (user + sys), the
@@ -49,7 +56,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="")
     ap.add_argument("--inflaters", action="store_true")
-    ap.add_argument("--cmd", default="ls", choices=["ls", "scan"])
+    ap.add_argument("--rgcore", default="")
+    ap.add_argument("--cmd", default="ls", choices=["ls", "get", "scan"])
     a = ap.parse_args()
     names = [s for s in a.only.split(",") if s] or sorted(
         f[:-5] for f in os.listdir(a.dir) if f.endswith(".neff"))
@@ -62,16 +70,22 @@ def main():
         scan_dir = tempfile.mkdtemp(prefix="neff-shape-")
         os.symlink(os.path.abspath(neff_file), os.path.join(scan_dir, name + ".neff"))
         target = scan_dir if a.cmd == "scan" else neff_file
+        args = [a.cmd, target] + (["def"] if a.cmd == "get" else [])
         cmds = {}
         for i, n in enumerate(a.neff):
             label = "neff" if i == 0 else f"neff#{i + 1}"
-            cmds[label] = ([n, a.cmd, target], None)
-        cmds["1 core"] = (["taskset", "-c", "0", a.neff[0], a.cmd, target], None)
-        cmds["bsdtar"] = (["bsdtar", "-tf", gz], None)
+            cmds[label] = ([n] + args, None)
+        cmds["1 core"] = (["taskset", "-c", "0", a.neff[0]] + args, None)
+        if a.cmd == "get":
+            cmds["bsdtar"] = (["bsdtar", "-xOf", gz, "sg00/def.json"], None)
+        else:
+            cmds["bsdtar"] = (["bsdtar", "-tf", gz], None)
         if a.inflaters:
             cmds["rapidgzip -P 2"] = (["rapidgzip", "-d", "-P", "2", "-c", gz], "null")
             cmds["libdeflate"] = (["libdeflate-gzip", "-d", "-c", gz], "null")
             cmds["gzip"] = (["gzip", "-d", "-c", gz], "null")
+        if a.rgcore:
+            cmds["rapidgzip-core"] = ([a.rgcore, "rapidgzip", neff_file], "null")
         wall = {k: [] for k in cmds}
         rss = {k: [] for k in cmds}
         cpu = {k: [] for k in cmds}
