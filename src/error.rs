@@ -126,8 +126,10 @@ pub enum Error {
         reason: String,
     },
     /// A remote object (`s3://`, `https://`) could not be read: no such
-    /// bucket or key, access denied, a server that ignores Range or sends
-    /// a body of the wrong length, retries exhausted, a timeout.
+    /// bucket or key, access denied, a server that sends a body of the
+    /// wrong length, an object too large to read whole from a server that
+    /// ignores Range (`NEFF_REMOTE_SPOOL_MAX`), retries exhausted, a
+    /// timeout.
     #[error("{reason}")]
     Remote {
         /// What the store or server answered, in one line.

@@ -131,14 +131,22 @@ impl Neff {
     /// payload one GET of the rest, spooled to an unlinked temporary file
     /// and read from its map as a local file is. Every
     /// request after the first is pinned to the first's ETag: an object
-    /// replaced meanwhile is [`Error::ObjectChanged`]. The environment
-    /// (`AWS_*`, `NEFF_REMOTE_TIMEOUT`, `NEFF_REMOTE_RETRIES`) is in
-    /// docs/GUIDE.md.
+    /// replaced meanwhile is [`Error::ObjectChanged`]. From a server that
+    /// ignores Range the object is read whole by one GET into such a file
+    /// (up to `NEFF_REMOTE_SPOOL_MAX` bytes, else refused) and read from
+    /// it. The environment (`AWS_*`, `NEFF_REMOTE_TIMEOUT`,
+    /// `NEFF_REMOTE_RETRIES`, …) is in docs/GUIDE.md.
     #[cfg(feature = "remote")]
     pub fn open_url(url: &str, opts: &Options) -> Result<Neff> {
-        let (object, first) = remote::Object::open(url)?;
+        let (mut object, first) = remote::Object::open(url)?;
         if first.len() as u64 >= object.size() {
             return Neff::from_file_bytes(FileBytes::Owned(first), opts, None);
+        }
+        if let Some(file) = object.take_whole() {
+            // The server ignored the first Range: the object is whole in a
+            // temporary file already, read as a local file is.
+            let bytes = FileBytes::from_open(file, object.size(), opts.read_mode, first)?;
+            return Neff::from_file_bytes(bytes, opts, None);
         }
         let header = Header::from_file_bytes(&first)?;
         let span = header.locate_payload_in(&first, object.size())?;

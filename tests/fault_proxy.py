@@ -12,6 +12,9 @@ that upstream as /<rest>, with the fault <mode> applied:
   503       every request answers 503 (a storm)
   truncate  half the body is sent, then the connection is closed
   norange   the Range header is dropped (the server answers 200, whole body)
+  rangexN[-TAG]  the first N requests for this path keep their Range, later
+            ones have it dropped (a server that stops honouring Range in
+            the middle of a read); TAG only makes a counter of its own
   liesize   Content-Range announces an object twice its real size
   stall     nothing is sent for 120 s (a slow server)
   slow      each request waits 1 s, then passes through (latency: shows
@@ -20,7 +23,8 @@ that upstream as /<rest>, with the fault <mode> applied:
             from /<rest>.v2 (the object replaced between two reads)
 
 /health answers 200; every request is logged to STATE_DIR/proxy.log as
-`METHOD PATH RANGE STATUS BYTES`.
+`METHOD PATH RANGE STATUS BYTES` (BYTES `aborted` when the client closed
+the connection before the body was sent).
 """
 
 import http.client
@@ -95,7 +99,8 @@ class Handler(BaseHTTPRequestHandler):
             path, _, query = rest.partition("?")
             rest = path + ".v2" + ("?" + query if query else "")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-        if mode == "norange":
+        if mode == "norange" or (mode.startswith("rangex")
+                                 and n > int(mode[6:].split("-")[0])):
             headers.pop("Range", None)
             headers.pop("range", None)
         conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
@@ -125,7 +130,13 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
         else:
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except OSError:
+                # The client closed before the body was sent (it refused
+                # the response on its headers): logged all the same.
+                self.close_connection = True
+                return self.note(resp.status, "aborted")
         self.note(resp.status, len(data))
 
 

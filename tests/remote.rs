@@ -343,12 +343,7 @@ fn throttling_is_retried_and_the_answer_is_the_local_one() {
 fn faulty_servers_are_one_line_errors_within_bounded_time() {
     let s = servers();
     let few = [("NEFF_REMOTE_RETRIES", "1"), ("NEFF_REMOTE_TIMEOUT", "2")];
-    for (mode, what) in [
-        ("503", "503"),
-        ("truncate", ""),
-        ("norange", "range"),
-        ("stall", "timed out"),
-    ] {
+    for (mode, what) in [("503", "503"), ("truncate", ""), ("stall", "timed out")] {
         let url = format!("{}/http/{mode}/{BIG_RAW}", s.proxy);
         let t = Instant::now();
         let e = refused(&["ls", &url], &few, &s.s3);
@@ -376,6 +371,153 @@ fn faulty_servers_are_one_line_errors_within_bounded_time() {
     let got = run_env(&["ls", &url], &s.s3, &few);
     let want = run(&["ls", s.seed.join(BIG_RAW).to_str().unwrap()]);
     assert_eq!(got.stdout, want.stdout);
+}
+
+/// `neff ARGS` on `url` prints what it prints for the seed file `rel`
+/// (stdout with the name replaced, exit code), with `extra` in the
+/// environment; returns its stderr.
+fn answers_as_local(
+    args: &[&str],
+    rel: &str,
+    url: &str,
+    endpoint: &str,
+    extra: &[(&str, &str)],
+) -> String {
+    let s = servers();
+    let local = s.seed.join(rel);
+    let local = local.to_str().unwrap();
+    fn with<'a>(args: &[&'a str], f: &'a str) -> Vec<&'a str> {
+        args.iter()
+            .map(|a| if *a == "FILE" { f } else { a })
+            .collect()
+    }
+    let want = run(&with(args, local));
+    let got = run_env(&with(args, url), endpoint, extra);
+    let err = String::from_utf8_lossy(&got.stderr).into_owned();
+    assert_eq!(
+        got.status.code(),
+        want.status.code(),
+        "{args:?} {url}: {err}"
+    );
+    assert!(want.status.success(), "{args:?} {local}");
+    assert!(
+        String::from_utf8_lossy(&got.stdout).replace(url, "<file>")
+            == String::from_utf8_lossy(&want.stdout).replace(local, "<file>"),
+        "{args:?} {url}: not the local answer"
+    );
+    err
+}
+
+#[test]
+fn a_server_that_ignores_range_is_read_whole_with_the_local_answers() {
+    // The proxy's `norange` drops every Range: the first GET comes back
+    // whole (200), and the object is then read by one GET into a
+    // temporary file and answered from it, raw and gzip, HTTP and S3.
+    let s = servers();
+    let s3_norange = format!("{}/s3/norange", s.proxy);
+    for rel in [BIG_RAW, BIG_GZ] {
+        let http = format!("{}/http/norange/{rel}", s.proxy);
+        let logged = format!("/http/norange/{rel}");
+        for args in [
+            &["ls", "--json", "FILE"][..],
+            &["get", "FILE", "cc-world-size"][..],
+        ] {
+            let before = log_requests(&s.proxy_log, &logged);
+            let err = answers_as_local(args, rel, &http, &s.s3, &[("NEFF_DEBUG", "1")]);
+            assert!(
+                err.contains("the server ignored Range: reading the object whole"),
+                "{args:?} {http}: no debug line: {err}"
+            );
+            // The ranged GET answered whole, then the one GET read whole.
+            let sent = log_requests(&s.proxy_log, &logged) - before;
+            assert_eq!(sent, 2, "{args:?} {http}: requests");
+            answers_as_local(args, rel, &format!("s3://zoo/{rel}"), &s3_norange, &[]);
+        }
+    }
+}
+
+#[test]
+fn a_server_that_stops_honouring_range_midway_is_read_whole_from_there() {
+    // `rangexN-TAG`: the first N requests for the path keep their Range,
+    // later ones lose it. A raw walk (ls), a member (cat) and a gzip spool
+    // then switch to one GET of the whole object, and a payload streamed
+    // in parts (verify) goes on from the last part handed on.
+    let s = servers();
+    let p = |mode: &str, rel: &str| format!("{}/http/{mode}/{rel}", s.proxy);
+    answers_as_local(
+        &["ls", "--json", "FILE"],
+        BIG_RAW,
+        &p("rangex1-ls", BIG_RAW),
+        &s.s3,
+        &[],
+    );
+    answers_as_local(
+        &["cat", "FILE", r"sg00/weights07\.bin"],
+        BIG_RAW,
+        &p("rangex1-cat", BIG_RAW),
+        &s.s3,
+        &[],
+    );
+    answers_as_local(
+        &["ls", "--json", "FILE"],
+        BIG_GZ,
+        &p("rangex1-ls", BIG_GZ),
+        &s.s3,
+        &[],
+    );
+    answers_as_local(
+        &["ls", "--json", "FILE"],
+        BIG_RAW,
+        &format!("s3://zoo/{BIG_RAW}"),
+        &format!("{}/s3/rangex1-ls", s.proxy),
+        &[],
+    );
+    // verify: the open and the walk's requests, counted on a path of its
+    // own where nothing is dropped, then two of the payload's parts keep
+    // their Range and the rest do not.
+    let counted = p("rangex1000000-count", BIG_RAW);
+    let before = log_requests(
+        &s.proxy_log,
+        &format!("/http/rangex1000000-count/{BIG_RAW}"),
+    );
+    answers_as_local(&["ls", "FILE"], BIG_RAW, &counted, &s.s3, &[]);
+    let walk = log_requests(
+        &s.proxy_log,
+        &format!("/http/rangex1000000-count/{BIG_RAW}"),
+    ) - before;
+    let mode = format!("rangex{}-verify", walk + 2);
+    let err = answers_as_local(
+        &["verify", "FILE"],
+        BIG_RAW,
+        &p(&mode, BIG_RAW),
+        &s.s3,
+        &[("NEFF_DEBUG", "1")],
+    );
+    assert!(err.contains("the server ignored Range"), "{err}");
+}
+
+#[test]
+fn an_object_too_large_to_read_whole_from_a_server_that_ignores_range_is_refused() {
+    let s = servers();
+    let cap = [("NEFF_REMOTE_SPOOL_MAX", "1000000")];
+    let s3_norange = format!("{}/s3/norange", s.proxy);
+    for (url, endpoint) in [
+        (format!("{}/http/norange/{BIG_RAW}", s.proxy), s.s3.clone()),
+        (format!("s3://zoo/{BIG_GZ}"), s3_norange),
+        // Found midway: refused before the whole object is asked for.
+        (
+            format!("{}/http/rangex1-cap/{BIG_RAW}", s.proxy),
+            s.s3.clone(),
+        ),
+    ] {
+        let e = refused(&["ls", &url], &cap, &endpoint);
+        assert!(e.starts_with(&format!("neff: {url}: ")), "{e}");
+        assert!(e.contains("the server ignores Range"), "{e}");
+        assert!(e.contains("NEFF_REMOTE_SPOOL_MAX"), "{e}");
+    }
+    // The whole GET was never sent for the one found midway.
+    let path = format!("/http/rangex1-cap/{BIG_RAW}");
+    assert_eq!(log_requests(&s.proxy_log, &path), 2, "requests for {path}");
 }
 
 #[test]

@@ -13,6 +13,17 @@ same place (Mountpoint for S3, s3fs) on every node::
     ds = neff.ray.scan(["/mnt/zoo"], batch_size=256)
     ds.write_parquet("s3://bucket/neff-scan/")
 
+or URLs: ``s3://bucket/prefix/`` prefixes (listed on the driver, as
+``neff scan`` lists them) and ``s3://``, ``https://`` objects, each read by
+a worker directly (ranged GETs, docs/GUIDE.md). Credentials and endpoint
+come from the environment of the workers (``AWS_*``, or the instance's or
+container's role), not the driver's: a variable set in the driver's
+``os.environ`` after ``ray.init`` does not reach workers already started,
+so pass what they need with ``runtime_env``::
+
+    ray.init(runtime_env={"env_vars": {"AWS_REGION": "us-west-2"}})
+    ds = neff.ray.scan(["s3://bucket/zoo/"])
+
 Without Ray, ``neff scan --shard K/N`` (one AWS Batch array job per shard)
 is the CLI equivalent.
 """
@@ -60,7 +71,8 @@ def scan(
     jobs_per_task: int = 1,
     num_cpus: Optional[float] = None,
 ) -> Any:
-    """A Ray Dataset of the scan records of every ``*.neff`` under ``paths_or_dirs``.
+    """A Ray Dataset of the scan records of every ``*.neff`` under ``paths_or_dirs``
+    (local paths, ``s3://`` prefixes, ``s3://`` and ``http(s)://`` objects).
 
     ``batch_size`` files per task; ``jobs_per_task`` threads read them inside
     a task (ask Ray for as many CPUs with ``num_cpus``, default

@@ -1,6 +1,7 @@
-"""neff.open, neff.NeffInfo, neff.scan and neff.ray.scan on s3:// and http://
-URLs, against moto_server and nginx started by scripts/servers (a failure to
-start them fails these tests); every answer is the one read from disk."""
+"""neff.open, neff.NeffInfo and neff.scan on s3:// and http:// URLs, and
+neff.ray.scan of an s3:// prefix on a local Ray, against moto_server and nginx
+started by scripts/servers (a failure to start them fails these tests); every
+answer is the one read from disk."""
 
 import json
 import os
@@ -79,11 +80,43 @@ def test_a_missing_object_raises_with_the_reason(servers):
         neff.open("s3://zoo/acc/no-such.neff")
 
 
+def strip(records, prefix):
+    return sorted((dict(r, path=r["path"].replace(prefix, "", 1)) for r in records),
+                  key=lambda r: r["path"])
+
+
 def test_scan_of_an_s3_prefix_equals_the_local_scan(servers):
-    def strip(records, prefix):
-        return sorted((dict(r, path=r["path"].replace(prefix, "", 1)) for r in records),
-                      key=lambda r: r["path"])
     want = strip(neff.scan([ACC]), ACC + "/")
     got = strip(neff.scan(["s3://zoo/acc/"]), "s3://zoo/acc/")
+    assert len(got) == len(NAMES)
+    assert got == want
+
+
+AWS_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION",
+           "AWS_ALLOW_HTTP")
+
+
+@pytest.fixture(scope="module")
+def ray_with_s3_env(servers):
+    """A local Ray (2 CPUs) whose workers get the servers' AWS_* variables:
+    neff.ray reads objects with the credentials of the workers' environment,
+    given to them here as a runtime_env."""
+    ray = pytest.importorskip("ray")
+    env = {k: os.environ[k] for k in AWS_ENV}
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": env})
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_scan_of_an_s3_prefix_equals_the_local_scan(ray_with_s3_env):
+    ray = ray_with_s3_env
+    pa = pytest.importorskip("pyarrow")
+    import neff.ray
+    from neff import arrow
+
+    ds = neff.ray.scan(["s3://zoo/acc/"], batch_size=8)
+    got = strip(arrow.to_records(pa.concat_tables(ray.get(ds.to_arrow_refs()))), "s3://zoo/acc/")
+    want = strip(neff.scan([ACC]), ACC + "/")
     assert len(got) == len(NAMES)
     assert got == want

@@ -15,9 +15,19 @@
 //! The object is pinned by the ETag of the first response: every later
 //! range is asked for with `If-Match`, so an object replaced while it is
 //! read is [`Error::ObjectChanged`], never a mix of two versions. A server
-//! that ignores Range, sends fewer or more bytes than asked, or omits the
-//! object's size is refused with one line; nothing here waits without a
-//! timeout.
+//! that sends fewer or more bytes than asked, or omits the object's size,
+//! is refused with one line; nothing here waits without a timeout.
+//!
+//! A server that ignores Range (it answers a ranged GET with `200` and the
+//! whole object; `object_store` reports that as an error, see
+//! [`ignores_range`]) is read whole instead, at the first request or at a
+//! later one: one streamed GET without Range (pinned to the ETag when one
+//! is known), written as its chunks arrive to an unlinked temporary file,
+//! from which every later read of the object is served (a NEFF opened so is
+//! read as a local file). That GET has no overall timeout, only one of
+//! `NEFF_REMOTE_TIMEOUT` between two reads of its body. An object larger
+//! than `NEFF_REMOTE_SPOOL_MAX` is refused before its body is read.
+//! `NEFF_DEBUG=1` prints a line when it happens.
 //!
 //! Environment (read once per process): the `AWS_*` variables users of
 //! `aws s3` and `object_store` set (`AWS_ENDPOINT_URL`, `AWS_REGION`,
@@ -26,10 +36,13 @@
 //! `NEFF_REMOTE_TIMEOUT` (seconds per request, default 30),
 //! `NEFF_REMOTE_RETRIES` (default 4) for slow or flaky servers,
 //! `NEFF_REMOTE_CONCURRENCY` (parts of a long range in flight at once,
-//! default 4).
+//! default 4), `NEFF_REMOTE_SPOOL_MAX` (bytes: the largest object read
+//! whole from a server that ignores Range, default 4 GiB).
 
+use std::fs::File;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -79,13 +92,27 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// How long a request may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timeout {
+    /// `NEFF_REMOTE_TIMEOUT` for the whole request, body included: the
+    /// ranged GETs, of at most [`PART`] bytes each.
+    PerRequest,
+    /// `NEFF_REMOTE_TIMEOUT` between two reads of the body, none overall:
+    /// the GET of a whole object (from a server that ignores Range), which
+    /// may take longer than any one timeout on a slow link.
+    PerRead,
+}
+
 /// Timeouts and retries, from the environment.
-fn client_config() -> (ClientOptions, RetryConfig) {
+fn client_config(kind: Timeout) -> (ClientOptions, RetryConfig) {
     let timeout = Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1));
     let retries = env_u64("NEFF_REMOTE_RETRIES", 4) as usize;
-    let mut client = ClientOptions::new()
-        .with_timeout(timeout)
-        .with_connect_timeout(timeout.min(Duration::from_secs(10)));
+    let client = ClientOptions::new().with_connect_timeout(timeout.min(Duration::from_secs(10)));
+    let mut client = match kind {
+        Timeout::PerRequest => client.with_timeout(timeout),
+        Timeout::PerRead => client.with_timeout_disabled().with_read_timeout(timeout),
+    };
     if std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1") {
         client = client.with_allow_http(true);
     }
@@ -101,10 +128,11 @@ fn client_config() -> (ClientOptions, RetryConfig) {
     (client, retry)
 }
 
-/// The store that serves `url`, and the object's path in it.
-fn store_for(url: &str) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
+/// The store that serves `url`, with requests timed as `kind` says, and
+/// the object's path in it.
+fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
-    let (client, retry) = client_config();
+    let (client, retry) = client_config(kind);
     let path = ObjPath::from_url_path(parsed.path())
         .map_err(|e| remote(format!("not a valid object path: {e}")))?;
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
@@ -168,6 +196,146 @@ fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
     }
 }
 
+/// Whether `e` is `object_store`'s report that the server answered a
+/// ranged GET with something other than `206 Partial Content` (a `200` and
+/// the whole object: it ignores Range). The HTTP store says so with
+/// `Error::NotSupported` over its `RangeNotSupported` ("Range request not
+/// supported by …"), the S3 store with `Error::Generic` over `NotPartial`
+/// ("Received non-partial response when range requested"), both private
+/// types of object_store 0.14 (`http/client.rs`, `client/get.rs`): they
+/// are told apart by their messages, which tests/remote.rs checks against
+/// real servers (its `norange` fault) for both stores.
+fn ignores_range(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    match e {
+        E::NotSupported { source } => source
+            .to_string()
+            .starts_with("Range request not supported"),
+        E::Generic { source, .. } => {
+            source.to_string() == "Received non-partial response when range requested"
+        }
+        _ => false,
+    }
+}
+
+/// Why one ranged GET did not give its bytes.
+enum Miss {
+    /// The server ignored the Range: the object is to be read whole.
+    IgnoredRange,
+    /// Any other failure, as it is reported.
+    Failed(Error),
+}
+
+impl From<Error> for Miss {
+    fn from(e: Error) -> Miss {
+        Miss::Failed(e)
+    }
+}
+
+/// The largest object read whole from a server that ignores Range
+/// (`NEFF_REMOTE_SPOOL_MAX`, bytes, default 4 GiB).
+fn spool_max() -> u64 {
+    static N: OnceLock<u64> = OnceLock::new();
+    *N.get_or_init(|| env_u64("NEFF_REMOTE_SPOOL_MAX", 4 << 30))
+}
+
+fn too_large_to_read_whole(size: u64, max: u64) -> Error {
+    remote(format!(
+        "the server ignores Range, and the object ({size} bytes) is larger than the \
+         {max} bytes read whole (NEFF_REMOTE_SPOOL_MAX)"
+    ))
+}
+
+/// The object at `path` of the store of `url`, read whole by one GET
+/// without Range into an unlinked temporary file, its chunks written as
+/// they arrive (never held whole in memory). With `pinned` (the size and
+/// ETag the object had when first read), an object of another size or
+/// ETag is [`Error::ObjectChanged`], and one larger than
+/// [`spool_max`] is refused before any request; else it is refused when
+/// its response announces so. Returns the file, the object's size and
+/// its ETag.
+fn fetch_whole(
+    url: &str,
+    path: &ObjPath,
+    pinned: Option<(u64, Option<&str>)>,
+) -> Result<(File, u64, Option<String>)> {
+    let max = spool_max();
+    if let Some((size, _)) = pinned {
+        if size > max {
+            return Err(too_large_to_read_whole(size, max));
+        }
+    }
+    let etag = pinned.and_then(|(_, e)| e);
+    let changed = || Error::ObjectChanged {
+        etag: etag.unwrap_or("").to_string(),
+    };
+    let (store, _) = store_for(url, Timeout::PerRead)?;
+    let opts = GetOptions {
+        if_match: etag.map(str::to_string),
+        ..Default::default()
+    };
+    let file = tempfile::tempfile()?;
+    runtime()?
+        .block_on(async {
+            let r = store
+                .get_opts(path, opts)
+                .await
+                .map_err(|e| describe(&e, etag))?;
+            let size = r.meta.size;
+            let got_etag = r.meta.e_tag.clone();
+            if let Some((want, want_etag)) = pinned {
+                let other_etag =
+                    matches!((want_etag, got_etag.as_deref()), (Some(a), Some(b)) if a != b);
+                if size != want || other_etag {
+                    return Err(changed());
+                }
+            }
+            if size > max {
+                return Err(too_large_to_read_whole(size, max));
+            }
+            crate::payload::stream::debug(format_args!(
+                "{url}: the server ignored Range: reading the object whole ({size} bytes) \
+             into a temporary file, and from it from now on"
+            ));
+            let mut at = 0u64;
+            let mut body = r.into_stream();
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(|e| describe(&e, etag))?;
+                if at + chunk.len() as u64 > size {
+                    return Err(remote(format!(
+                        "the server sent more than the {size} bytes it announced"
+                    )));
+                }
+                file.write_all_at(&chunk, at)?;
+                at += chunk.len() as u64;
+            }
+            if at != size {
+                return Err(remote(format!("truncated body: {at} of {size} bytes")));
+            }
+            Ok((size, got_etag))
+        })
+        .map(|(size, got_etag)| (file, size, got_etag))
+}
+
+/// Hands the bytes at `range` of `file` to `sink`, a bounded chunk at a
+/// time.
+fn read_local(
+    file: &File,
+    range: Range<u64>,
+    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    const CHUNK: u64 = 1 << 20;
+    let mut buf = vec![0u8; range.end.saturating_sub(range.start).min(CHUNK) as usize];
+    let mut at = range.start;
+    while at < range.end {
+        let n = (range.end - at).min(CHUNK) as usize;
+        file.read_exact_at(&mut buf[..n], at)?;
+        sink(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
 /// An error's whole chain of causes, on one line.
 fn one_line(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
@@ -198,10 +366,17 @@ pub struct Listed {
 /// An object, pinned to the version (ETag) the first response came from.
 #[derive(Debug)]
 pub struct Object {
+    url: String,
     store: Arc<dyn ObjectStore>,
     path: ObjPath,
     size: u64,
     etag: Option<String>,
+    /// The whole object in an unlinked temporary file, once its server
+    /// ignored a Range: every read after is served from it.
+    whole: OnceLock<File>,
+    /// Held while the whole object is fetched: one GET of it, whatever
+    /// the number of readers that found the Range ignored.
+    fetching: Mutex<()>,
 }
 
 /// Bytes asked for by the first request: the header and, for a raw NEFF,
@@ -210,29 +385,51 @@ pub const FIRST: u64 = 256 << 10;
 
 impl Object {
     /// Opens the object at `url` with one GET of its first [`FIRST`] bytes
-    /// (all of it when smaller), which gives its size and ETag.
+    /// (all of it when smaller), which gives its size and ETag. When the
+    /// server ignores the Range, the object is read whole instead (see the
+    /// module's doc) and its first bytes come from that copy:
+    /// [`take_whole`](Self::take_whole) then gives it.
     pub fn open(url: &str) -> Result<(Object, Vec<u8>)> {
-        let (store, path) = store_for(url)?;
+        let (store, path) = store_for(url, Timeout::PerRequest)?;
         let opts = GetOptions {
             range: Some(GetRange::Bounded(0..FIRST)),
             ..Default::default()
         };
         let rt = runtime()?;
-        let (meta, bytes) = rt.block_on(async {
-            let r = store
-                .get_opts(&path, opts)
-                .await
-                .map_err(|e| describe(&e, None))?;
+        let first = rt.block_on(async {
+            let r = match store.get_opts(&path, opts).await {
+                Ok(r) => r,
+                Err(e) if ignores_range(&e) => return Ok(None),
+                Err(e) => return Err(describe(&e, None)),
+            };
             let meta = r.meta.clone();
             let range = r.range.clone();
             let body = collect(r, range.end - range.start).await?;
-            Ok::<_, Error>((meta, body))
+            Ok::<_, Error>(Some((meta, body)))
         })?;
+        let Some((meta, bytes)) = first else {
+            let (file, size, etag) = fetch_whole(url, &path, None)?;
+            let mut first = vec![0u8; FIRST.min(size) as usize];
+            file.read_exact_at(&mut first, 0)?;
+            let object = Object {
+                url: url.to_string(),
+                store,
+                path,
+                size,
+                etag,
+                whole: OnceLock::from(file),
+                fetching: Mutex::new(()),
+            };
+            return Ok((object, first));
+        };
         let object = Object {
+            url: url.to_string(),
             store,
             path,
             size: meta.size,
             etag: meta.e_tag,
+            whole: OnceLock::new(),
+            fetching: Mutex::new(()),
         };
         let want = FIRST.min(object.size);
         if bytes.len() as u64 != want {
@@ -250,20 +447,72 @@ impl Object {
         self.size
     }
 
+    /// The whole object in an unlinked temporary file, if its server
+    /// ignored Range and it was read whole: the caller reads it as a local
+    /// file from then on (later reads of this `Object` fetch by ranges
+    /// again).
+    pub fn take_whole(&mut self) -> Option<File> {
+        self.whole.take()
+    }
+
+    /// The whole object on disk: the copy already made, or one GET of it
+    /// now ([`fetch_whole`], pinned to the size and ETag), made once.
+    fn whole(&self) -> Result<&File> {
+        if let Some(f) = self.whole.get() {
+            return Ok(f);
+        }
+        let _one = self.fetching.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = self.whole.get() {
+            return Ok(f);
+        }
+        let (file, _, _) = fetch_whole(
+            &self.url,
+            &self.path,
+            Some((self.size, self.etag.as_deref())),
+        )?;
+        Ok(self.whole.get_or_init(|| file))
+    }
+
     /// The bytes at `range` of the object, handed to `sink` in order as
     /// they arrive; exactly `range.len()` bytes or an error. A range longer
     /// than [`PART`] is fetched as parts of that size, up to
     /// `NEFF_REMOTE_CONCURRENCY` (default 4) GETs in flight at once, each
     /// pinned to the ETag, and handed on in order: a large member or
     /// payload arrives at the speed of several connections (as `aws s3 cp`
-    /// fetches one), with at most that many parts held.
+    /// fetches one), with at most that many parts held. Once the server
+    /// has ignored a Range, the object is read whole (once) and the rest
+    /// of this range, and every later one, comes from that copy.
     pub fn stream(
         &self,
         range: Range<u64>,
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        use futures_util::TryStreamExt;
         self.check_range(&range)?;
+        if let Some(file) = self.whole.get() {
+            return read_local(file, range, sink);
+        }
+        let mut sent = 0u64;
+        let got = self.fetch(range.clone(), &mut |c| {
+            sent += c.len() as u64;
+            sink(c)
+        });
+        match got {
+            Ok(()) => Ok(()),
+            Err(Miss::Failed(e)) => Err(e),
+            Err(Miss::IgnoredRange) => {
+                read_local(self.whole()?, range.start + sent..range.end, sink)
+            }
+        }
+    }
+
+    /// [`stream`](Self::stream) by ranged GETs only: one, or parts in
+    /// flight handed on in order.
+    fn fetch(
+        &self,
+        range: Range<u64>,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> std::result::Result<(), Miss> {
+        use futures_util::TryStreamExt;
         let rt = runtime()?;
         if range.end - range.start <= PART {
             return rt.block_on(self.get(range, sink));
@@ -277,7 +526,7 @@ impl Object {
                     Ok(())
                 })
                 .await?;
-                Ok::<_, Error>(held)
+                Ok::<_, Miss>(held)
             }
         });
         rt.block_on(async {
@@ -301,12 +550,13 @@ impl Object {
 
     /// One GET of `range` (within the object), pinned to the ETag, its
     /// body handed to `sink` as it arrives and checked to be exactly the
-    /// bytes asked for.
+    /// bytes asked for ([`Miss::IgnoredRange`], before any byte, when the
+    /// server answers with the whole object).
     async fn get(
         &self,
         range: Range<u64>,
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), Miss> {
         if range.start >= range.end {
             return Ok(());
         }
@@ -317,21 +567,23 @@ impl Object {
         };
         let want = range.end - range.start;
         let etag = self.etag.as_deref();
-        let r = self
-            .store
-            .get_opts(&self.path, opts)
-            .await
-            .map_err(|e| describe(&e, etag))?;
+        let r = match self.store.get_opts(&self.path, opts).await {
+            Ok(r) => r,
+            Err(e) if ignores_range(&e) => return Err(Miss::IgnoredRange),
+            Err(e) => return Err(describe(&e, etag).into()),
+        };
         if r.meta.size != self.size {
             return Err(Error::ObjectChanged {
                 etag: etag.unwrap_or("").to_string(),
-            });
+            }
+            .into());
         }
         if r.range != range {
             return Err(remote(format!(
                 "asked for bytes {}..{}, the server sent {}..{}",
                 range.start, range.end, r.range.start, r.range.end
-            )));
+            ))
+            .into());
         }
         let mut got = 0u64;
         let mut body = r.into_stream();
@@ -341,7 +593,8 @@ impl Object {
             if got > want {
                 return Err(remote(format!(
                     "the server sent more than the {want} bytes asked for"
-                )));
+                ))
+                .into());
             }
             sink(&chunk)?;
         }
@@ -349,7 +602,8 @@ impl Object {
             return Err(remote(format!(
                 "truncated body: {got} of {want} bytes at offset {}",
                 range.start
-            )));
+            ))
+            .into());
         }
         Ok(())
     }
@@ -361,9 +615,13 @@ impl Object {
     /// written at its place in an unlinked temporary file (in `$TMPDIR`,
     /// gone when closed) as its bytes arrive. Memory holds the chunks in
     /// flight, never a part or the object. Returns the file and its length.
-    pub fn spool(&self, first: &[u8]) -> Result<(std::fs::File, u64)> {
+    /// From a server that ignores Range, the file is the whole object read
+    /// by one GET instead (see [`stream`](Self::stream)).
+    pub fn spool(&self, first: &[u8]) -> Result<(File, u64)> {
         use futures_util::TryStreamExt;
-        use std::os::unix::fs::FileExt;
+        if let Some(file) = self.whole.get() {
+            return Ok((file.try_clone()?, self.size));
+        }
         let file = tempfile::tempfile()?;
         file.write_all_at(first, 0)?;
         let rest = first.len() as u64..self.size;
@@ -381,12 +639,19 @@ impl Object {
                 .await
             }
         });
-        runtime()?.block_on(
+        let got = runtime()?.block_on(
             futures_util::stream::iter(parts)
                 .buffer_unordered(concurrency())
                 .try_collect::<()>(),
-        )?;
-        Ok((file, self.size))
+        );
+        match got {
+            Ok(()) => Ok((file, self.size)),
+            Err(Miss::Failed(e)) => Err(e),
+            Err(Miss::IgnoredRange) => {
+                drop(file);
+                Ok((self.whole()?.try_clone()?, self.size))
+            }
+        }
     }
 
     /// The bytes at `range`, in memory.
@@ -447,7 +712,7 @@ pub fn list(url: &str) -> Result<Vec<Listed>> {
         ));
     }
     let bucket = parsed.host_str().unwrap_or("").to_string();
-    let (store, prefix) = store_for(url)?;
+    let (store, prefix) = store_for(url, Timeout::PerRequest)?;
     let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
     let mut out = runtime()?.block_on(async {
         let mut out = Vec::new();
