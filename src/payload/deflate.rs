@@ -421,6 +421,13 @@ impl BitWriter {
     pub(crate) fn align(&mut self) {
         self.bits = self.bits.div_ceil(8) * 8;
     }
+
+    /// Appends whole bytes at a byte boundary ([`align`](Self::align) first).
+    pub(crate) fn put_bytes(&mut self, b: &[u8]) {
+        debug_assert_eq!(self.bits % 8, 0);
+        self.bytes.extend_from_slice(b);
+        self.bits += 8 * b.len();
+    }
 }
 
 /// A dynamic-Huffman block that outputs nothing and is 95 bits long (an
@@ -459,12 +466,10 @@ pub(crate) fn primer(window: &[u8], k: u32) -> BitWriter {
     // A stored block holding the window: BFINAL 0, BTYPE 00, LEN, NLEN.
     w.put(0, 3);
     w.align();
-    let len = window.len() as u32;
-    w.put(len, 16);
-    w.put(!len & 0xffff, 16);
-    for &byte in window {
-        w.put(u32::from(byte), 8);
-    }
+    let len = window.len() as u16;
+    w.put_bytes(&len.to_le_bytes());
+    w.put_bytes(&(!len).to_le_bytes());
+    w.put_bytes(window);
     // Empty fixed-Huffman blocks are 10 bits (2 mod 8), the empty dynamic
     // block 95 (7 mod 8): combine them to end k bits into a byte.
     let mut empties = k / 2;

@@ -490,6 +490,43 @@ impl<'a> GzStream<'a> {
         Ok(n)
     }
 
+    /// Skips up to `n` bytes of the parallel rounds' output without copying
+    /// it: its CRC-32 is taken where it lies, on two cores when it is large.
+    /// 0 once the round's parts are all handed out (the caller goes on
+    /// through [`fill`](Self::fill), which runs the next round).
+    fn skip_par(&mut self, n: u64) -> Result<u64> {
+        let par = self.par.as_mut().expect("parallel");
+        let mut left = usize::try_from(n).unwrap_or(usize::MAX);
+        let (mut part, mut pos) = (par.part, par.pos);
+        let parts = par.rounds.parts();
+        let mut pieces = Vec::with_capacity(3);
+        while part < 3 && left > 0 {
+            let p = &parts[part][pos.min(parts[part].len())..];
+            let take = p.len().min(left);
+            if take > 0 {
+                pieces.push(&p[..take]);
+            }
+            left -= take;
+            if take == p.len() {
+                part += 1;
+                pos = 0;
+            } else {
+                pos += take;
+            }
+        }
+        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        if total == 0 {
+            return Ok(0);
+        }
+        let split = total >= CRC_SPLIT_FROM && parallel::core_free();
+        let crc = stored::crc(&pieces, self.crc.sum(), split);
+        (par.part, par.pos) = (part, pos);
+        self.crc = libdeflater::Crc::with_initial(crc);
+        self.member_out += total as u64;
+        self.count_out(total)?;
+        Ok(total as u64)
+    }
+
     /// Leaves the parallel rounds for the sequential inflater, which takes
     /// over at the end of the last round delivered (every byte before it
     /// already given out and counted in the member's CRC-32), primed with
@@ -690,7 +727,8 @@ impl<'a> GzStream<'a> {
             return Ok(0);
         };
         let split = total >= CRC_SPLIT_FROM && parallel::core_free();
-        let crc = stored::crc(self.gz, &pieces, self.crc.sum(), split);
+        let slices: Vec<&[u8]> = pieces.iter().map(|p| &self.gz[p.clone()]).collect();
+        let crc = stored::crc(&slices, self.crc.sum(), split);
         self.crc = libdeflater::Crc::with_initial(crc);
         self.member_out += total as u64;
         self.count_out(total)?;
@@ -998,6 +1036,16 @@ impl<'a> GzStream<'a> {
     pub(crate) fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {
         let mut done = 0;
         while n > 0 {
+            if self.par.is_some() && self.in_place.is_none() && !self.done {
+                let got = self
+                    .skip_par(n)
+                    .inspect_err(|_| self.doubt |= self.unchecked)?;
+                if got > 0 {
+                    done += got;
+                    n -= got;
+                    continue;
+                }
+            }
             if self.in_place.is_some() && self.pending_at == self.pending_len {
                 let got = self
                     .skip_in_place(n)
@@ -1022,7 +1070,7 @@ impl<'a> GzStream<'a> {
     /// Inflates the rest of the payload, discarding it, so that every
     /// trailer is checked; the total produced.
     pub(crate) fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
-        while self.fill(window)? > 0 {}
+        self.skip(u64::MAX, window)?;
         Ok(self.total_out)
     }
 }

@@ -301,6 +301,16 @@ impl<S: ByteStream> Source for StreamSource<'_, S> {
         if self.at < off {
             return Ok(Some(0));
         }
+        if !retain {
+            // Skipped, not read: a stream that can pass over bytes without
+            // producing them (stored blocks, checksummed in place) does.
+            let end = usize::try_from(size)
+                .ok()
+                .and_then(|n| off.checked_add(n))
+                .unwrap_or(usize::MAX);
+            self.seek(end)?;
+            return Ok((self.at < end).then(|| (self.at - off) as u64));
+        }
         // A retained member grows with the bytes the stream produces, never
         // with the size its header claims (which may run past the end).
         let mut kept = retain.then(Vec::new);
