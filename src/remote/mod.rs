@@ -293,7 +293,7 @@ fn fetch_whole(
             if size > max {
                 return Err(too_large_to_read_whole(size, max));
             }
-            crate::payload::stream::debug(format_args!(
+            crate::error::debug(format_args!(
                 "{url}: the server ignored Range: reading the object whole ({size} bytes) \
              into a temporary file, and from it from now on"
             ));
