@@ -1545,14 +1545,13 @@ mod tests {
             );
             // Segments of 256 KiB: the rounds' first cut falls before the
             // first run (bridged to), later ones inside runs.
-            for seg in [256 << 10] {
-                let s = GzStream::parallel_with(&gz, 1 << 30, seg, 8 << 20).unwrap();
-                let runs = fill_and_skip(s, &data, seg as u64).unwrap();
-                assert!(
-                    !stored || runs >= 1,
-                    "{what} seg {seg}: no run read in place"
-                );
-            }
+            let seg = 256 << 10;
+            let s = GzStream::parallel_with(&gz, 1 << 30, seg, 8 << 20).unwrap();
+            let runs = fill_and_skip(s, &data, seg as u64).unwrap();
+            assert!(
+                !stored || runs >= 1,
+                "{what} seg {seg}: no run read in place"
+            );
         }
     }
 
