@@ -1375,12 +1375,48 @@ mod tests {
         assert!(e1.contains(&format!("offset {at}")), "{e1}");
     }
 
+    /// `data` as `members` gzip members compressed by zlib-rs at `level`,
+    /// sync-flushed every 128 KiB (as pigz does) when `sync`.
+    fn zlib_members(data: &[u8], level: u32, sync: bool, members: usize) -> Vec<u8> {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut gz = Vec::new();
+        for part in data.chunks(data.len().div_ceil(members)) {
+            let mut c = Compress::new(Compression::new(level), false);
+            let mut raw = Vec::with_capacity(part.len() + (part.len() >> 6) + 4096);
+            let step = if sync { 128 << 10 } else { part.len() };
+            let pieces: Vec<&[u8]> = part.chunks(step).collect();
+            for (i, piece) in pieces.iter().enumerate() {
+                let last = i + 1 == pieces.len();
+                let flush = if last {
+                    FlushCompress::Finish
+                } else {
+                    FlushCompress::Sync
+                };
+                let mut fed = 0;
+                loop {
+                    raw.reserve(256 << 10);
+                    let before = c.total_in();
+                    let st = c.compress_vec(&piece[fed..], &mut raw, flush).unwrap();
+                    fed += (c.total_in() - before) as usize;
+                    if (last && st == flate2::Status::StreamEnd)
+                        || (!last && fed == piece.len() && raw.capacity() > raw.len())
+                    {
+                        break;
+                    }
+                }
+            }
+            gz.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+            gz.extend_from_slice(&raw);
+            gz.extend_from_slice(&gzip::trailer_of(part));
+        }
+        gz
+    }
+
     /// A small payload of one of the shapes users ship, from `seed`: noise
     /// (stored blocks), zero runs (long matches), text, float-like bytes,
     /// compressed at a level from 0 to 9, sync-flushed as pigz does, or as
     /// several members.
     fn shape(seed: u64) -> (Vec<u8>, Vec<u8>) {
-        use flate2::{Compress, Compression, FlushCompress};
         let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         let mut rnd = move || {
             x ^= x << 13;
@@ -1408,35 +1444,7 @@ mod tests {
         let level = (rnd() % 10) as u32;
         let members = 1 + (rnd() % 3) as usize * (rnd() % 5) as usize;
         let sync = rnd() % 3 == 0;
-        let mut gz = Vec::new();
-        for part in data.chunks(data.len().div_ceil(members)) {
-            let mut c = Compress::new(Compression::new(level), false);
-            let mut raw = Vec::with_capacity(part.len() + 4096);
-            let step = if sync { 128 << 10 } else { part.len() };
-            for (i, piece) in part.chunks(step).enumerate() {
-                let last = (i + 1) * step >= part.len();
-                let flush = if last {
-                    FlushCompress::Finish
-                } else {
-                    FlushCompress::Sync
-                };
-                let mut fed = 0;
-                loop {
-                    raw.reserve(64 << 10);
-                    let before = c.total_in();
-                    let st = c.compress_vec(&piece[fed..], &mut raw, flush).unwrap();
-                    fed += (c.total_in() - before) as usize;
-                    if (last && st == flate2::Status::StreamEnd)
-                        || (!last && fed == piece.len() && raw.capacity() > raw.len())
-                    {
-                        break;
-                    }
-                }
-            }
-            gz.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
-            gz.extend_from_slice(&raw);
-            gz.extend_from_slice(&gzip::trailer_of(part));
-        }
+        let gz = zlib_members(&data, level, sync, members);
         (data, gz)
     }
 
@@ -1463,11 +1471,10 @@ mod tests {
     }
 
     /// A tar-like stream: runs of noise (stored blocks at any level) of
-    /// 300 KiB to 1.2 MiB between 512-byte text headers, compressed by
+    /// 300 KiB to 700 KiB between 512-byte text headers, compressed by
     /// zlib at `level`, sync-flushed every 128 KiB (as pigz) when `sync`,
     /// as `members` gzip members.
     fn stored_shape(seed: u64, level: u32, sync: bool, members: usize) -> (Vec<u8>, Vec<u8>) {
-        use flate2::{Compress, Compression, FlushCompress};
         let mut x = seed | 1;
         let mut rnd = move || {
             x ^= x << 13;
@@ -1483,38 +1490,7 @@ mod tests {
             let n = (300 << 10) + (rnd() % (400 << 10)) as usize;
             data.extend((0..n).map(|_| rnd() as u8));
         }
-        let mut gz = Vec::new();
-        for part in data.chunks(data.len().div_ceil(members)) {
-            let mut c = Compress::new(Compression::new(level), false);
-            let mut raw = Vec::with_capacity(part.len() + (part.len() >> 6) + 4096);
-            let step = if sync { 128 << 10 } else { part.len() };
-            let pieces: Vec<&[u8]> = part.chunks(step).collect();
-            for (i, piece) in pieces.iter().enumerate() {
-                let flush = if i + 1 == pieces.len() {
-                    FlushCompress::Finish
-                } else {
-                    FlushCompress::Sync
-                };
-                let mut fed = 0;
-                loop {
-                    raw.reserve(256 << 10);
-                    let before = c.total_in();
-                    let st = c.compress_vec(&piece[fed..], &mut raw, flush).unwrap();
-                    fed += (c.total_in() - before) as usize;
-                    let done = if flush == FlushCompress::Finish {
-                        st == flate2::Status::StreamEnd
-                    } else {
-                        fed == piece.len() && raw.capacity() > raw.len()
-                    };
-                    if done {
-                        break;
-                    }
-                }
-            }
-            gz.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
-            gz.extend_from_slice(&raw);
-            gz.extend_from_slice(&gzip::trailer_of(part));
-        }
+        let gz = zlib_members(&data, level, sync, members);
         (data, gz)
     }
 
