@@ -10,6 +10,7 @@ that upstream as /<rest>, with the fault <mode> applied:
   ok        passed through
   503xN     the first N requests for this path answer 503, then passed through
   503       every request answers 503 (a storm)
+  403       every request answers 403 AccessDenied (credentials refused)
   truncate  half the body is sent, then the connection is closed
   norange   the Range header is dropped (the server answers 200, whole body)
   rangexN[-TAG]  the first N requests for this path keep their Range, later
@@ -90,6 +91,8 @@ class Handler(BaseHTTPRequestHandler):
             n = COUNTS[key]
         if mode == "503" or (mode.startswith("503x") and n <= int(mode[4:])):
             return self.plain(503, b"<Error><Code>SlowDown</Code></Error>")
+        if mode == "403":
+            return self.plain(403, b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")
         if mode == "stall":
             time.sleep(120)
             return self.plain(503)

@@ -312,6 +312,24 @@ fn an_object_replaced_during_the_read_is_refused_never_mixed() {
 }
 
 #[test]
+fn access_denied_is_one_line_naming_the_url_and_not_retried() {
+    let s = servers();
+    let rel = "acc/cc-replica-groups-gz.neff";
+    let url = format!("{}/http/403/{rel}", s.proxy);
+    let t = Instant::now();
+    let e = refused(&["ls", &url], &[], &s.s3);
+    assert!(e.starts_with(&format!("neff: {url}: ")), "{e}");
+    assert!(e.contains("access denied"), "{e}");
+    let endpoint = format!("{}/s3/403", s.proxy);
+    let url = format!("s3://zoo/{rel}");
+    let e = refused(&["ls", &url], &[], &endpoint);
+    assert!(e.starts_with(&format!("neff: {url}: ")), "{e}");
+    assert!(e.contains("access denied"), "{e}");
+    // A refusal is final: no backoff (the default retries would take seconds).
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+#[test]
 fn throttling_is_retried_and_the_answer_is_the_local_one() {
     let s = servers();
     let rel = "acc/cc-replica-groups-gz.neff";
