@@ -100,18 +100,26 @@ pub(crate) fn crc(pieces: &[&[u8]], crc: u32, split: bool) -> u32 {
         }
         c.sum()
     };
-    if !split || pieces.len() < 2 {
+    let total: usize = pieces.iter().map(|p| p.len()).sum();
+    if !split || total < 2 {
         return sum(crc, pieces);
     }
-    let total: usize = pieces.iter().map(|p| p.len()).sum();
-    let (mut half, mut at) = (0usize, 0usize);
-    while at < pieces.len() && half < total / 2 {
-        half += pieces[at].len();
-        at += 1;
+    // Cut at half the bytes, inside the piece that holds the middle (the
+    // rounds hand over three pieces, one of them most of the bytes).
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    let mut seen = 0usize;
+    for &p in pieces {
+        let cut = (total / 2).saturating_sub(seen).min(p.len());
+        if cut > 0 {
+            first.push(&p[..cut]);
+        }
+        if cut < p.len() {
+            second.push(&p[cut..]);
+        }
+        seen += p.len();
     }
-    let (first, second) = pieces.split_at(at);
-    let (a, b) = rayon::join(|| sum(crc, first), || sum(0, second));
-    zlib_rs::crc32::crc32_combine(a, b, (total - half) as u64)
+    let (a, b) = rayon::join(|| sum(crc, &first), || sum(0, &second));
+    zlib_rs::crc32::crc32_combine(a, b, (total - total / 2) as u64)
 }
 
 #[cfg(test)]
@@ -195,5 +203,8 @@ mod tests {
             assert_eq!(crc(&slices, 0x1234_5678, split), whole.sum());
         }
         assert_eq!(crc(&slices[..1], 0, true), libdeflater::crc32(slices[0]));
+        // One piece holding most of the bytes is cut inside.
+        let uneven: Vec<&[u8]> = vec![&data[..10], &data[10..190_000], &data[190_000..]];
+        assert_eq!(crc(&uneven, 7, true), crc(&uneven, 7, false));
     }
 }

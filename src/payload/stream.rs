@@ -131,6 +131,11 @@ impl InPlace {
     }
 
     fn remember(&mut self, data: std::ops::Range<usize>) {
+        // Empty blocks add nothing to the window: kept, a run of millions
+        // of them (5 bytes each) would grow this list with the input.
+        if data.is_empty() {
+            return;
+        }
         self.recent_len += data.len();
         self.recent.push_back(data);
         while let Some(f) = self.recent.front() {
@@ -435,7 +440,7 @@ impl<'a> GzStream<'a> {
             // Before the first round, and after a round of data that hardly
             // compresses: a run of stored blocks soon after is read in place,
             // what lies before it inflated at once.
-            if (par.rounds.consumed() == 0 && !self.bridged_start) || par.rounds.incompressible() {
+            if !self.bridged_start || par.rounds.incompressible() {
                 self.bridged_start = true;
                 if let Some(bit) = par.rounds.next_bit() {
                     let (at, window) = (par.base * 8 + bit, par.rounds.window().to_vec());
@@ -1375,6 +1380,17 @@ mod tests {
         assert!(e1.contains(&format!("offset {at}")), "{e1}");
     }
 
+    /// Xorshift draws from `seed` (never the all-zero state).
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed | 1;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     /// `data` as `members` gzip members compressed by zlib-rs at `level`,
     /// sync-flushed every 128 KiB (as pigz does) when `sync`.
     fn zlib_members(data: &[u8], level: u32, sync: bool, members: usize) -> Vec<u8> {
@@ -1417,13 +1433,7 @@ mod tests {
     /// compressed at a level from 0 to 9, sync-flushed as pigz does, or as
     /// several members.
     fn shape(seed: u64) -> (Vec<u8>, Vec<u8>) {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let text = corpus();
         let mut data = Vec::new();
         while data.len() < 2 << 20 {
@@ -1475,13 +1485,7 @@ mod tests {
     /// zlib at `level`, sync-flushed every 128 KiB (as pigz) when `sync`,
     /// as `members` gzip members.
     fn stored_shape(seed: u64, level: u32, sync: bool, members: usize) -> (Vec<u8>, Vec<u8>) {
-        let mut x = seed | 1;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = xorshift(seed);
         let text = corpus();
         let mut data = Vec::new();
         while data.len() < 5 << 19 {
