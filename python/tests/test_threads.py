@@ -1,62 +1,94 @@
-"""The GIL is released while the library reads, inflates and parses: two
-Python threads over a zoo finish in at most 1/1.6 of one thread's time.
+"""The GIL is released while the library reads, inflates and parses: a
+second Python thread keeps running while one thread is inside a call.
 
-Timing on a shared 2-core machine is noisy: one- and two-thread runs are
-interleaved over 7 rounds and their medians compared; when other work holds
-a core, the measurement is taken again after a pause, up to 5 times, and
-the best attempt counts. Code that kept the GIL could not pass any attempt (two threads
-would take as long as one). The bar can be changed with
-NEFF_THREAD_SPEEDUP_MIN."""
+What this pins is the property, not a speed-up figure. Two threads over a
+zoo take ~1/1.9 of one thread's time on a quiet two-core machine (measured
+side by side by bench/python_getters.py, PERF.md §8); on a shared CI
+machine that ratio is whatever core the other jobs leave, so a bar on it
+failed runs that had nothing wrong. Here one thread counts in a pure-Python
+loop while the other opens a gzip NEFF and parses its 40 MiB def.json (one
+call of a few hundred milliseconds). Were the GIL held through the call,
+the counter could not advance during it (its share would be about one
+switch interval, 5 ms, of the call); released, the counter advances at
+the rate it has alone (about half of it when the call's threads and the
+counter share one free core). The bar is a quarter of the rate alone,
+best of three attempts; NEFF_GIL_SHARE_MIN changes it."""
 
 import os
-import statistics
 import threading
 import time
 
 import neff
 from conftest import make_zoo
 
-MIN_SPEEDUP = float(os.environ.get("NEFF_THREAD_SPEEDUP_MIN", "1.6"))
+MIN_SHARE = float(os.environ.get("NEFF_GIL_SHARE_MIN", "0.25"))
 
 
-def work(paths):
-    for p in paths:
-        with neff.open(p) as n:
-            n.get_json("def")
-            n.cc_world_size()
-            n.num_cores()
+class Counter(threading.Thread):
+    """Counts in pure Python (so it needs the GIL for every step) until
+    stopped."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.count = 0
+        self.stop = False
+
+    def run(self):
+        while not self.stop:
+            self.count += 1
 
 
-def timed(paths, threads):
-    parts = [paths[i::threads] for i in range(threads)]
-    ts = [threading.Thread(target=work, args=(part,)) for part in parts]
-    t0 = time.perf_counter()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return time.perf_counter() - t0
+def library_call(path):
+    with neff.open(path) as n:
+        n.get_json("def")
+        n.cc_world_size()
+        n.num_cores()
 
 
-def test_two_threads_over_a_zoo_run_at_least_1_6x_one_thread(tmp_path):
+def counter_share(call):
+    """The counter's rate while the main thread is inside `call()`, over its
+    rate while the main thread sleeps for as long."""
+    counter = Counter()
+    counter.start()
+    try:
+        time.sleep(0.05)  # the counter is running
+        c0, t0 = counter.count, time.perf_counter()
+        call()
+        c1, t1 = counter.count, time.perf_counter()
+        busy = (c1 - c0) / (t1 - t0)
+        c2, t2 = counter.count, time.perf_counter()
+        time.sleep(t1 - t0)
+        c3, t3 = counter.count, time.perf_counter()
+        alone = (c3 - c2) / (t3 - t2)
+    finally:
+        counter.stop = True
+        counter.join()
+    return busy / alone, t1 - t0
+
+
+def test_a_python_thread_keeps_running_while_another_is_inside_the_library(tmp_path):
     if (os.cpu_count() or 1) < 2:
         raise AssertionError("this test needs 2 CPUs")
-    paths = make_zoo(str(tmp_path), 8, def_mib=2)
-    work(paths)  # warm the page cache
+    (path,) = make_zoo(str(tmp_path), 1, def_mib=40)
+    library_call(path)  # warm the page cache
     attempts = []
-    for attempt in range(5):
-        if attempt:
-            time.sleep(5)
-        one, two = [], []
-        for _ in range(7):
-            one.append(timed(paths, 1))
-            two.append(timed(paths, 2))
-        speedup = statistics.median(one) / statistics.median(two)
-        attempts.append(speedup)
-        print(
-            "1 thread %.4f s, 2 threads %.4f s (medians of 7): %.2fx"
-            % (statistics.median(one), statistics.median(two), speedup)
-        )
-        if speedup >= MIN_SPEEDUP:
+    for _ in range(3):
+        share, seconds = counter_share(lambda: library_call(path))
+        attempts.append(round(share, 3))
+        print("counter at %.2f of its rate alone during a %.3f s call" % (share, seconds))
+        # The call must be long beside a switch interval, or a held GIL
+        # could hide in the counter's slices before and after it.
+        assert seconds > 0.05, "the call took %.3f s: too short to tell" % seconds
+        if share >= MIN_SHARE:
             break
-    assert max(attempts) >= MIN_SPEEDUP, attempts
+    assert max(attempts) >= MIN_SHARE, attempts
+
+
+def test_the_measurement_sees_a_call_that_holds_the_gil():
+    # The control: bytes.count is C code that keeps the GIL throughout, so
+    # the counter must stall beside it, or the test above could not fail.
+    data = bytes(1 << 28)
+    share, seconds = counter_share(lambda: data.count(b"\x01"))
+    print("counter at %.2f of its rate alone during a %.3f s call" % (share, seconds))
+    assert seconds > 0.05, "the call took %.3f s: too short to tell" % seconds
+    assert share < MIN_SHARE / 2, share

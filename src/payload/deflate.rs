@@ -37,13 +37,19 @@ impl<'a> Bits<'a> {
     #[inline]
     fn peek(&self, n: u32) -> u32 {
         let byte = self.pos / 8;
-        let mut w = [0u8; 8];
-        let avail = self.data.len().saturating_sub(byte).min(8);
-        if avail > 0 {
-            w[..avail].copy_from_slice(&self.data[byte..byte + avail]);
-        }
-        let v = u64::from_le_bytes(w) >> (self.pos % 8);
-        (v & ((1u64 << n) - 1)) as u32
+        let word = match self.data.get(byte..).and_then(|s| s.first_chunk::<8>()) {
+            Some(w) => u64::from_le_bytes(*w),
+            None => {
+                // The last 7 bytes: what is there, then zeros.
+                let mut w = [0u8; 8];
+                let avail = self.data.len().saturating_sub(byte).min(8);
+                if avail > 0 {
+                    w[..avail].copy_from_slice(&self.data[byte..byte + avail]);
+                }
+                u64::from_le_bytes(w)
+            }
+        };
+        ((word >> (self.pos % 8)) & ((1u64 << n) - 1)) as u32
     }
 
     #[inline]
@@ -297,12 +303,24 @@ impl Decoder {
                 let d =
                     usize::from(*DIST_BASE.get(di)?) + b.take(u32::from(DIST_EXTRA[di])) as usize;
                 let from = self.out.len().checked_sub(d)?;
-                for k in 0..len {
-                    let v = self.out[from + k];
-                    if v >= MARKER {
-                        self.last_marker = Some(self.out.len());
+                if self.last_marker.is_some_and(|m| m >= from) {
+                    // The source may hold markers: note where they land.
+                    for k in 0..len {
+                        let v = self.out[from + k];
+                        if v >= MARKER {
+                            self.last_marker = Some(self.out.len());
+                        }
+                        self.out.push(v);
                     }
-                    self.out.push(v);
+                } else if d >= len {
+                    // No marker at or after `from`, no overlap: one copy.
+                    self.out.extend_from_within(from..from + len);
+                } else {
+                    // An overlapping copy of marker-free symbols.
+                    for k in 0..len {
+                        let v = self.out[from + k];
+                        self.out.push(v);
+                    }
                 }
             },
         }

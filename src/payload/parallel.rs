@@ -172,8 +172,24 @@ fn put_bits(buf: &mut [u8], at: usize, v: u32, n: u32) {
 /// byte), then `src` from bit `from`, ending at bit `to` with a final empty
 /// stored block, or running to the stream's own end.
 fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>) -> Vec<u8> {
+    let mut out = Vec::new();
+    synth_into(&mut out, prefix, src, from, to);
+    out
+}
+
+/// [`synth`] into `out` (cleared first), whose capacity is reused: the
+/// rounds keep one such buffer per segment, so that copying a segment's
+/// input costs no fresh pages.
+fn synth_into(
+    out: &mut Vec<u8>,
+    prefix: &deflate::BitWriter,
+    src: &[u8],
+    from: usize,
+    to: Option<usize>,
+) {
     let k = from % 8;
-    let mut out = prefix.bytes.clone();
+    out.clear();
+    out.extend_from_slice(&prefix.bytes);
     let first = from / 8;
     let end = to.map_or(src.len(), |t| t.div_ceil(8).min(src.len()));
     if k > 0 {
@@ -192,7 +208,7 @@ fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>
         // ends with it only if the data before the cut had no final block
         // of its own (libdeflate stops at the first final block and does not
         // say where; a stream that ended early would otherwise pass).
-        put_bits(&mut out, at, 1, 3);
+        put_bits(out, at, 1, 3);
         let body = (at + 3).div_ceil(8);
         out.truncate(body);
         let len = NONCE.len() as u16;
@@ -200,7 +216,6 @@ fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>
         out.extend_from_slice(&(!len).to_le_bytes());
         out.extend_from_slice(&NONCE[..]);
     }
-    out
 }
 
 /// Bytes a synthetic closing block outputs: random per process, so that
@@ -304,13 +319,15 @@ fn first_chunk(data: &[u8], to: usize, out: &mut [u8]) -> Option<usize> {
 
 /// A later chunk, from bit `from` to bit `to` (or the end of the stream).
 /// Its libdeflate part goes into `reuse` when given (the chunk's `range`
-/// then indexes `reuse`), else into a fresh buffer of `cap` bytes.
+/// then indexes `reuse`), else into a fresh buffer of `cap` bytes; its
+/// synthetic input is built in `scratch`.
 fn later_chunk(
     data: &[u8],
     from: usize,
     to: Option<usize>,
     cap: usize,
     reuse: Option<&mut [u8]>,
+    scratch: &mut Vec<u8>,
 ) -> Option<Chunk> {
     let mut d = Decoder::new();
     let mut b = Bits::new(data, from);
@@ -331,12 +348,12 @@ fn later_chunk(
         }
     }
     let prefix = deflate::primer(&d.window(), (b.pos % 8) as u32);
-    let s = synth(&prefix, data, b.pos, to);
+    synth_into(scratch, &prefix, data, b.pos, to);
     let mut bytes = match reuse {
         Some(buf) => Bytes::Reused(buf),
         None => Bytes::Fresh(HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
     };
-    let n = inflate_synth(&s, bytes.as_mut(), to.is_some())?;
+    let n = inflate_synth(scratch, bytes.as_mut(), to.is_some())?;
     let produced = d.produced();
     let symbols = produced[..produced.len() - WINDOW].to_vec();
     Some(Chunk {
@@ -399,7 +416,7 @@ pub fn split_inflate(
         || {
             (1..bounds.len())
                 .into_par_iter()
-                .map(|i| later_chunk(data, bounds[i], ends[i], cap, None))
+                .map(|i| later_chunk(data, bounds[i], ends[i], cap, None, &mut Vec::new()))
                 .collect::<Vec<_>>()
         },
     );
@@ -451,7 +468,10 @@ pub fn split_inflate(
 /// marker-decoded at the same time on another core (as the later chunks of
 /// [`split_inflate`] are) and
 /// resolved once A's last 32 KiB are known. Segments are sized from the
-/// ratio seen so far to produce about [`ROUND_TARGET`] bytes each, and
+/// ratio seen so far to produce about [`ROUND_TARGET`] bytes each (B's
+/// share of a round's input is set from the two cores' times, since B's
+/// start costs more; the core done with A first finds the next round's
+/// cuts; the stream's last round splits what is left), and
 /// each may produce at most `out_cap`: memory is two segments' output in
 /// two buffers reused from round to round, never the payload. Nothing
 /// here is trusted: any failure is [`RoundFailed`], after which the caller
@@ -477,7 +497,67 @@ pub(crate) struct Rounds<'a> {
     /// The last try's segment A did not decode (over its output cap, or
     /// the member ended inside it).
     a_failed: bool,
+    /// Each segment's synthetic input, rebuilt in place every round.
+    syn_a: Vec<u8>,
+    syn_b: Vec<u8>,
+    /// The next round's cuts, found during this round on the core that
+    /// finished segment A (which has no markers to decode, so it is free
+    /// first) instead of before the next round, when both cores wait.
+    ahead: Option<Ahead>,
+    /// Segment B's share of a round's input, in 64ths ([`EVEN_SHARE`] at
+    /// first, then from the cores' times).
+    share: usize,
 }
+
+/// The cuts of a round found ahead of it: valid for a round that starts at
+/// bit `from` with segments of `seg` bytes.
+struct Ahead {
+    from: usize,
+    seg: usize,
+    cuts: std::result::Result<(Option<usize>, Option<usize>), RoundFailed>,
+}
+
+/// A round's two cuts from bit `a`, for segments of `seg` bytes on
+/// average of which B takes `share` 64ths: where segment B starts (`None`:
+/// one segment takes the rest) and where it ends (`None`: it runs to the
+/// stream's end). When less than one and a half rounds' input is left, the
+/// round is the stream's last and takes it all, split by the same share:
+/// a last round of one full segment and a short one, or of one segment
+/// alone, would leave a core idle while the other inflates the tail.
+fn cuts(
+    data: &[u8],
+    seg: usize,
+    share: usize,
+    a: usize,
+) -> std::result::Result<(Option<usize>, Option<usize>), RoundFailed> {
+    let seg_b = (2 * seg * share / 64).max(1 << 10);
+    let seg_a = (2 * seg).saturating_sub(seg_b).max(1 << 10);
+    let left = data.len().saturating_sub(a / 8);
+    if left >= (seg_a + seg_b) * 3 / 2 + SEARCH {
+        let b = cut_after(data, seg_a, seg_b, a)?;
+        let c = match b {
+            Some(b) => cut_after(data, seg_b, (seg_a + seg_b) / 2, b)?,
+            None => None,
+        };
+        return Ok((b, c));
+    }
+    if left < 2 * TAIL_MIN {
+        return Ok((None, None));
+    }
+    // No block start found near the split: segment A takes the rest.
+    Ok((
+        find_block(data, (a / 8 + left - left * share / 64) * 8),
+        None,
+    ))
+}
+
+/// The least input either segment of a stream's last round gets.
+const TAIL_MIN: usize = 256 << 10;
+/// Segment B's share of a round's input at first, in 64ths (half); then
+/// set from the two cores' times, since B also marker-decodes its start.
+const EVEN_SHARE: usize = 32;
+/// The range B's share is kept in, in 64ths.
+const SHARES: std::ops::RangeInclusive<usize> = 16..=40;
 
 /// Where a sequential inflater takes over from the rounds: `head`, a
 /// synthetic stream that outputs the known window (`window_len` bytes,
@@ -494,17 +574,18 @@ pub(crate) struct Resume {
 const MOVES: usize = 8;
 
 /// The next block boundary at least `seg` bytes after bit `from`, when
-/// enough input is left for another segment after it. A search that finds
+/// at least `room` bytes of input are left after it. A search that finds
 /// no block start (long matches can leave no plausible start in a stretch
 /// of [`SEARCH`] bytes) moves the cut further on, up to [`MOVES`] times.
 fn cut_after(
     data: &[u8],
     seg: usize,
+    room: usize,
     from: usize,
 ) -> std::result::Result<Option<usize>, RoundFailed> {
     let mut at = from / 8 + seg;
     for _ in 0..=MOVES {
-        if data.len().saturating_sub(at) < seg + SEARCH {
+        if data.len().saturating_sub(at) < room + SEARCH {
             return Ok(None);
         }
         if let Some(found) = find_block(data, at * 8) {
@@ -513,6 +594,13 @@ fn cut_after(
         at += SEARCH;
     }
     Err(RoundFailed)
+}
+
+/// What `f` returns and the seconds it took.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = std::time::Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64())
 }
 
 /// A round that did not decode: no block boundary near a cut, a window
@@ -542,6 +630,10 @@ impl<'a> Rounds<'a> {
             b_range: 0..0,
             incompressible: false,
             a_failed: false,
+            syn_a: Vec::new(),
+            syn_b: Vec::new(),
+            ahead: None,
+            share: EVEN_SHARE,
         }
     }
 
@@ -607,6 +699,7 @@ impl<'a> Rounds<'a> {
         self.window = window;
         self.incompressible = false;
         self.a_failed = false;
+        self.ahead = None;
         self.a_range = 0..0;
         self.b_head.clear();
         self.b_range = 0..0;
@@ -657,12 +750,15 @@ impl<'a> Rounds<'a> {
         let Some(a) = self.next else {
             return Ok(false);
         };
-        let (data, seg) = (self.data, self.seg);
-        let b = cut_after(data, seg, a)?;
-        let c = match b {
-            Some(b) => cut_after(data, seg, b)?,
-            None => None,
+        let (data, seg, share) = (self.data, self.seg, self.share);
+        // Cuts found ahead with the share of a round before are as good:
+        // any block boundary is a correct cut.
+        let (b, c) = match self.ahead.take() {
+            Some(ahead) if ahead.from == a && ahead.seg == seg => ahead.cuts?,
+            _ => cuts(data, seg, share, a)?,
         };
+        // Where the next round starts, should this one decode.
+        let end = if b.is_some() { c } else { None };
         let size = self.out_cap + WINDOW + NONCE_ROOM;
         for buf in [&mut self.a, &mut self.b] {
             if buf.len() < size {
@@ -672,14 +768,28 @@ impl<'a> Rounds<'a> {
         }
         let (window, cap) = (&self.window, self.out_cap);
         let (buf_a, buf_b) = (&mut self.a, &mut self.b);
-        let (first, second) = rayon::join(
+        let (syn_a, syn_b) = (&mut self.syn_a, &mut self.syn_b);
+        let (((first, ahead), time_a), (second, time_b)) = rayon::join(
             || {
-                let s = synth(&deflate::primer(window, (a % 8) as u32), data, a, b);
-                let n = inflate_synth(&s, buf_a, b.is_some())?;
-                (n >= window.len()).then_some(window.len()..n)
+                timed(|| {
+                    synth_into(syn_a, &deflate::primer(window, (a % 8) as u32), data, a, b);
+                    let n = inflate_synth(syn_a, buf_a, b.is_some());
+                    let first = n.filter(|&n| n >= window.len()).map(|n| window.len()..n);
+                    // A decoded: the next round's cuts, while B finishes.
+                    let ahead = match (&first, end) {
+                        (Some(_), Some(from)) => Some(Ahead {
+                            from,
+                            seg,
+                            cuts: cuts(data, seg, share, from),
+                        }),
+                        _ => None,
+                    };
+                    (first, ahead)
+                })
             },
-            || b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b))?))),
+            || timed(|| b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b), syn_b)?)))),
         );
+        self.ahead = ahead;
         self.a_failed = first.is_none();
         self.a_range = first.ok_or(RoundFailed)?;
         if let Some(found) = second {
@@ -719,7 +829,15 @@ impl<'a> Rounds<'a> {
             }
         }
         self.window = w;
-        let end = if b.is_some() { c } else { None };
+        if let (Some(b), Some(c)) = (b, c) {
+            // Both cores busy for as long: B's share from each core's rate
+            // (input per second), halfway towards the balance.
+            let rate_a = (b - a) as f64 / time_a.max(1e-6);
+            let rate_b = (c - b) as f64 / time_b.max(1e-6);
+            let balance = 64.0 * rate_b / (rate_a + rate_b);
+            let next = ((self.share as f64 + balance) / 2.0).round() as usize;
+            self.share = next.clamp(*SHARES.start(), *SHARES.end());
+        }
         let consumed = end.unwrap_or(self.data.len() * 8).saturating_sub(a) / 8;
         if consumed > 0 && produced > 0 {
             self.incompressible = produced < consumed + consumed / 50;
@@ -768,6 +886,66 @@ mod tests {
         }
         v.truncate(n);
         v
+    }
+
+    /// Raw DEFLATE of `corpus(n, seed)` at libdeflate's level 6.
+    fn deflated(n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
+        let data = corpus(n, seed);
+        let mut c = Compressor::new(CompressionLvl::new(6).unwrap());
+        let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+        let len = c.deflate_compress(&data, &mut z).unwrap();
+        z.truncate(len);
+        (data, z)
+    }
+
+    #[test]
+    fn the_last_round_splits_what_is_left_between_the_two_segments() {
+        let (_, z) = deflated(12 << 20, 5);
+        let left = z.len();
+        assert!(left > 2 * TAIL_MIN + SEARCH, "{left}");
+        // Segments of a quarter of the stream: room for a round and a half.
+        let (b, c) = cuts(&z, left / 4, EVEN_SHARE, 0).unwrap();
+        let (b, c) = (b.unwrap(), c.unwrap());
+        assert!(b / 8 >= left / 4 && c / 8 >= b / 8 + left / 4, "{b} {c}");
+        // Segments as big as the stream: one last round, cut halfway
+        // (B's share), B running to the end.
+        for share in [EVEN_SHARE, *SHARES.start(), *SHARES.end()] {
+            let (b, c) = cuts(&z, left, share, 0).unwrap();
+            let at = left - left * share / 64;
+            let b = b.unwrap();
+            assert!(
+                b / 8 >= at && b / 8 < at + SEARCH,
+                "share {share}: {b} for {at}"
+            );
+            assert_eq!(c, None);
+        }
+        // Too little for two segments of the least size: one takes it all.
+        assert_eq!(
+            cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, 0).unwrap(),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn rounds_give_the_sequential_bytes_whatever_share_b_gets() {
+        let (data, z) = deflated(6 << 20, 9);
+        for share in [*SHARES.start(), EVEN_SHARE, *SHARES.end()] {
+            let mut r = Rounds::new(&z, 256 << 10, 64 << 20);
+            r.share = share;
+            let mut out = Vec::new();
+            while r.next_round().unwrap() {
+                for p in r.parts() {
+                    out.extend_from_slice(p);
+                }
+                assert!(SHARES.contains(&r.share), "{}", r.share);
+            }
+            assert!(
+                out == data,
+                "share {share}: {} of {} bytes",
+                out.len(),
+                data.len()
+            );
+        }
     }
 
     #[test]
