@@ -1075,6 +1075,18 @@ impl<'a> GzStream<'a> {
                     continue;
                 }
             }
+            if self.pending_at < self.pending_len {
+                // Output a member round or a bridge left: its CRC-32 was
+                // taken as it was produced, so skipping it copies nothing.
+                let left = usize::try_from(n).unwrap_or(usize::MAX);
+                let take = (self.pending_len - self.pending_at).min(left);
+                self.pending_at += take;
+                self.count_out(take)
+                    .inspect_err(|_| self.doubt |= self.unchecked)?;
+                done += take as u64;
+                n -= take as u64;
+                continue;
+            }
             let want = window.len().min(usize::try_from(n).unwrap_or(usize::MAX));
             let got = self.fill(&mut window[..want])?;
             if got == 0 {
