@@ -474,7 +474,9 @@ pub fn split_inflate(
 /// cuts; the stream's last round splits what is left), and
 /// each may produce at most `out_cap`: memory is two segments' output in
 /// two buffers reused from round to round, never the payload. Nothing
-/// here is trusted: any failure is [`RoundFailed`], after which the caller
+/// here is trusted: a round whose B does not decode hands out A's bytes
+/// alone (they end at a block boundary) and the next one fails; any failure
+/// is [`RoundFailed`], after which the caller
 /// takes over on one core from [`Rounds::resume`] (the end of the last
 /// good round, with its window); the caller checks the CRC-32 and length
 /// of everything produced against the gzip trailer and, on a mismatch,
@@ -507,6 +509,9 @@ pub(crate) struct Rounds<'a> {
     /// Segment B's share of a round's input, in 64ths ([`EVEN_SHARE`] at
     /// first, then from the cores' times).
     share: usize,
+    /// The last round handed out segment A alone (B did not decode): the
+    /// next one fails at once, for one core to go on from there.
+    stop: bool,
 }
 
 /// The cuts of a round found ahead of it: valid for a round that starts at
@@ -634,6 +639,7 @@ impl<'a> Rounds<'a> {
             syn_b: Vec::new(),
             ahead: None,
             share: EVEN_SHARE,
+            stop: false,
         }
     }
 
@@ -700,6 +706,7 @@ impl<'a> Rounds<'a> {
         self.incompressible = false;
         self.a_failed = false;
         self.ahead = None;
+        self.stop = false;
         self.a_range = 0..0;
         self.b_head.clear();
         self.b_range = 0..0;
@@ -750,6 +757,9 @@ impl<'a> Rounds<'a> {
         let Some(a) = self.next else {
             return Ok(false);
         };
+        if self.stop {
+            return Err(RoundFailed);
+        }
         let (data, seg, share) = (self.data, self.seg, self.share);
         // Cuts found ahead with the share of a round before are as good:
         // any block boundary is a correct cut.
@@ -793,7 +803,15 @@ impl<'a> Rounds<'a> {
         self.a_failed = first.is_none();
         self.a_range = first.ok_or(RoundFailed)?;
         if let Some(found) = second {
-            let (_, chunk) = found.ok_or(RoundFailed)?;
+            let Some((_, chunk)) = found else {
+                // B did not decode (its window never cleared, or the member
+                // ends inside it). A's bytes end at B's start, a block
+                // boundary (the nonce proved it): they are handed out, and
+                // the next round fails at once, so that one core goes on
+                // from there with A's window (A is not inflated again).
+                self.stop = true;
+                return Ok(self.finish_round(a, b, None));
+            };
             // B's window: the 32 KiB before it.
             let a_out = &self.a[self.a_range.clone()];
             if self.window.len() + a_out.len() < WINDOW {
@@ -819,6 +837,24 @@ impl<'a> Rounds<'a> {
                 return Err(RoundFailed); // cannot be: B's bytes went into `b`
             }
         }
+        let split = match (b, c) {
+            (Some(b), Some(c)) => Some((b, c, time_a, time_b)),
+            _ => None,
+        };
+        Ok(self.finish_round(a, end, split))
+    }
+
+    /// After a round from bit `a` that decoded: the window, the next
+    /// segment's size, B's share (from `split`: B's start and end and the
+    /// two cores' times, when both segments ran and B did not run to the
+    /// stream's end), and the next round's start, `end`. Always `true` (a
+    /// round was produced).
+    fn finish_round(
+        &mut self,
+        a: usize,
+        end: Option<usize>,
+        split: Option<(usize, usize, f64, f64)>,
+    ) -> bool {
         // The last 32 KiB produced so far, and the next segment's size.
         let produced: usize = self.parts().iter().map(|p| p.len()).sum();
         let mut w = Vec::with_capacity(WINDOW);
@@ -829,7 +865,7 @@ impl<'a> Rounds<'a> {
             }
         }
         self.window = w;
-        if let (Some(b), Some(c)) = (b, c) {
+        if let Some((b, c, time_a, time_b)) = split {
             // Both cores busy for as long: B's share from each core's rate
             // (input per second), halfway towards the balance.
             let rate_a = (b - a) as f64 / time_a.max(1e-6);
@@ -845,7 +881,7 @@ impl<'a> Rounds<'a> {
             self.seg = (ROUND_TARGET / 2 / ratio).clamp(16 << 10, 16 << 20);
         }
         self.next = end;
-        Ok(true)
+        true
     }
 }
 
@@ -924,6 +960,26 @@ mod tests {
             cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, 0).unwrap(),
             (None, None)
         );
+    }
+
+    #[test]
+    fn a_round_whose_b_fails_hands_out_a_and_stops_where_b_began() {
+        // A stream followed by another: the last round's B runs into the
+        // first stream's final block, which ends before the data does.
+        let (data, mut z) = deflated(4 << 20, 3);
+        let first_len = z.len();
+        z.extend_from_slice(&deflated(64 << 10, 4).1);
+        let mut r = Rounds::new(&z, z.len(), 64 << 20);
+        assert_eq!(r.next_round(), Ok(true));
+        let out: Vec<u8> = r.parts().concat();
+        assert!(!out.is_empty() && out.len() < data.len(), "{}", out.len());
+        assert!(out[..] == data[..out.len()]);
+        // The next round fails at once; one core goes on from B's start.
+        let from = r.consumed();
+        assert!(from > 0 && from < first_len, "{from} of {first_len}");
+        assert_eq!(r.next_round(), Err(RoundFailed));
+        assert_eq!(r.consumed(), from);
+        assert_eq!(r.window(), &out[out.len() - WINDOW..]);
     }
 
     #[test]
