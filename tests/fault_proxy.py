@@ -54,7 +54,13 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def note(self, status, sent):
-        LOG.write(f"{self.command} {self.path} {self.headers.get('Range', '-')} {status} {sent}\n")
+        # The request's arrival (monotonic seconds) before the bytes sent,
+        # which stay last.
+        arrived = getattr(self, "arrived", time.monotonic())
+        LOG.write(
+            f"{self.command} {self.path} {self.headers.get('Range', '-')} {status} "
+            f"{arrived:.3f} {sent}\n"
+        )
 
     def do_HEAD(self):
         self.handle_any()
@@ -77,6 +83,7 @@ class Handler(BaseHTTPRequestHandler):
         self.note(status, len(body))
 
     def handle_any(self):
+        self.arrived = time.monotonic()
         if self.path == "/health":
             return self.plain(200, b"ok")
         parts = self.path.split("/", 3)

@@ -468,7 +468,7 @@ pub fn split_inflate(
 /// marker-decoded at the same time on another core (as the later chunks of
 /// [`split_inflate`] are) and
 /// resolved once A's last 32 KiB are known. Segments are sized from the
-/// ratio seen so far to produce about [`ROUND_TARGET`] bytes each (B's
+/// ratio seen so far for a round to produce about [`ROUND_TARGET`] bytes (B's
 /// share of a round's input is set from the two cores' times, since B's
 /// start costs more; the core done with A first finds the next round's
 /// cuts; the stream's last round splits what is left), and
@@ -512,6 +512,10 @@ pub(crate) struct Rounds<'a> {
     /// The last round handed out segment A alone (B did not decode): the
     /// next one fails at once, for one core to go on from there.
     stop: bool,
+    /// Rounds that decoded, and the marker symbols their B segments
+    /// decoded before their windows cleared (for the debug log).
+    done: usize,
+    markers: usize,
 }
 
 /// The cuts of a round found ahead of it: valid for a round that starts at
@@ -556,6 +560,8 @@ fn cuts(
     ))
 }
 
+/// From this many marker symbols, B's start is resolved on two cores.
+const RESOLVE_SPLIT: usize = 1 << 20;
 /// The least input either segment of a stream's last round gets.
 const TAIL_MIN: usize = 256 << 10;
 /// Segment B's share of a round's input at first, in 64ths (half); then
@@ -613,8 +619,12 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundFailed;
 
-/// Output a segment is sized to produce.
-const ROUND_TARGET: usize = 16 << 20;
+/// Output a round (two segments) is sized to produce. Each round costs a
+/// fixed part (two cut searches, B's marker-decoded start, the consumer's
+/// turn while the pool waits): 32 MiB rounds listed the mixed shapes in
+/// 0.48–0.52 s where 16 MiB rounds took 0.54–0.59 s (PERF.md §16), for
+/// some 25 MiB more peak memory.
+const ROUND_TARGET: usize = 32 << 20;
 /// The smallest segment a failed round is tried again with.
 const MIN_SEG: usize = 64 << 10;
 
@@ -640,6 +650,8 @@ impl<'a> Rounds<'a> {
             ahead: None,
             share: EVEN_SHARE,
             stop: false,
+            done: 0,
+            markers: 0,
         }
     }
 
@@ -824,13 +836,27 @@ impl<'a> Rounds<'a> {
             } else {
                 w.extend_from_slice(&a_out[a_out.len() - WINDOW..]);
             }
-            self.b_head.extend(chunk.symbols.iter().map(|&s| {
-                if s < MARKER {
-                    s as u8
-                } else {
-                    w[usize::from(s - MARKER)]
+            // B's marker-decoded start, resolved against that window: on
+            // both cores when it is long (the pool is idle meanwhile).
+            let resolve = |(dst, src): (&mut [u8], &[u16])| {
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d = if s < MARKER {
+                        s as u8
+                    } else {
+                        w[usize::from(s - MARKER)]
+                    };
                 }
-            }));
+            };
+            self.b_head.resize(chunk.symbols.len(), 0);
+            self.markers += chunk.symbols.len();
+            if chunk.symbols.len() >= RESOLVE_SPLIT {
+                self.b_head
+                    .par_chunks_mut(RESOLVE_SPLIT / 4)
+                    .zip(chunk.symbols.par_chunks(RESOLVE_SPLIT / 4))
+                    .for_each(resolve);
+            } else {
+                resolve((&mut self.b_head[..], &chunk.symbols[..]));
+            }
             self.b_head.extend_from_slice(&chunk.window);
             self.b_range = chunk.range.clone();
             if chunk.bytes.is_some() {
@@ -881,7 +907,14 @@ impl<'a> Rounds<'a> {
             self.seg = (ROUND_TARGET / 2 / ratio).clamp(16 << 10, 16 << 20);
         }
         self.next = end;
+        self.done += 1;
         true
+    }
+
+    /// What the rounds did, for the debug log: rounds decoded, the marker
+    /// symbols decoded in all (B's starts), and B's last share in 64ths.
+    pub(crate) fn stats(&self) -> (usize, usize, usize) {
+        (self.done, self.markers, self.share)
     }
 }
 

@@ -473,6 +473,12 @@ impl<'a> GzStream<'a> {
                     self.passed(upto);
                 }
                 Ok(false) => {
+                    let (rounds, markers, share) = par.rounds.stats();
+                    debug(format_args!(
+                        "gzip member at offset {}: {rounds} parallel rounds, {markers} symbols \
+                         marker-decoded, segment B's last share {share}/64",
+                        self.member_at
+                    ));
                     // Done: everything produced must be what the trailer says.
                     if !Trailer::last(self.gz).describes(self.crc.sum(), self.member_out) {
                         return Err(self.corrupt());
