@@ -622,8 +622,8 @@ pub(crate) struct RoundFailed;
 /// Output a round (two segments) is sized to produce. Each round costs a
 /// fixed part (two cut searches, B's marker-decoded start, the consumer's
 /// turn while the pool waits): 32 MiB rounds listed the mixed shapes in
-/// 0.48–0.52 s where 16 MiB rounds took 0.54–0.59 s (PERF.md §16), for
-/// some 25 MiB more peak memory.
+/// 0.48–0.52 s where 16 MiB rounds took 0.53–0.59 s (PERF.md §16), for
+/// 13–39 MiB more peak memory.
 const ROUND_TARGET: usize = 32 << 20;
 /// The smallest segment a failed round is tried again with.
 const MIN_SEG: usize = 64 << 10;
