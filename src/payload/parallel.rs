@@ -560,8 +560,6 @@ fn cuts(
     ))
 }
 
-/// From this many marker symbols, B's start is resolved on two cores.
-const RESOLVE_SPLIT: usize = 1 << 20;
 /// The least input either segment of a stream's last round gets.
 const TAIL_MIN: usize = 256 << 10;
 /// Segment B's share of a round's input at first, in 64ths (half); then
@@ -822,6 +820,7 @@ impl<'a> Rounds<'a> {
                 // the next round fails at once, so that one core goes on
                 // from there with A's window (A is not inflated again).
                 self.stop = true;
+                self.ahead = None; // found for a round from B's end
                 return Ok(self.finish_round(a, b, None));
             };
             // B's window: the 32 KiB before it.
@@ -836,27 +835,15 @@ impl<'a> Rounds<'a> {
             } else {
                 w.extend_from_slice(&a_out[a_out.len() - WINDOW..]);
             }
-            // B's marker-decoded start, resolved against that window: on
-            // both cores when it is long (the pool is idle meanwhile).
-            let resolve = |(dst, src): (&mut [u8], &[u16])| {
-                for (d, &s) in dst.iter_mut().zip(src) {
-                    *d = if s < MARKER {
-                        s as u8
-                    } else {
-                        w[usize::from(s - MARKER)]
-                    };
-                }
-            };
-            self.b_head.resize(chunk.symbols.len(), 0);
+            // B's marker-decoded start, resolved against that window.
             self.markers += chunk.symbols.len();
-            if chunk.symbols.len() >= RESOLVE_SPLIT {
-                self.b_head
-                    .par_chunks_mut(RESOLVE_SPLIT / 4)
-                    .zip(chunk.symbols.par_chunks(RESOLVE_SPLIT / 4))
-                    .for_each(resolve);
-            } else {
-                resolve((&mut self.b_head[..], &chunk.symbols[..]));
-            }
+            self.b_head.extend(chunk.symbols.iter().map(|&s| {
+                if s < MARKER {
+                    s as u8
+                } else {
+                    w[usize::from(s - MARKER)]
+                }
+            }));
             self.b_head.extend_from_slice(&chunk.window);
             self.b_range = chunk.range.clone();
             if chunk.bytes.is_some() {
