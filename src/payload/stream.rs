@@ -10,8 +10,14 @@
 //! (`GzStream::new_parallel`, `parallel::core_free`) and 16 MiB of gzip or
 //! more, two cores share the work:
 //!
-//! - a large member is inflated in parallel rounds (`parallel::Rounds`),
-//!   checked against its trailer at the end. A round that does not decode
+//! - every member of 16 MiB of gzip or more (`ROUNDS_FROM`) is inflated in
+//!   parallel rounds of its own (`parallel::Rounds`, their buffers and
+//!   learned segment size kept from member to member), over its DEFLATE
+//!   data up to the next gzip header found after it (or the payload's end),
+//!   and checked against its trailer at its end. That end is a guess
+//!   (header-like bytes occur inside DEFLATE data): where the member's
+//!   final block does not end there, its last round fails and one core
+//!   takes over, as below. A round that does not decode
 //!   (the member ends inside it, a segment over its output cap, no block
 //!   start found) or that finds stored blocks (incompressible data, where
 //!   copying is all the work and one core is faster) hands over to the
@@ -20,10 +26,12 @@
 //!   (`NEFF_DEBUG=1` prints why). Until the member's trailer matches, any
 //!   failure is doubtful (the rounds' bytes may be at fault): the walk
 //!   reads the payload again on one core;
-//! - several members are inflated two at a time (`member_round`): while
+//! - smaller members are inflated two at a time (`member_round`): while
 //!   one member goes on, the next is inflated ahead from the first gzip
 //!   header after the input position, and taken over when the member
 //!   before really ends there. Each side produces at most 16 MiB a round.
+//!   A large member is not inflated ahead (on one core): it waits for its
+//!   own rounds.
 //!
 //! The payload is read member by member, with the strict framing of
 //! [`super::gzip`]:
@@ -55,6 +63,9 @@ const SEGMENT: usize = 4 << 20;
 const LONG_RUNS: u64 = 12;
 /// Most output one segment may produce before the rounds give up.
 const SEGMENT_OUT: usize = 64 << 20;
+/// Members of this many compressed bytes or more are inflated in parallel
+/// rounds (each on both cores); smaller ones two at a time.
+const ROUNDS_FROM: usize = 16 << 20;
 
 /// Output of the parallel rounds waiting to be taken.
 struct Par<'a> {
@@ -64,6 +75,9 @@ struct Par<'a> {
     /// Which of the round's parts is being taken, and how far.
     part: usize,
     pos: usize,
+    /// The rounds' input was cut where the member is guessed to end
+    /// ([`GzStream::bound_rounds`]).
+    end_known: bool,
 }
 
 /// Most output one side of a member round produces.
@@ -208,6 +222,19 @@ pub struct GzStream<'a> {
     /// Members inflated two at a time (see [`Ahead`]), when several
     /// members may follow and a core is free.
     members_par: bool,
+    /// The segment size and output cap of the parallel rounds a large
+    /// member is inflated in (`None`: no rounds), and the least compressed
+    /// size that makes a member large ([`ROUNDS_FROM`]; the tests' is 0).
+    rounds: Option<(usize, usize)>,
+    rounds_from: usize,
+    /// The inflated:compressed ratio from which a member is not cut into
+    /// rounds ([`LONG_RUNS`]; the tests' is never).
+    long_runs: u64,
+    /// The last member's rounds, kept for their buffers when they are done.
+    old_rounds: Option<Rounds<'a>>,
+    /// A large member starts here: it is read in rounds when it starts,
+    /// not inflated ahead on the free core while the member before ends.
+    large_at: Option<usize>,
     /// A second member was met: members go two at a time from now on.
     several: bool,
     /// The next member, inflated ahead on another core.
@@ -239,6 +266,8 @@ pub struct GzStream<'a> {
     bridged_start: bool,
     /// Runs of stored blocks entered (for the tests).
     runs_in_place: usize,
+    /// Members whose rounds were set up (for the tests).
+    members_in_rounds: usize,
     /// From this payload size a run of stored blocks is looked for soon
     /// after each member's start ([`PARALLEL_FROM`]; the tests' is 0).
     bridge_from: usize,
@@ -290,6 +319,11 @@ impl<'a> GzStream<'a> {
             done: false,
             par: None,
             members_par: false,
+            rounds: None,
+            rounds_from: ROUNDS_FROM,
+            long_runs: LONG_RUNS,
+            old_rounds: None,
+            large_at: None,
             several: false,
             ahead: None,
             adopted: 0,
@@ -304,6 +338,7 @@ impl<'a> GzStream<'a> {
             in_place: None,
             bridged_start: false,
             runs_in_place: 0,
+            members_in_rounds: 0,
             bridge_from: PARALLEL_FROM,
             release: None,
             released: 0,
@@ -330,78 +365,183 @@ impl<'a> GzStream<'a> {
 
     /// [`new`](Self::new), inflating on two cores when the payload is large
     /// and a core is free (not inside a pool that already keeps every core
-    /// busy: [`parallel::core_free`]): see [`parallel_with`](Self::parallel_with).
-    ///
-    /// A single member whose trailer says it inflates [`LONG_RUNS`]:1 or
-    /// more is not cut into rounds: such data is long runs (zero padding
-    /// between small stretches), which zlib-rs inflates in cache faster
-    /// than the rounds' second segment can be decoded (its window never
-    /// clears of the unknown bytes the runs copy), so the rounds would only
-    /// fail and hand over (3 GiB of zeros with 3 % noise: 0.67 s against
-    /// 0.54 s on one core). `NEFF_DEBUG=1` says so. (ISIZE is the size mod
-    /// 2³²: past 4 GiB a long-run member may still be tried in rounds.)
+    /// busy: [`parallel::core_free`]): every member of [`ROUNDS_FROM`]
+    /// compressed bytes or more is inflated in parallel rounds, smaller
+    /// ones two at a time (see [`parallel_with`](Self::parallel_with)).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         if gz.len() < PARALLEL_FROM || !parallel::core_free() {
             return GzStream::new(gz, cap);
         }
-        gzip::check_len(gz)?;
-        let isize = u64::from(Trailer::last(gz).isize);
-        if gzip::may_end_with_trailer(gz) && isize >= (gz.len() as u64).saturating_mul(LONG_RUNS) {
-            debug(format_args!(
-                "gzip payload of {} bytes inflating to {isize} ({}:1, long runs): inflated on one \
-                 core, where that is fastest",
-                gz.len(),
-                isize / gz.len() as u64
-            ));
-            let mut s = GzStream::new(gz, cap)?;
-            s.members_par = true;
-            return Ok(s);
-        }
-        GzStream::parallel_with(gz, cap, SEGMENT, SEGMENT_OUT)
+        GzStream::in_rounds(gz, cap, SEGMENT, SEGMENT_OUT, ROUNDS_FROM)
     }
 
-    /// A stream that takes every parallel path: rounds of `seg`-byte
-    /// segments producing at most `out_cap` each ([`Rounds`]) when the
-    /// payload may end with its one member's trailer (a padded payload,
-    /// zeros where a trailer would be, has more than the one member the
-    /// rounds can check), then members two at a time. The rounds' output
-    /// is checked against the trailer at the end; when it does not match,
-    /// or the rounds fail, the stream errs and [`doubtful`](Self::doubtful)
-    /// says so: the caller starts over with [`new`](Self::new). The tests
-    /// and fuzz targets force it on small payloads to compare it with
-    /// [`new`](Self::new).
+    /// A stream that takes every parallel path, whatever the payload's
+    /// size: every member is inflated in rounds of `seg`-byte segments
+    /// producing at most `out_cap` each ([`Rounds`]), checked against its
+    /// trailer at its end, and members handed over to one core go two at
+    /// a time. When the rounds' bytes do not match a trailer, or the rounds
+    /// fail in a way the one-core inflater cannot take over from, the
+    /// stream errs and [`doubtful`](Self::doubtful) says so: the caller
+    /// starts over with [`new`](Self::new). The tests and fuzz targets force
+    /// it on small payloads to compare it with [`new`](Self::new).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn parallel_with(
         gz: &'a [u8],
         cap: u64,
         seg: usize,
         out_cap: usize,
     ) -> Result<GzStream<'a>> {
-        gzip::check_len(gz)?;
-        let mut s = if gzip::may_end_with_trailer(gz) {
-            GzStream::in_rounds(gz, cap, seg, out_cap)?
-        } else {
-            GzStream::new(gz, cap)?
-        };
+        GzStream::in_rounds(gz, cap, seg, out_cap, 0)
+    }
+
+    /// A stream whose members of `from` compressed bytes or more are
+    /// inflated in parallel rounds of `seg`-byte segments (each producing
+    /// at most `out_cap`); smaller members go two at a time.
+    fn in_rounds(
+        gz: &'a [u8],
+        cap: u64,
+        seg: usize,
+        out_cap: usize,
+        from: usize,
+    ) -> Result<GzStream<'a>> {
+        let mut s = GzStream::new(gz, cap)?;
         s.members_par = true;
+        s.rounds = Some((seg, out_cap));
+        s.rounds_from = from;
+        if from == 0 {
+            s.long_runs = u64::MAX;
+        }
         Ok(s)
     }
 
-    /// A stream inflated in parallel rounds starting with segments of
-    /// `seg` compressed bytes (when the payload starts with a gzip member).
-    /// Each segment may produce at most `out_cap` bytes.
-    fn in_rounds(gz: &'a [u8], cap: u64, seg: usize, out_cap: usize) -> Result<GzStream<'a>> {
-        let mut s = GzStream::new(gz, cap)?;
-        if let Some(data) = gzip::raw_deflate(gz) {
-            let base = gz.len() - TRAILER - data.len();
-            s.unchecked = true;
-            s.par = Some(Par {
-                rounds: Rounds::new(data, seg, out_cap),
-                base,
-                part: 3,
-                pos: 0,
-            });
+    /// Where the member whose DEFLATE data starts at `data` may end: the
+    /// offset of the trailer before the first gzip header found within
+    /// [`LOOK_AHEAD`] bytes, else of the payload's last 8 bytes. A guess
+    /// (a header's bytes can occur inside DEFLATE data, and a member can
+    /// be longer than the search): the rounds over `data..end` check it.
+    /// The second value says whether a header was found.
+    fn member_end(&self, data: usize) -> Option<(usize, bool)> {
+        let gz = self.gz;
+        let limit = data.saturating_add(LOOK_AHEAD).min(gz.len());
+        let (end, found) = match self.header_after(data, limit) {
+            Some((at, _)) => (at.checked_sub(TRAILER)?, true),
+            None => (gz.len().checked_sub(TRAILER)?, false),
+        };
+        (end >= data).then_some((end, found))
+    }
+
+    /// The first gzip member header starting in `from..to` that looks as
+    /// encoders write them (XFL 0, 2 or 4; an OS code RFC 1952 lists, or
+    /// 255) and whose DEFLATE data may start a stream
+    /// ([`deflate::may_start_stream`]): its offset, and its data's.
+    /// Header-like bytes inside DEFLATE data are mostly passed over (one
+    /// 256 MiB payload of GNU gzip -9 held one that passed the gzip tests
+    /// alone), not all: the callers treat the answer as a guess. (A real
+    /// member this passes over is only not read ahead or in rounds of its
+    /// own: it is still read where the member before ends.)
+    fn header_after(&self, mut from: usize, to: usize) -> Option<(usize, usize)> {
+        while from < to {
+            let (at, data) = gzip::header_after(self.gz, from, to)?;
+            let (xfl, os) = (self.gz[at + 8], self.gz[at + 9]);
+            if matches!(xfl, 0 | 2 | 4)
+                && (os <= 13 || os == 255)
+                && deflate::may_start_stream(self.gz, data)
+            {
+                return Some((at, data));
+            }
+            from = at + 1;
         }
-        Ok(s)
+        None
+    }
+
+    /// Sets up parallel rounds over the member whose DEFLATE data starts at
+    /// `data` (a block boundary), up to [`member_end`](Self::member_end):
+    /// `false` (nothing changed) when rounds are off, or the member is
+    /// smaller than `rounds_from`, or its trailer says it inflates
+    /// [`LONG_RUNS`]:1 or more. Such data is long runs (zero padding
+    /// between small stretches), which zlib-rs inflates in cache faster
+    /// than the rounds' second segment can be decoded (its window never
+    /// clears of the unknown bytes the runs copy), so the rounds would only
+    /// fail and hand over (3 GiB of zeros with 3 % noise: 0.67 s against
+    /// 0.54 s on one core). `NEFF_DEBUG=1` says so. (ISIZE is the size mod
+    /// 2³²: past 4 GiB a long-run member may still be tried in rounds.)
+    ///
+    /// When the end was guessed wrong, the rounds fail where the member
+    /// really ends (its final block does not end at `end`) and one core
+    /// takes over from the last good round; the trailer is then read where
+    /// the DEFLATE stream ends, as always.
+    fn member_rounds(&mut self, data: usize) -> bool {
+        let Some((seg, out_cap)) = self.rounds else {
+            return false;
+        };
+        let gz = self.gz;
+        let last = gz.len() - TRAILER; // `check_len`: at least a trailer
+        if data >= last {
+            return false;
+        }
+        if !self.is_large(data) {
+            // A small member: when another follows, members go two at a
+            // time from this one on.
+            let to = data.saturating_add(self.rounds_from).min(gz.len());
+            self.several |= self.header_after(data, to).is_some();
+            return false;
+        }
+        // The member's end is looked for before its first round (not
+        // here: a member of stored blocks is read in place, and a search
+        // of 64 MiB costs 10 % of reading them).
+        let rounds = match self.old_rounds.take() {
+            Some(mut r) => {
+                r.renew(&gz[data..last]);
+                r
+            }
+            None => Rounds::new(&gz[data..last], seg, out_cap),
+        };
+        self.par = Some(Par {
+            rounds,
+            base: data,
+            part: 3,
+            pos: 0,
+            end_known: false,
+        });
+        self.unchecked = true;
+        self.bridged_start = false;
+        self.members_in_rounds += 1;
+        true
+    }
+
+    /// Before a member's first round: its rounds' input is cut at the end
+    /// [`member_end`](Self::member_end) guesses. `true` when the trailer
+    /// there says the member inflates [`LONG_RUNS`]:1 or more: such data is
+    /// long runs (zero padding between small stretches), which zlib-rs
+    /// inflates in cache faster than the rounds' second segment can be
+    /// decoded (its window never clears of the unknown bytes the runs
+    /// copy), so the rounds would only fail and hand over (3 GiB of zeros
+    /// with 3 % noise: 0.67 s against 0.54 s on one core); the caller
+    /// hands over at once, and `NEFF_DEBUG=1` says so. (ISIZE is the size
+    /// mod 2³²: past 4 GiB a long-run member may still be tried in rounds;
+    /// and a wrong guess may read a stray ISIZE: then one member is read on
+    /// one core.)
+    fn bound_rounds(&mut self) -> bool {
+        let par = self.par.as_ref().expect("parallel");
+        let (base, from) = (par.base, par.base + par.rounds.consumed());
+        let Some((end, _)) = self.member_end(from) else {
+            return false;
+        };
+        let len = (end - base).max(1);
+        let isize = Trailer::at(self.gz, end).map_or(0, |t| u64::from(t.isize));
+        let par = self.par.as_mut().expect("parallel");
+        par.end_known = true;
+        par.rounds.truncate(end - base);
+        if isize >= (len as u64).saturating_mul(self.long_runs) {
+            debug(format_args!(
+                "gzip member at offset {} of {len} bytes inflating to {isize} ({}:1, long runs): \
+                 inflated on one core, where that is fastest",
+                self.member_at,
+                isize / len as u64
+            ));
+            return true;
+        }
+        false
     }
 
     /// Whether this stream's parallel rounds failed or did not check out:
@@ -465,6 +605,10 @@ impl<'a> GzStream<'a> {
                 ));
                 return self.resume_sequential(out);
             }
+            if !par.end_known && self.bound_rounds() {
+                return self.resume_sequential(out);
+            }
+            let par = self.par.as_mut().expect("parallel");
             match par.rounds.next_round() {
                 Ok(true) => {
                     par.part = 0;
@@ -479,12 +623,14 @@ impl<'a> GzStream<'a> {
                          marker-decoded, segment B's last share {share}/64",
                         self.member_at
                     ));
-                    // Done: everything produced must be what the trailer says.
-                    if !Trailer::last(self.gz).describes(self.crc.sum(), self.member_out) {
-                        return Err(self.corrupt());
-                    }
-                    self.unchecked = false;
-                    self.done = true;
+                    // The member's DEFLATE stream ended where its trailer
+                    // was expected: everything produced must be what that
+                    // trailer says. The caller goes on to the next member.
+                    let end = par.base + par.rounds.consumed();
+                    self.old_rounds = self.par.take().map(|p| p.rounds);
+                    self.pos = end;
+                    self.passed(end);
+                    self.end_member()?;
                     return Ok(0);
                 }
                 Err(_) => {
@@ -558,7 +704,9 @@ impl<'a> GzStream<'a> {
     /// that round's window; then fills `out` from there.
     fn resume_sequential(&mut self, out: &mut [u8]) -> Result<usize> {
         let par = self.par.take().expect("parallel");
-        let Some(r) = par.rounds.resume() else {
+        let resume = par.rounds.resume();
+        self.old_rounds = Some(par.rounds);
+        let Some(r) = resume else {
             // The rounds finished: nothing is left to inflate but the check.
             return Err(self.corrupt());
         };
@@ -629,7 +777,7 @@ impl<'a> GzStream<'a> {
         let end = ip.data.end;
         self.passed(end);
         if ip.last {
-            self.par = None;
+            self.old_rounds = self.par.take().map(|p| p.rounds);
             self.pos = end;
             return self.end_member();
         }
@@ -644,7 +792,7 @@ impl<'a> GzStream<'a> {
                 par.pos = 0;
                 return Ok(());
             }
-            self.par = None;
+            self.old_rounds = self.par.take().map(|p| p.rounds);
         }
         self.in_member = true;
         self.prime(&deflate::primer(&window, 0).bytes, window.len())?;
@@ -796,6 +944,9 @@ impl<'a> GzStream<'a> {
         self.inflater.reset(false);
         self.crc = libdeflater::Crc::new();
         self.member_out = 0;
+        if self.member_rounds(self.pos) {
+            return Ok(true);
+        }
         // The member's first block starts on its first byte: a run of
         // stored blocks there, or soon after (in a payload large enough
         // for the search to pay), is read in place.
@@ -830,16 +981,21 @@ impl<'a> GzStream<'a> {
         if out.is_empty() {
             return Ok(0);
         }
-        if self.in_place.is_some() {
-            if let Some(n) = self.take_pending(out)? {
-                return Ok(n);
-            }
-            return self.fill_in_place(out);
-        }
-        if self.par.is_some() && !self.done {
-            return self.fill_par(out);
-        }
         loop {
+            if self.in_place.is_some() {
+                if let Some(n) = self.take_pending(out)? {
+                    return Ok(n);
+                }
+                return self.fill_in_place(out);
+            }
+            if self.par.is_some() && !self.done {
+                let n = self.fill_par(out)?;
+                if n > 0 || self.par.is_some() {
+                    return Ok(n);
+                }
+                // The rounds ended their member: on to the next.
+                continue;
+            }
             if let Some(n) = self.take_pending(out)? {
                 return Ok(n);
             }
@@ -861,9 +1017,6 @@ impl<'a> GzStream<'a> {
                         "a second gzip member at offset {}: members are inflated two at a time",
                         self.member_at
                     ));
-                }
-                if self.in_place.is_some() {
-                    return self.fill_any(out);
                 }
                 continue;
             }
@@ -945,9 +1098,12 @@ impl<'a> GzStream<'a> {
 
     /// A header that may start the next member, searched for within
     /// [`LOOK_AHEAD`] bytes of input past the position (and past any
-    /// candidate found wrong, and any stretch already searched).
+    /// candidate found wrong, and any stretch already searched). A large
+    /// member (see [`member_rounds`](Self::member_rounds)) is not a
+    /// candidate: inflated ahead it would be read on one core, where it
+    /// starts its own rounds once the member before ends.
     fn candidate(&mut self) -> Option<(usize, usize)> {
-        if self.ahead.is_some() {
+        if self.ahead.is_some() || self.large_at.is_some_and(|at| at >= self.pos) {
             return None;
         }
         let from = self
@@ -958,11 +1114,24 @@ impl<'a> GzStream<'a> {
         if from >= end {
             return None;
         }
-        let found = gzip::header_after(self.gz, from, end);
-        if found.is_none() {
-            self.no_header_before = end;
+        let found = self.header_after(from, end);
+        match found {
+            None => self.no_header_before = end,
+            Some((at, data)) if self.rounds.is_some() && self.is_large(data) => {
+                self.large_at = Some(at);
+                return None;
+            }
+            Some(_) => {}
         }
         found
+    }
+
+    /// Whether the member whose DEFLATE data would start at `data` holds
+    /// `rounds_from` bytes or more (no gzip header starts before then).
+    fn is_large(&self, data: usize) -> bool {
+        let to = data.saturating_add(self.rounds_from);
+        to < self.gz.len().saturating_sub(TRAILER)
+            && self.header_after(data, to.min(self.gz.len())).is_none()
     }
 
     /// One member round: the member being inflated goes on (up to
@@ -1197,9 +1366,12 @@ mod tests {
         let data = corpus();
         let gz = gzip(&data);
         for seg in [4 << 10, 64 << 10, 300 << 10] {
-            let s = GzStream::in_rounds(&gz, 1 << 30, seg, SEGMENT_OUT).unwrap();
+            let mut s = GzStream::parallel_with(&gz, 1 << 30, seg, SEGMENT_OUT).unwrap();
+            let mut first = [0u8; 1];
+            assert_eq!(s.fill(&mut first).unwrap(), 1);
             assert!(s.par.is_some());
             let (out, doubt) = drain(s);
+            let out = out.map(|o| [&first[..], &o].concat());
             assert!(!doubt, "segment {seg}");
             assert!(out.unwrap() == data, "segment {seg}");
         }
@@ -1211,7 +1383,8 @@ mod tests {
         let mut gz = gzip(&data);
         let n = gz.len();
         gz[n - 8] ^= 1; // the CRC: the rounds' bytes cannot be verified
-        let (out, doubt) = drain(GzStream::in_rounds(&gz, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
+        let (out, doubt) =
+            drain(GzStream::parallel_with(&gz, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
         assert!(out.is_err() && doubt);
         // A copy of the trailer after the real one: the rounds must not
         // stop at the final block and match the copy (the sequential
@@ -1220,7 +1393,8 @@ mod tests {
         let n = copy.len();
         let t = copy[n - 8..].to_vec();
         copy.extend_from_slice(&t);
-        let (out, _) = drain(GzStream::in_rounds(&copy, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
+        let (out, _) =
+            drain(GzStream::parallel_with(&copy, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap());
         assert!(out.is_err(), "the rounds accepted a trailer copy");
         let (out, _) = drain(GzStream::new(&copy, 1 << 30).unwrap());
         assert!(out.is_err());
@@ -1249,7 +1423,7 @@ mod tests {
         let mut two = gzip(&data[..half]);
         let first = two.len();
         two.extend(gzip(&data[half..]));
-        let s = GzStream::in_rounds(&two, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap();
+        let s = GzStream::parallel_with(&two, 1 << 30, 64 << 10, SEGMENT_OUT).unwrap();
         let (out, handed_over, seq_in) = drain_handover(s);
         assert!(out == data);
         assert!(handed_over);
@@ -1267,7 +1441,7 @@ mod tests {
         data.extend(vec![0u8; 16 << 20]);
         data.extend_from_slice(&text);
         let gz = gzip(&data);
-        let s = GzStream::in_rounds(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
+        let s = GzStream::parallel_with(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
         let (out, handed_over, seq_in) = drain_handover(s);
         assert!(out == data);
         assert!(handed_over);
@@ -1289,7 +1463,7 @@ mod tests {
         let mut gz = gzip(&data);
         let n = gz.len();
         gz[n - 8] ^= 1;
-        let mut s = GzStream::in_rounds(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
+        let mut s = GzStream::parallel_with(&gz, 1 << 30, 64 << 10, 1 << 20).unwrap();
         let mut w = vec![0u8; 100_000];
         let e = loop {
             match s.fill(&mut w) {
@@ -1308,7 +1482,7 @@ mod tests {
     fn stored_blocks_leave_the_rounds_after_one_round() {
         let data = crate::payload::noise(6 << 20, 9);
         let gz = gzip(&data);
-        let s = GzStream::in_rounds(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
+        let s = GzStream::parallel_with(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
         let (out, handed_over, seq_in) = drain_handover(s);
         assert!(out == data);
         assert!(handed_over);
@@ -1323,10 +1497,111 @@ mod tests {
         // so the trailer is checked, not the payload read again.
         let data = crate::payload::noise(6 << 20, 11);
         let gz = gzip(&data);
-        let s = GzStream::in_rounds(&gz, 1 << 30, SEGMENT, SEGMENT_OUT).unwrap();
+        let s = GzStream::parallel_with(&gz, 1 << 30, SEGMENT, SEGMENT_OUT).unwrap();
         let (out, doubt) = drain(s);
         assert!(!doubt, "the rounds were doubted");
         assert!(out.unwrap() == data);
+    }
+
+    /// Drains `s` in windows of 100,000 bytes, expecting no failure.
+    fn drain_ok(s: &mut GzStream<'_>) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut w = vec![0u8; 100_000];
+        loop {
+            let n = s.fill(&mut w).expect("reads");
+            if n == 0 {
+                assert!(!s.doubtful());
+                return got;
+            }
+            got.extend_from_slice(&w[..n]);
+        }
+    }
+
+    #[test]
+    fn every_large_member_is_inflated_in_its_own_rounds() {
+        // Four members, each large enough for rounds (the forced threshold
+        // is 0), padding between two of them: each gets rounds, each ends
+        // where its trailer is, and none is read again on one core.
+        let data = corpus();
+        let quarter = data.len() / 4;
+        let mut gz = Vec::new();
+        for (i, part) in data.chunks(quarter).enumerate() {
+            gz.extend(gzip(part));
+            if i == 1 {
+                gz.extend(vec![0u8; 100]);
+            }
+        }
+        let members = data.chunks(quarter).count();
+        let mut s = GzStream::parallel_with(&gz, 1 << 30, 16 << 10, SEGMENT_OUT).unwrap();
+        let got = drain_ok(&mut s);
+        assert!(got == data);
+        assert_eq!(s.members_in_rounds, members);
+        assert_eq!(
+            s.inflater.total_in(),
+            0,
+            "a member was inflated on one core"
+        );
+        // With a real threshold, members under it go two at a time from
+        // the first one on, and none of them gets rounds.
+        let mut s = GzStream::in_rounds(&gz, 1 << 30, 16 << 10, SEGMENT_OUT, gz.len()).unwrap();
+        assert!(drain_ok(&mut s) == data);
+        assert!(s.several);
+        assert_eq!(s.members_in_rounds, 0);
+        assert!(s.adopted > 0, "no member was inflated ahead");
+    }
+
+    #[test]
+    fn a_gzip_header_inside_a_member_costs_its_rounds_the_tail_not_the_answer() {
+        // A member whose stored data holds a gzip header: its end is
+        // guessed there, its last round fails there and one core goes on to
+        // the real end; the member after it still gets its own rounds.
+        let data = corpus();
+        let mut fake = data[..200_000].to_vec();
+        fake.extend_from_slice(&crate::payload::noise(50_000, 3));
+        // A header as zlib writes it, then an empty fixed-Huffman block.
+        fake.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0]);
+        fake.extend_from_slice(&crate::payload::noise(50_000, 4));
+        fake.extend_from_slice(&data[..200_000]);
+        // zlib at level 6 keeps the noise, header and all, in stored blocks.
+        let mut gz = {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+            e.write_all(&fake).unwrap();
+            e.finish().unwrap()
+        };
+        let header = memchr::memmem::find(&gz[10..], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+        assert!(header.is_some(), "the header is not in the member's bytes");
+        let second = gz.len();
+        gz.extend(gzip(&data));
+        let want = [&fake[..], &data[..]].concat();
+        let mut s = GzStream::parallel_with(&gz, 1 << 30, 16 << 10, SEGMENT_OUT).unwrap();
+        let (guess, found) = s.member_end(10).unwrap();
+        assert!(
+            found && guess + TRAILER < second,
+            "the member's end was not guessed wrong"
+        );
+        assert!(drain_ok(&mut s) == want);
+        assert_eq!(s.members_in_rounds, 2);
+        // One core read at most the first member's tail, not the second.
+        let seq = s.inflater.total_in();
+        assert!(seq < second as u64, "{seq}");
+    }
+
+    #[test]
+    fn a_large_member_is_not_inflated_ahead_but_in_its_own_rounds() {
+        // A small member, then a large one: while the small one is read,
+        // the large one is not inflated ahead on the free core (it would
+        // then be read on one core); it gets rounds when it starts.
+        let data = corpus();
+        let small = gzip(&data[..50_000]);
+        let mut gz = small.clone();
+        gz.extend(gzip(&data));
+        let from = small.len() + 1;
+        let mut s = GzStream::in_rounds(&gz, 1 << 30, 16 << 10, SEGMENT_OUT, from).unwrap();
+        let got = drain_ok(&mut s);
+        assert!(got[..50_000] == data[..50_000] && got[50_000..] == data[..]);
+        assert_eq!((s.adopted, s.members_in_rounds), (0, 1));
+        assert_eq!(s.large_at, Some(small.len()));
     }
 
     /// A stream reading members two at a time (see `member_round`).
@@ -1620,15 +1895,25 @@ mod tests {
         if rayon::current_num_threads() < 2 {
             return; // no second core: neither gets rounds
         }
-        let noise = super::super::noise(PARALLEL_FROM + (1 << 20), 11);
-        let mut gz = gzip(&noise);
-        let s = GzStream::new_parallel(&gz, u64::MAX).unwrap();
-        assert!(s.par.is_some(), "incompressible data is cut into rounds");
-        // The same length, claiming to inflate 250:1.
+        // 4 bits of entropy a byte: about 2:1, over PARALLEL_FROM compressed.
+        let data: Vec<u8> = super::super::noise(2 * PARALLEL_FROM + (4 << 20), 11)
+            .iter()
+            .map(|b| b & 15)
+            .collect();
+        let mut gz = gzip(&data);
+        assert!(gz.len() > PARALLEL_FROM);
+        let mut first = [0u8; 1 << 16];
+        let mut s = GzStream::new_parallel(&gz, u64::MAX).unwrap();
+        s.fill(&mut first).unwrap();
+        assert!(s.par.is_some(), "not cut into rounds");
+        // The same length, claiming to inflate 250:1: handed over to one
+        // core before the first round.
         let n = gz.len();
         gz[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
-        let s = GzStream::new_parallel(&gz, u64::MAX).unwrap();
-        assert!(s.par.is_none() && s.members_par);
+        let mut s = GzStream::new_parallel(&gz, u64::MAX).unwrap();
+        s.fill(&mut first).unwrap();
+        assert!(s.par.is_none() && s.members_in_rounds == 1);
+        assert!(s.inflater.total_in() > 0);
     }
 
     #[test]
