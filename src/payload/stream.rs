@@ -479,7 +479,12 @@ impl<'a> GzStream<'a> {
         if data >= last {
             return false;
         }
-        if !self.is_large(data) {
+        // A member that starts with a run of stored blocks goes to the
+        // rounds without the search for its size (1.5 ms of 60 on 256 MiB
+        // of them): the run is read in place, and the rounds' first round,
+        // if any, is bounded by the member's end as always.
+        let stored = stored::run_len(gz, data * 8, MIN_RUN) >= MIN_RUN;
+        if !stored && !self.is_large(data) {
             // A small member: when another follows, members go two at a
             // time from this one on.
             let to = data.saturating_add(self.rounds_from).min(gz.len());
