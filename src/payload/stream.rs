@@ -1462,16 +1462,8 @@ mod tests {
     /// rounds were left for one core, and the input the sequential
     /// inflater read.
     fn drain_handover(mut s: GzStream<'_>) -> (Vec<u8>, bool, u64) {
-        let mut out = Vec::new();
-        let mut w = vec![0u8; 100_000];
-        loop {
-            let n = s.fill(&mut w).expect("reads");
-            if n == 0 {
-                assert!(!s.doubtful());
-                return (out, s.par.is_none(), s.inflater.total_in());
-            }
-            out.extend_from_slice(&w[..n]);
-        }
+        let out = drain_ok(&mut s);
+        (out, s.par.is_none(), s.inflater.total_in())
     }
 
     #[test]
