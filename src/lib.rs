@@ -68,6 +68,7 @@ mod tar;
 mod threads;
 
 // Beside the path: tasks built on an open NEFF.
+pub mod cache;
 #[cfg(feature = "catalog")]
 pub mod catalog;
 pub mod diff;
