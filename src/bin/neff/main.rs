@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+mod cache;
 mod quote;
 mod scan;
 mod tools;
@@ -250,6 +251,11 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The Neuron compile cache: each entry's state, and pruning
+    Cache {
+        #[command(subcommand)]
+        what: CacheCmd,
+    },
     /// About the `scan --index` catalogue
     Index {
         #[command(subcommand)]
@@ -267,6 +273,55 @@ enum Cmd {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Subcommand)]
+enum CacheCmd {
+    /// Every entry's state (ok, corrupt, failed, locked, incomplete, empty)
+    /// and a summary per compiler version. Exit 0 when every entry is ok, 1
+    /// when some entry is not, 3 when part of the cache could not be read
+    Status {
+        /// The cache [default: --cache_dir= in $NEURON_CC_FLAGS, else
+        /// $NEURON_COMPILE_CACHE_URL, else /var/tmp/neuron-compile-cache]
+        root: Option<String>,
+        /// One JSON object per entry (NDJSON) instead of the summary
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the entries selected: a dry run that lists them and their
+    /// bytes unless --apply. Never an entry holding a fresh lock, never
+    /// through a link. Exit 0 when every selected entry went (or could), 1
+    /// when one was left
+    Prune {
+        root: String,
+        /// Failed compiles (model.log, no NEFF): replayed until removed
+        #[arg(long)]
+        failed: bool,
+        /// Entries whose NEFF is refused, or missing beside model.done
+        #[arg(long)]
+        corrupt: bool,
+        /// Locked entries whose lock is at least this old (90m, 2h, 1d);
+        /// without it no entry holding a lock is removed
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        locked_older_than: Option<std::time::Duration>,
+        /// Incomplete entries (a NEFF without model.done) untouched this long
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        incomplete_older_than: Option<std::time::Duration>,
+        /// Every entry of compiler versions older than the newest N
+        #[arg(long, value_name = "N")]
+        keep_versions: Option<usize>,
+        /// Remove them (else only list them)
+        #[arg(long)]
+        apply: bool,
+        /// One JSON object per selected entry (NDJSON)
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A duration as people write it: `90s`, `30m`, `2h`, `7d`, `1h 30m`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
 }
 
 #[derive(Subcommand)]
@@ -466,6 +521,37 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 index: index.as_deref().map(|db| (db, rebuild)),
             };
             return scan::run(&paths, &sopts, &how);
+        }
+        Cmd::Cache { what } => {
+            drop(out);
+            return match what {
+                CacheCmd::Status { root, json } => cache::status(root, json),
+                CacheCmd::Prune {
+                    root,
+                    failed,
+                    corrupt,
+                    locked_older_than,
+                    incomplete_older_than,
+                    keep_versions,
+                    apply,
+                    json,
+                } => {
+                    let mut p = neff::cache::PruneOptions::default()
+                        .failed(failed)
+                        .corrupt(corrupt)
+                        .apply(apply);
+                    if let Some(d) = locked_older_than {
+                        p = p.locked_older_than(d);
+                    }
+                    if let Some(d) = incomplete_older_than {
+                        p = p.incomplete_older_than(d);
+                    }
+                    if let Some(n) = keep_versions {
+                        p = p.keep_versions(n);
+                    }
+                    cache::prune(root, &p, json)
+                }
+            };
         }
         Cmd::Index { what } => {
             let text = match what {
