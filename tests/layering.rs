@@ -33,6 +33,8 @@ const RANKS: &[(&str, u32)] = &[
     ("verify", 9),
     ("mem", 9),
     ("optimize", 9),
+    // The compile cache: entries judged by reading their NEFFs.
+    ("cache", 9),
     ("unpack", 9),
     ("pack", 10),
     ("scan", 10),

@@ -30,9 +30,9 @@ use std::time::SystemTime;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::accessors;
 use crate::error::{Error, Result};
-use crate::scan::{self, ScanOptions};
-use crate::Scratch;
+use crate::reader::{Neff, Options, Scratch};
 use entry::Read;
 
 pub use entry::State;
@@ -258,17 +258,17 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
 }
 
 /// Every entry of the compile cache at `root`, judged, in parallel: an `ok`
-/// entry's NEFF is read as `neff scan` reads it (and what it needs given).
+/// entry's NEFF is read whole, as `neff scan` reads it (and what it needs
+/// given).
 /// `Err` when the root itself cannot be read; parts below it that cannot
 /// be read are [`CacheStatus::errors`].
 pub fn status(root: &Path) -> Result<CacheStatus> {
     let mut errors = Vec::new();
     let found = find(root, &mut errors)?;
     let now = SystemTime::now();
-    let opts = ScanOptions::default();
     let judged: Vec<std::result::Result<CacheEntry, CacheError>> = found
         .into_par_iter()
-        .map_init(Scratch::default, |scratch, f| judge(f, now, &opts, scratch))
+        .map_init(Scratch::default, |scratch, f| judge(f, now, scratch))
         .collect();
     let mut entries = Vec::with_capacity(judged.len());
     for j in judged {
@@ -283,33 +283,51 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
     Ok(CacheStatus { entries, errors })
 }
 
+/// What an `ok` entry's NEFF needs.
+#[derive(Default)]
+struct Needs {
+    arch: Option<String>,
+    num_cores: Option<u64>,
+    cc_world_size: Option<u128>,
+}
+
+/// Reads the NEFF at `path` whole (payload, tar) and what it needs; a
+/// refusal as `neff scan` words it.
+fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
+    let neff = match Neff::open_scratch(path, &Options::default(), scratch) {
+        Ok(n) => n,
+        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Read::Vanished,
+        Err(e) => return Read::Refused(e.to_string()),
+    };
+    let needs = Needs {
+        arch: accessors::arch(&neff).ok().map(str::to_string),
+        num_cores: accessors::num_cores(&neff).ok(),
+        cc_world_size: match accessors::has_cc(&neff) {
+            Ok(true) => accessors::cc_world_size(&neff).ok(),
+            _ => None,
+        },
+    };
+    if let Err(e) = neff.check_unchanged() {
+        return Read::Refused(e.to_string());
+    }
+    neff.recycle(scratch);
+    Read::Ok(needs)
+}
+
 /// Judges one entry found by the walk.
 fn judge(
     f: Found,
     now: SystemTime,
-    opts: &ScanOptions,
     scratch: &mut Scratch,
 ) -> std::result::Result<CacheEntry, CacheError> {
-    let read = |neff: &Path| {
-        if !neff.exists() {
-            return Read::Vanished;
-        }
-        let r = scan::record(neff, opts, scratch);
-        if r.ok {
-            Read::Ok(r)
-        } else if !neff.exists() {
-            Read::Vanished
-        } else {
-            Read::Refused(r.error.unwrap_or_else(|| "refused".into()))
-        }
-    };
+    let read = |neff: &Path| read_neff(neff, scratch);
     let j = entry::judge(&f.dir, now, read).map_err(|e| CacheError {
         path: f.dir.display().to_string(),
         reason: e.to_string(),
     })?;
     let secs =
         |t: Option<SystemTime>| t.map(|t| now.duration_since(t).unwrap_or_default().as_secs());
-    let rec = j.read;
+    let needs = j.read.unwrap_or_default();
     Ok(CacheEntry {
         path: f.dir.display().to_string(),
         compiler: f.compiler,
@@ -320,9 +338,9 @@ fn judge(
         bytes: j.listing.bytes,
         age_s: secs(j.listing.newest),
         lock_age_s: j.lock_age.map(|d| d.as_secs()),
-        arch: rec.as_ref().and_then(|r| r.arch.clone()),
-        num_cores: rec.as_ref().and_then(|r| r.num_cores),
-        cc_world_size: rec.as_ref().and_then(|r| r.cc_world_size),
+        arch: needs.arch,
+        num_cores: needs.num_cores,
+        cc_world_size: needs.cc_world_size,
     })
 }
 
