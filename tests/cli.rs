@@ -186,9 +186,10 @@ fn verify_honours_read_mode() {
         let out = neff_ok(&["verify", "--read-mode", mode, &f]);
         assert!(String::from_utf8(out).unwrap().starts_with("OK "));
     }
-    // A directory cannot be read in either mode: the mode reaches the open.
+    // A directory cannot be read in either mode: the mode reaches the open
+    // (an input that cannot be read: 3, as `ls` of it).
     let o = neff(&["verify", "--read-mode", "read", "/"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("FAIL /: "));
 }
 
@@ -299,4 +300,44 @@ fn a_refusal_stays_one_line_whatever_the_path_holds() {
     let out = String::from_utf8(o.stdout).unwrap();
     assert_eq!(out.lines().count(), 1, "{out}");
     assert!(out.starts_with("FAIL "), "{out}");
+}
+
+#[test]
+fn a_scan_root_that_does_not_exist_is_reported_and_the_others_scanned_exit_3() {
+    let zoo = fixture("fixtures/acc");
+    let o = neff(&["scan", "--json", "--no-progress", "/nonexistent/zoo", &zoo]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("neff: /nonexistent/zoo: "), "{err}");
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.lines().filter(|l| l.contains("\"ok\":true")).count() > 10,
+        "{out}"
+    );
+    // Without it the same scan exits 0.
+    let o = neff(&["scan", "--json", "--no-progress", &zoo]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn verify_and_ls_of_a_missing_file_exit_alike() {
+    let ls = neff(&["ls", "/nonexistent/x.neff"]);
+    let verify = neff(&["verify", "/nonexistent/x.neff"]);
+    assert_eq!(ls.status.code(), Some(3));
+    assert_eq!(verify.status.code(), ls.status.code());
+    // A refusal beside it stays 1 alone, and the worst code wins.
+    let bad = fixture("README.md");
+    assert_eq!(neff(&["verify", &bad]).status.code(), Some(1));
+    let both = neff(&["verify", &bad, "/nonexistent/x.neff"]);
+    assert_eq!(both.status.code(), Some(3));
+}
+
+#[test]
+fn diff_of_a_neff_with_itself_is_0_and_with_a_non_neff_is_trouble_not_differ() {
+    let f = fixture("fixtures/acc/kelf-0-gz.neff");
+    assert_eq!(neff(&["diff", &f, &f]).status.code(), Some(0));
+    let o = neff(&["diff", &f, &fixture("README.md")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a NEFF"));
 }

@@ -35,7 +35,7 @@ def test_ray_scan_records_equal_the_cli_records(local_ray):
 def test_ray_scan_shard_and_missing_path(local_ray, tmp_path):
     missing = str(tmp_path / "missing")
     got = records_of(neff.ray.scan(ZOO + [missing], shard="2/3", batch_size=8))
-    assert got == cli_records("--shard", "2/3", *ZOO, missing)
+    assert got == cli_records("--shard", "2/3", *ZOO, missing, code=3)
 
 
 def test_ray_scan_writes_parquet(local_ray, tmp_path):

@@ -217,7 +217,8 @@ enum Cmd {
         #[arg(long, requires = "index")]
         rebuild: bool,
     },
-    /// Check header sizes and the payload hash
+    /// Check header sizes and the payload hash (exit 1 if a file failed, 3
+    /// if one could not be read at all)
     Verify {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -243,7 +244,8 @@ enum Cmd {
         #[arg(long)]
         keep_debug: bool,
     },
-    /// What differs between two NEFFs (exit 0 same, 1 differ)
+    /// What differs between two NEFFs (exit 0 same, 1 differ, 2 trouble:
+    /// an input that is not a NEFF; 3 an input that cannot be read)
     Diff {
         a: PathBuf,
         b: PathBuf,
@@ -590,20 +592,22 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             return tools::diff(&a, &b, json, opts);
         }
         Cmd::Verify { files } => {
-            let mut failed = false;
+            // Every file checked; the worst code met: 1 for a refusal, 3
+            // for a file that could not be read at all (as `ls` says it).
+            let mut code = 0;
             for f in &files {
                 let res = neff::verify(f, opts);
                 match res {
                     Ok(()) => writeln!(out, "OK {}", shown(f)),
                     Err(e) => {
-                        failed = true;
+                        code = code.max(exit_code(&e));
                         writeln!(out, "FAIL {}: {}", shown(f), one_line(&e))
                     }
                 }
                 .map_err(stdout_err)?;
             }
             out.flush().map_err(stdout_err)?;
-            return Ok(u8::from(failed));
+            return Ok(code);
         }
     }
     out.flush().map_err(stdout_err)?;

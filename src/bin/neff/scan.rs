@@ -58,6 +58,23 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         index,
     } = how;
     let t0 = Instant::now();
+    // A root named on the command line that cannot be opened is trouble
+    // (exit 3), as in ripgrep and fd: reported here, its failed record
+    // kept, the other roots scanned.
+    let mut missing_root = false;
+    for root in roots {
+        if is_url(root) {
+            continue;
+        }
+        if let Err(e) = std::fs::metadata(root) {
+            eprintln!(
+                "neff: {}: {}",
+                crate::shown(root),
+                crate::quote::one_line(&e.to_string())
+            );
+            missing_root = true;
+        }
+    }
     // The indexed scan lists the files itself.
     let (paths, walk_errors) = match index {
         None => scan::list(roots, opts.shard),
@@ -158,5 +175,22 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         bytes.into_inner(),
         (ok + failed) as f64 / secs.max(1e-9)
     );
-    Ok(u8::from(strict && failed > 0))
+    Ok(if missing_root {
+        3
+    } else {
+        u8::from(strict && failed > 0)
+    })
+}
+
+/// Whether `root` names a remote object or prefix (not a local path).
+fn is_url(root: &Path) -> bool {
+    #[cfg(feature = "remote")]
+    {
+        root.to_str().is_some_and(neff::is_url)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = root;
+        false
+    }
 }

@@ -211,10 +211,27 @@ pub fn optimize(
 }
 
 /// `neff diff A B [--json]`: exit 0 same, 1 differ.
+/// `neff diff`: 0 same, 1 differ; as diff(1), 2 for trouble (an input
+/// that is not a NEFF, or that `diff` cannot compare), never "differ"; 3
+/// for an input that cannot be read.
 pub fn diff(a: &Path, b: &Path, json: bool, opts: &Options) -> Result<u8, Failure> {
-    let na = Neff::open_with(a, opts).at(a)?;
-    let nb = Neff::open_with(b, opts).at(b)?;
-    let d = neff::diff::diff(&na, &nb).at(if nb.changed() { b } else { a })?;
+    let compared = (|| {
+        let na = Neff::open_with(a, opts).at(a)?;
+        let nb = Neff::open_with(b, opts).at(b)?;
+        neff::diff::diff(&na, &nb).at(if nb.changed() { b } else { a })
+    })();
+    let d = match compared {
+        Ok(d) => d,
+        Err(f) if crate::exit_code(&f.err) == 3 => return Err(f),
+        Err(f) => {
+            eprintln!(
+                "neff: {}: {}",
+                crate::shown(&f.path),
+                crate::one_line(&f.err)
+            );
+            return Ok(2);
+        }
+    };
     let mut out = BufWriter::new(io::stdout().lock());
     if json {
         serde_json::to_writer(&mut out, &d).map_err(|e| stdout_err(e.into()))?;
