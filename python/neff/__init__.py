@@ -98,6 +98,9 @@ __all__ = [
     "open",
     "scan",
     "scan_table",
+    "CacheStatus",
+    "cache_status",
+    "cache_prune",
     "ACCESSORS",
 ]
 
@@ -512,3 +515,62 @@ def scan_table(
 
     records = sorted(scan(paths, jobs=jobs, shard=shard), key=lambda r: r["path"])
     return arrow.table(records)
+
+
+@_dataclass(frozen=True)
+class CacheStatus:
+    """A compile cache's entries (:func:`cache_status`): ``entries``, one dict
+    per ``MODULE_*`` entry (the fields of ``neff cache status --json``:
+    ``path``, ``compiler``, ``graph_hash``, ``flags_hash``, ``state``,
+    ``reason``, ``bytes``, ``age_s``, ``lock_age_s``, ``arch``,
+    ``num_cores``, ``cc_world_size``), and ``errors``, one dict (``path``,
+    ``reason``) per part of the cache that could not be read."""
+
+    entries: List[Dict[str, Any]]
+    errors: List[Dict[str, Any]]
+
+    def table(self) -> Any:
+        """The entries as a ``pyarrow.Table``. Needs pyarrow."""
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(self.entries)
+
+
+def cache_status(root: Union[None, str, "_os.PathLike[str]"] = None) -> CacheStatus:
+    """Every entry of the Neuron compile cache at ``root`` and its state
+    (``ok``, ``corrupt``, ``failed``, ``locked``, ``incomplete``,
+    ``empty``), as ``neff cache status`` judges them. ``root`` defaults to
+    where the compiler wrapper looks (``--cache_dir=`` in
+    ``NEURON_CC_FLAGS``, else ``NEURON_COMPILE_CACHE_URL``, else
+    ``/var/tmp/neuron-compile-cache``). Raises ``OSError`` when the root
+    cannot be read."""
+    entries, errors = _neff.cache_status(None if root is None else _os.fsdecode(root))
+    return CacheStatus([_json.loads(e) for e in entries], [_json.loads(e) for e in errors])
+
+
+def cache_prune(
+    root: Union[str, "_os.PathLike[str]"],
+    *,
+    failed: bool = False,
+    corrupt: bool = False,
+    locked_older_than: Optional[float] = None,
+    incomplete_older_than: Optional[float] = None,
+    keep_versions: Optional[int] = None,
+    apply: bool = False,
+) -> List[Dict[str, Any]]:
+    """The entries of the compile cache at ``root`` that the selectors pick
+    (durations in seconds), as ``neff cache prune`` picks them: one dict per
+    entry (``path``, ``compiler``, ``state``, ``bytes``, ``why``,
+    ``removed``, ``error``). Nothing is removed unless ``apply``; an entry
+    holding a fresh lock is never picked. ``ValueError`` when no selector
+    is given."""
+    removals, _errors = _neff.cache_prune(
+        _os.fsdecode(root),
+        failed,
+        corrupt,
+        locked_older_than,
+        incomplete_older_than,
+        keep_versions,
+        apply,
+    )
+    return [_json.loads(r) for r in removals]

@@ -10,9 +10,11 @@
 //! | [`errors`] | `NeffError`, its subclasses, and how library errors become Python exceptions |
 //! | [`open`] | the `Neff` class: one open NEFF |
 //! | [`scan`] | `scan()`: a streaming iterator of scan records |
+//! | [`cache`] | `cache_status()`, `cache_prune()`: the compile cache's entries |
 
 use pyo3::prelude::*;
 
+mod cache;
 mod errors;
 mod open;
 mod scan;
@@ -27,6 +29,8 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::scan_paths, m)?)?;
     m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
     m.add_function(wrap_pyfunction!(is_url, m)?)?;
+    m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
+    m.add_function(wrap_pyfunction!(cache::cache_prune, m)?)?;
     m.add("ACCESSORS", neff::Accessor::ALL.map(|a| a.name()).to_vec())?;
     Ok(())
 }

@@ -1,0 +1,95 @@
+//! `cache_status()` and `cache_prune()`: the library's compile-cache
+//! reports (`neff::cache`), each record the JSON object `neff cache
+//! status --json` (or `prune --json`) prints, with the GIL released while
+//! the cache is read.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use neff::cache::PruneOptions;
+
+use crate::errors::{to_py, NeffError};
+
+/// Serializes each item to its JSON text.
+fn lines<T: serde::Serialize>(items: &[T]) -> PyResult<Vec<String>> {
+    items
+        .iter()
+        .map(|x| serde_json::to_string(x).map_err(|e| NeffError::new_err(e.to_string())))
+        .collect()
+}
+
+/// The root to read: the one given, else the compiler wrapper's.
+fn root_of(root: Option<String>) -> PyResult<String> {
+    let root = root.unwrap_or_else(neff::cache::default_root);
+    if root.contains("://") {
+        return Err(PyValueError::new_err(format!(
+            "{root}: a remote compile cache is not read yet: give a local directory"
+        )));
+    }
+    Ok(root)
+}
+
+/// Every entry's state: `(entries, errors)`, each a list of JSON texts.
+#[pyfunction]
+#[pyo3(signature = (root = None))]
+pub fn cache_status(py: Python<'_>, root: Option<String>) -> PyResult<(Vec<String>, Vec<String>)> {
+    let root = root_of(root)?;
+    let status = py
+        .allow_threads(|| neff::cache::status(Path::new(&root)))
+        .map_err(to_py)?;
+    Ok((lines(&status.entries)?, lines(&status.errors)?))
+}
+
+/// The entries selected, removed when `apply`: `(removals, errors)` as JSON
+/// texts. Durations in seconds.
+#[pyfunction]
+#[pyo3(signature = (root, failed = false, corrupt = false, locked_older_than = None,
+    incomplete_older_than = None, keep_versions = None, apply = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn cache_prune(
+    py: Python<'_>,
+    root: String,
+    failed: bool,
+    corrupt: bool,
+    locked_older_than: Option<f64>,
+    incomplete_older_than: Option<f64>,
+    keep_versions: Option<usize>,
+    apply: bool,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    let root = root_of(Some(root))?;
+    let secs = |s: f64| {
+        Duration::try_from_secs_f64(s)
+            .map_err(|_| PyValueError::new_err(format!("{s}: not a duration in seconds")))
+    };
+    let mut opts = PruneOptions::default()
+        .failed(failed)
+        .corrupt(corrupt)
+        .apply(apply);
+    if let Some(s) = locked_older_than {
+        opts = opts.locked_older_than(secs(s)?);
+    }
+    if let Some(s) = incomplete_older_than {
+        opts = opts.incomplete_older_than(secs(s)?);
+    }
+    if let Some(n) = keep_versions {
+        opts = opts.keep_versions(n);
+    }
+    if !opts.selects_any() {
+        return Err(PyValueError::new_err(
+            "nothing selected: give failed, corrupt, locked_older_than, incomplete_older_than \
+             or keep_versions",
+        ));
+    }
+    let (status, removed) = py
+        .allow_threads(|| {
+            let root = Path::new(&root);
+            let status = neff::cache::status(root)?;
+            let removed = neff::cache::prune(root, &status, &opts);
+            Ok::<_, neff::Error>((status, removed))
+        })
+        .map_err(to_py)?;
+    Ok((lines(&removed)?, lines(&status.errors)?))
+}
