@@ -6,9 +6,10 @@
 //! code or an exception class is the client's business (the binary and the
 //! Python package each map [`ErrorKind`]).
 //!
-//! It also owns the one diagnostic channel below the clients: `debug`, the
-//! lines `NEFF_DEBUG=1` prints on standard error (why a payload took the
-//! path it took, what a server did), which every layer may call.
+//! Diagnostics are not errors: every layer logs through the `log` facade
+//! (why a payload took the path it took, what a server did), and a client
+//! installs the logger it wants (the `neff` binary: `-v`, `-vv`,
+//! `RUST_LOG`).
 
 use std::io;
 
@@ -282,16 +283,5 @@ impl Error {
 
     pub(crate) fn no_memory(what: &'static str) -> Error {
         Error::OutOfMemory { what }
-    }
-}
-
-/// A debug line on standard error when `NEFF_DEBUG` is set (why a
-/// payload was not inflated in parallel, a server that ignored Range, and
-/// the like): diagnostics any layer may give, never an answer.
-pub(crate) fn debug(what: std::fmt::Arguments<'_>) {
-    static ON: std::sync::LazyLock<bool> =
-        std::sync::LazyLock::new(|| std::env::var_os("NEFF_DEBUG").is_some_and(|v| !v.is_empty()));
-    if *ON {
-        eprintln!("neff: debug: {what}");
     }
 }

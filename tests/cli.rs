@@ -341,3 +341,28 @@ fn diff_of_a_neff_with_itself_is_0_and_with_a_non_neff_is_trouble_not_differ() {
     assert!(o.stdout.is_empty());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a NEFF"));
 }
+
+#[test]
+fn the_debug_log_names_the_inflate_path_under_vv_or_rust_log_and_is_silent_otherwise() {
+    let f = fixture("fixtures/acc/kelf-0-gz.neff");
+    let quiet = neff(&["ls", &f]);
+    assert_eq!(quiet.status.code(), Some(0));
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    let vv = neff(&["-vv", "ls", &f]);
+    let err = String::from_utf8_lossy(&vv.stderr);
+    assert!(
+        err.contains("neff: info: gzip payload of") && err.contains("inflated whole"),
+        "{err}"
+    );
+    assert_eq!(vv.stdout, quiet.stdout, "the log goes to stderr only");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["ls", &f])
+        .env("RUST_LOG", "neff=debug")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("neff: info: gzip payload of"));
+}

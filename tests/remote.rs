@@ -441,7 +441,7 @@ fn a_server_that_ignores_range_is_read_whole_with_the_local_answers() {
             &["get", "FILE", "cc-world-size"][..],
         ] {
             let before = log_requests(&s.proxy_log, &logged);
-            let err = answers_as_local(args, rel, &http, &s.s3, &[("NEFF_DEBUG", "1")]);
+            let err = answers_as_local(args, rel, &http, &s.s3, &[("RUST_LOG", "neff=debug")]);
             assert!(
                 err.contains("the server ignored Range: reading the object whole"),
                 "{args:?} {http}: no debug line: {err}"
@@ -509,7 +509,7 @@ fn a_server_that_stops_honouring_range_midway_is_read_whole_from_there() {
         BIG_RAW,
         &p(&mode, BIG_RAW),
         &s.s3,
-        &[("NEFF_DEBUG", "1")],
+        &[("RUST_LOG", "neff=debug")],
     );
     assert!(err.contains("the server ignored Range"), "{err}");
 }

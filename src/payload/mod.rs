@@ -180,11 +180,32 @@ pub(crate) fn inflate_within(
     // is read by the stream instead: a slower path, never another answer.
     let one_member = raw_deflate(gz).is_none_or(|d| d.len() as u64 <= isize + isize / 8192 + 64);
     if isize == 0 || isize > bound || isize > budget || !one_member {
+        let why = if !one_member {
+            "its DEFLATE data is too long for one member of that size (several members?)"
+        } else if isize > budget {
+            "over the inflate budget"
+        } else {
+            "a size the input does not make credible"
+        };
         if whole_anyway {
+            log::info!(
+                "gzip payload of {} bytes, trailer size {isize} ({why}): inflated whole, \
+                 member by member, within the budget",
+                gz.len()
+            );
             return inflate_members(gz, bound, cap).map(Whole::Done);
         }
+        log::info!(
+            "gzip payload of {} bytes, trailer size {isize} ({why}): walked as a bounded \
+             stream",
+            gz.len()
+        );
         return Ok(Whole::Stream(reuse));
     }
+    log::info!(
+        "gzip payload of {} bytes inflating to {isize}: inflated whole in one pass",
+        gz.len()
+    );
     // Large single members: split across cores (checked by length and CRC)
     // from the one parallel threshold, when a core is free.
     if reuse.is_none() && gz.len() >= parallel::PARALLEL_FROM {
@@ -233,15 +254,33 @@ fn inflate_parallel(gz: &[u8], isize: usize, credible: bool) -> Result<Option<In
     // add its own cost: the same test as the stream's rounds.
     let threads = rayon::current_num_threads();
     let Some(data) = raw_deflate(gz).filter(|_| parallel::core_free()) else {
+        log::debug!(
+            "gzip payload of {} bytes: no core free, inflated on one",
+            gz.len()
+        );
         return Ok(None);
     };
     let mut out = HugeBuf::new(isize, credible)?;
     match parallel::inflate(data, &mut out, threads) {
-        Some(n) if trailer_matches(gz, &out[..n], isize as u64) => Ok(Some(Inflated {
-            buf: Buf::Map(out),
-            len: n,
-        })),
-        _ => Ok(None),
+        Some(n) if trailer_matches(gz, &out[..n], isize as u64) => {
+            log::info!(
+                "gzip payload of {} bytes: inflated whole on {threads} threads, checked against \
+                 its trailer",
+                gz.len()
+            );
+            Ok(Some(Inflated {
+                buf: Buf::Map(out),
+                len: n,
+            }))
+        }
+        _ => {
+            log::debug!(
+                "gzip payload of {} bytes: the split on {threads} threads did not check out: \
+                 inflated again on one core",
+                gz.len()
+            );
+            Ok(None)
+        }
     }
 }
 

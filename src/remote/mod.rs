@@ -26,8 +26,9 @@
 //! from which every later read of the object is served (a NEFF opened so is
 //! read as a local file). That GET has no overall timeout, only one of
 //! `NEFF_REMOTE_TIMEOUT` between two reads of its body. An object larger
-//! than `NEFF_REMOTE_SPOOL_MAX` is refused before its body is read.
-//! `NEFF_DEBUG=1` prints a line when it happens.
+//! than `NEFF_REMOTE_SPOOL_MAX` is refused before its body is read. The
+//! debug log (`-vv`, `RUST_LOG=debug`) says when it happens, and names
+//! every request: its range, the bytes it brought and its time.
 //!
 //! Environment (read once per process): the `AWS_*` variables users of
 //! `aws s3` and `object_store` set (`AWS_ENDPOINT_URL`, `AWS_REGION`,
@@ -293,10 +294,10 @@ fn fetch_whole(
             if size > max {
                 return Err(too_large_to_read_whole(size, max));
             }
-            crate::error::debug(format_args!(
+            log::debug!(
                 "{url}: the server ignored Range: reading the object whole ({size} bytes) \
-             into a temporary file, and from it from now on"
-            ));
+                 into a temporary file, and from it from now on"
+            );
             let mut at = 0u64;
             let mut body = r.into_stream();
             while let Some(chunk) = body.next().await {
@@ -396,6 +397,7 @@ impl Object {
             ..Default::default()
         };
         let rt = runtime()?;
+        let t0 = std::time::Instant::now();
         let first = rt.block_on(async {
             let r = match store.get_opts(&path, opts).await {
                 Ok(r) => r,
@@ -405,6 +407,14 @@ impl Object {
             let meta = r.meta.clone();
             let range = r.range.clone();
             let body = collect(r, range.end - range.start).await?;
+            log::debug!(
+                "{url}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
+                range.start,
+                range.end,
+                body.len(),
+                meta.size,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
             Ok::<_, Error>(Some((meta, body)))
         })?;
         let Some((meta, bytes)) = first else {
@@ -567,6 +577,7 @@ impl Object {
         };
         let want = range.end - range.start;
         let etag = self.etag.as_deref();
+        let t0 = std::time::Instant::now();
         let r = match self.store.get_opts(&self.path, opts).await {
             Ok(r) => r,
             Err(e) if ignores_range(&e) => return Err(Miss::IgnoredRange),
@@ -605,6 +616,13 @@ impl Object {
             ))
             .into());
         }
+        log::debug!(
+            "{}: GET bytes {}..{}: {got} bytes in {:.1} ms",
+            self.url,
+            range.start,
+            range.end,
+            t0.elapsed().as_secs_f64() * 1e3
+        );
         Ok(())
     }
 
@@ -734,6 +752,7 @@ pub fn list(url: &str) -> Result<Vec<Listed>> {
         Ok::<_, Error>(out)
     })?;
     out.sort_by(|a, b| a.url.cmp(&b.url));
+    log::debug!("{url}: listed {} NEFFs", out.len());
     Ok(out)
 }
 

@@ -32,6 +32,38 @@ struct Cli {
     /// 64 KiB and more, read smaller ones)
     #[arg(long, global = true, value_enum, default_value_t = ReadModeArg::Auto)]
     read_mode: ReadModeArg,
+    /// Say more on stderr: -v what each read chose, -vv every decision
+    /// (inflate strategy and fallbacks, parallel rounds, each remote
+    /// request), -vvv trace. RUST_LOG (e.g. RUST_LOG=neff=debug) sets the
+    /// same, for any crate
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+/// Installs the logger: warnings by default, `neff`'s own lines at the
+/// level `-v` asks for, then whatever `RUST_LOG` says. Each line is
+/// `neff: <level>: <message>` on stderr.
+fn init_log(verbose: u8) {
+    use log::LevelFilter;
+    let mut b = env_logger::Builder::new();
+    b.filter_level(LevelFilter::Warn);
+    let own = match verbose {
+        0 => None,
+        1 => Some(LevelFilter::Info),
+        2 => Some(LevelFilter::Debug),
+        _ => Some(LevelFilter::Trace),
+    };
+    if let Some(level) = own {
+        b.filter_module("neff", level);
+    }
+    if let Ok(spec) = std::env::var("RUST_LOG") {
+        b.parse_filters(&spec);
+    }
+    b.format(|buf, r| {
+        let level = r.level().as_str().to_ascii_lowercase();
+        writeln!(buf, "neff: {level}: {}", r.args())
+    });
+    b.target(env_logger::Target::Stderr).init();
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -357,6 +389,7 @@ impl<T> AtPath<T> for Result<T, Error> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_log(cli.verbose);
     let opts = Options {
         limits: cli.caps.limits(),
         read_mode: match cli.read_mode {

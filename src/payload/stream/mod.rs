@@ -541,7 +541,22 @@ impl<'a> GzStream<'a> {
         if let Some(plan) = self.plan.as_mut() {
             let (rounds, followed) = plan.member(w);
             if let Some(p) = self.pairs.as_mut() {
+                if followed && !p.several {
+                    log::debug!(
+                        "gzip member at offset {}: another member starts within {} bytes: \
+                         members are inflated two at a time",
+                        w.at,
+                        plan.from
+                    );
+                }
                 p.several |= followed;
+            }
+            if rounds.is_some() {
+                log::debug!(
+                    "gzip member at offset {}: {} bytes or more: inflated in parallel rounds",
+                    w.at,
+                    plan.from
+                );
             }
             if let Some(r) = rounds {
                 w.unchecked = true;
