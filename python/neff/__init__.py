@@ -75,6 +75,7 @@ from ._neff import (
 )
 
 __all__ = [
+    "__version__",
     "NeffError",
     "HeaderError",
     "GzipError",
@@ -103,6 +104,9 @@ __all__ = [
     "cache_prune",
     "ACCESSORS",
 ]
+
+#: The package's version: the ``neff`` crate's.
+__version__: str = _neff.__version__
 
 #: The accessor names of ``neff get``, in CLI.md's order.
 ACCESSORS: Tuple[str, ...] = tuple(_neff.ACCESSORS)

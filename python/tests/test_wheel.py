@@ -66,3 +66,22 @@ def test_wheel_is_abi3_and_imports_in_a_fresh_venv(tmp_path):
         json.dumps(d, separators=(",", ":"), ensure_ascii=False) + "\n"
         == cli("get", fixture, "def").stdout.decode()
     )
+
+
+def _cargo_version(path):
+    """The `version` of a Cargo.toml's [package] table."""
+    import re
+
+    text = open(path).read()
+    package = text.split("[package]", 1)[1].split("\n[", 1)[0]
+    return re.search(r'^version\s*=\s*"([^"]+)"', package, re.M).group(1)
+
+
+def test_the_package_version_is_the_crates():
+    import neff
+
+    crate = _cargo_version(os.path.join(ROOT, "Cargo.toml"))
+    assert _cargo_version(os.path.join(ROOT, "python", "Cargo.toml")) == crate
+    assert neff.__version__ == crate
+    wheels = glob.glob(os.path.join(os.environ.get("NEFF_WHEEL_DIR", os.path.join(ROOT, "python", "dist")), "neff-*.whl"))
+    assert all(os.path.basename(w).startswith("neff-%s-" % crate) for w in wheels), wheels
