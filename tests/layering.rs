@@ -8,7 +8,7 @@
 //! Unit tests (`#[cfg(test)] mod tests`) may use anything: a test of the tar
 //! walk may build its archive with `pack`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its rank: a module may import only modules of
@@ -212,4 +212,279 @@ fn the_checker_sees_single_grouped_and_multi_line_imports() {
         .map(|(m, _)| m)
         .collect();
     assert_eq!(got, ["tar", "json", "select", "summary", "pack", "map"]);
+}
+
+/// The module path of a source file: `src/tar/index/mod.rs` → `tar::index`,
+/// `src/lib.rs` → the root (empty).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut path: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_str().unwrap().to_string())
+        .collect();
+    if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+        path.pop();
+    }
+    path
+}
+
+/// Expands a use tree (`a::{b, c::{d, e}}`) into its paths, each after
+/// `prefix`.
+fn expand_use(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    if let Some(inner) = tree.strip_prefix('{') {
+        let inner = &inner[..inner.rfind('}').unwrap_or(inner.len())];
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand_use(prefix, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand_use(prefix, &inner[start..], out);
+        return;
+    }
+    let ident: String = tree
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    if ident.is_empty() {
+        if !prefix.is_empty() {
+            out.push(prefix.to_vec());
+        }
+        return;
+    }
+    let mut next = prefix.to_vec();
+    next.push(ident.clone());
+    match tree[ident.len()..].trim_start().strip_prefix("::") {
+        Some(rest) => expand_use(&next, rest, out),
+        None => out.push(next),
+    }
+}
+
+/// Every path `code` names that starts at `crate`, `super` or `self`, or
+/// at a child module of its own (`use child::X`): `use` trees expanded,
+/// and paths written inline (`crate::payload::gzip::corrupt(..)`).
+fn named_paths(code: &str, children: &BTreeSet<String>) -> Vec<Vec<String>> {
+    let code: String = code
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("use ") {
+        let before = rest[..at].chars().last();
+        rest = &rest[at + 4..];
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let end = rest.find(';').unwrap_or(rest.len());
+        let tree = rest[..end].trim();
+        let root: String = tree
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if ["crate", "super", "self"].contains(&root.as_str()) || children.contains(&root) {
+            let mut paths = Vec::new();
+            expand_use(&[], tree, &mut paths);
+            for p in paths {
+                let mut p = p;
+                if children.contains(&root) {
+                    p.insert(0, "self".into());
+                }
+                out.push(p);
+            }
+        }
+    }
+    for key in ["crate::", "super::"] {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find(key) {
+            let before = rest[..at].chars().last();
+            let tail = &rest[at..];
+            rest = &rest[at + key.len()..];
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let path: Vec<String> = tail
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .collect();
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The module a path written in module `from` leads to: the deepest module
+/// it passes through (`super::block::Block` in `tar::sparse` → `tar::block`).
+fn resolve(from: &[String], path: &[String], modules: &BTreeSet<Vec<String>>) -> Vec<String> {
+    let mut at = from.to_vec();
+    let mut segs = path.iter().peekable();
+    match segs.peek().map(|s| s.as_str()) {
+        Some("crate") => {
+            at.clear();
+            segs.next();
+        }
+        _ => {
+            while let Some(s) = segs.peek() {
+                match s.as_str() {
+                    "super" => {
+                        at.pop();
+                    }
+                    "self" => {}
+                    _ => break,
+                }
+                segs.next();
+            }
+        }
+    }
+    for s in segs {
+        let mut next = at.clone();
+        next.push(s.clone());
+        if !modules.contains(&next) {
+            break;
+        }
+        at = next;
+    }
+    at
+}
+
+/// A cycle in `edges` (module → modules it imports), if there is one, as
+/// the modules along it.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(m.to_string(), 1);
+        stack.push(m.to_string());
+        for n in edges.get(m).into_iter().flatten() {
+            match state.get(n.as_str()) {
+                Some(1) => {
+                    let from = stack.iter().position(|s| s == n).unwrap();
+                    let mut cycle = stack[from..].to_vec();
+                    cycle.push(n.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(n, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(m.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for m in edges.keys() {
+        if !state.contains_key(m) {
+            if let Some(c) = visit(m, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_circle_of_imports_among_modules_and_submodules() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&src, f)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let from = module_path(&src, f);
+        // The crate root re-exports every module: it is no layer.
+        if from.is_empty() {
+            continue;
+        }
+        let children: BTreeSet<String> = modules
+            .iter()
+            .filter(|m| m.len() == from.len() + 1 && m.starts_with(&from))
+            .map(|m| m.last().unwrap().clone())
+            .collect();
+        let code = std::fs::read_to_string(f).unwrap();
+        for path in named_paths(without_tests(&code), &children) {
+            let to = resolve(&from, &path, &modules);
+            if to != from && !to.is_empty() {
+                edges
+                    .entry(from.join("::"))
+                    .or_default()
+                    .insert(to.join("::"));
+            }
+        }
+    }
+    assert!(
+        edges.values().map(BTreeSet::len).sum::<usize>() > 100,
+        "the import graph looks empty: {edges:?}"
+    );
+    if let Some(cycle) = find_cycle(&edges) {
+        panic!("a circle of imports: {}", cycle.join(" -> "));
+    }
+}
+
+#[test]
+fn the_circle_checker_finds_a_circle_through_a_parent_and_resolves_paths() {
+    let mods: BTreeSet<Vec<String>> = [vec!["tar"], vec!["tar", "index"], vec!["tar", "block"]]
+        .iter()
+        .map(|m| m.iter().map(|s| s.to_string()).collect())
+        .collect();
+    let s = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
+    let index = s(&["tar", "index"]);
+    assert_eq!(
+        resolve(&index, &s(&["super", "block", "Block"]), &mods),
+        s(&["tar", "block"])
+    );
+    assert_eq!(resolve(&index, &s(&["super", "Block"]), &mods), s(&["tar"]));
+    assert_eq!(
+        resolve(&s(&["tar"]), &s(&["self", "index", "Entry"]), &mods),
+        index
+    );
+    let children: BTreeSet<String> = ["index".to_string()].into();
+    let code = "use index::{Entry, walk::{A, B}};\nuse super::{x, y::Z};\nfn f() { crate::error::debug(); }\n";
+    let paths = named_paths(code, &children);
+    assert!(
+        paths.contains(&s(&["self", "index", "walk", "B"])),
+        "{paths:?}"
+    );
+    assert!(paths.contains(&s(&["super", "y", "Z"])), "{paths:?}");
+    assert!(
+        paths.contains(&s(&["crate", "error", "debug"])),
+        "{paths:?}"
+    );
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    edges
+        .entry("tar".into())
+        .or_default()
+        .insert("tar::index".into());
+    edges
+        .entry("tar::index".into())
+        .or_default()
+        .insert("tar::block".into());
+    assert_eq!(find_cycle(&edges), None);
+    edges
+        .entry("tar::block".into())
+        .or_default()
+        .insert("tar".into());
+    assert_eq!(
+        find_cycle(&edges).unwrap(),
+        s(&["tar", "tar::index", "tar::block", "tar"])
+    );
 }

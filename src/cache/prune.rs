@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::entry::{Listing, Quick, State};
-use super::{version_order, CacheEntry, CacheStatus};
+use super::status::{version_order, CacheEntry, CacheStatus};
 
 /// Which entries [`prune`] removes, and whether it does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

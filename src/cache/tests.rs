@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::status::version_order;
 use super::*;
 
 /// A NEFF the crate bundles (arch `cayman`, world size 2).

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
-use super::{Step, Switch, Walk, CRC_SPLIT_FROM, MIN_RUN};
+use super::walk::{Step, Switch, Walk, CRC_SPLIT_FROM, MIN_RUN};
 use crate::error::Result;
 use crate::payload::deflate::WINDOW;
 use crate::payload::parallel;
@@ -174,8 +174,9 @@ impl InPlace {
 /// [`BRIDGE_SEARCH`] bytes, inflates what lies between (checked to end
 /// exactly where the run's first block starts, by the rounds' test:
 /// `parallel::inflate_between`) into the walk's ready bytes, and returns
-/// that run. `None` when there is no such run.
-pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Option<InPlace>> {
+/// the bit where that run's first block starts. `None` when there is no
+/// such run.
+pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Option<usize>> {
     let gz = w.gz;
     let q = from / 8;
     let end = q
@@ -197,9 +198,9 @@ pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Opt
             if stored::run_len(gz, e, MIN_RUN) < MIN_RUN {
                 continue;
             }
-            let Some(run) = InPlace::at(gz, e) else {
+            if InPlace::at(gz, e).is_none() {
                 continue;
-            };
+            }
             let mut buf = w
                 .ready
                 .take_buf(BRIDGE_OUT + window.len() + parallel::BETWEEN_ROOM);
@@ -210,7 +211,7 @@ pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Opt
             w.crc.update(&buf[r.clone()]);
             w.out += r.len() as u64;
             w.ready.set(buf, r);
-            return Ok(Some(run));
+            return Ok(Some(e));
         }
     }
     Ok(None)

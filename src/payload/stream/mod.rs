@@ -50,49 +50,19 @@ mod pairs;
 mod rounds;
 #[cfg(test)]
 mod tests;
+mod walk;
 
 use super::deflate;
-use super::gzip::{self, Trailer, TRAILER};
+use super::gzip;
 use super::parallel::{self, PARALLEL_FROM};
 use super::stored;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use in_place::InPlace;
 use one_core::OneCore;
 use pairs::Pairs;
 use rounds::{MemberRounds, Plan};
-
-/// Stored data a run must hold before it is read in place: below this the
-/// inflater's copy costs about what leaving and priming it again does.
-const MIN_RUN: usize = 256 << 10;
-/// A skip of this size or more is checksummed on two cores when one is free.
-const CRC_SPLIT_FROM: usize = 1 << 20;
-/// Input is released behind the inflater in steps of this many bytes.
-const RELEASE_STEP: usize = 8 << 20;
-
-/// What a strategy's turn came to.
-#[derive(Debug)]
-enum Step {
-    /// This many bytes were handed out (or skipped); more than 0.
-    Out(usize),
-    /// The member's DEFLATE data ended at the walk's position, after this
-    /// many bytes handed out in the same turn: its trailer is next.
-    End(usize),
-    /// The strategy cannot go on: a run of stored blocks was found (`InPlace`,
-    /// with any bytes before it ready in the walk), or its own data ran out.
-    Switch(Switch),
-}
-
-/// Why a strategy hands the member on, and to what.
-#[derive(Debug)]
-enum Switch {
-    /// A run of stored blocks starts here (bytes before it are ready).
-    Stored(InPlace),
-    /// The rounds stop: one core goes on (their [`rounds::HandOver`] says
-    /// from where, with which window).
-    OneCore,
-    /// A run of stored blocks ended before the member did.
-    RunEnd,
-}
+pub(crate) use walk::Passed;
+use walk::{Step, Switch, Walk, MIN_RUN};
 
 /// Which strategy reads the member now.
 enum Mode<'a> {
@@ -109,163 +79,6 @@ enum Mode<'a> {
     Done,
     /// A switch between strategies failed half-way: no more bytes.
     Failed,
-}
-
-/// Output ready to hand out before any strategy runs again: what a member
-/// round or the inflation before a stored run produced (its CRC-32 already
-/// taken), `buf[at..len]`.
-#[derive(Default)]
-struct Ready {
-    buf: Vec<u8>,
-    at: usize,
-    len: usize,
-}
-
-impl Ready {
-    fn is_empty(&self) -> bool {
-        self.at == self.len
-    }
-
-    /// Its buffer, for a producer to fill (at least `room` bytes): the
-    /// ready bytes are gone.
-    fn take_buf(&mut self, room: usize) -> Vec<u8> {
-        let mut buf = std::mem::take(&mut self.buf);
-        if buf.len() < room {
-            buf = vec![0u8; room];
-        }
-        (self.at, self.len) = (0, 0);
-        buf
-    }
-
-    /// Makes `buf[range]` the ready bytes.
-    fn set(&mut self, buf: Vec<u8>, range: std::ops::Range<usize>) {
-        self.buf = buf;
-        (self.at, self.len) = (range.start, range.end);
-    }
-}
-
-/// The walk through the payload that every strategy reads and writes: the
-/// input and the position in it, the member's checksum and counts, the
-/// total against its cap, the ready bytes, and the hook told of input
-/// passed.
-struct Walk<'a> {
-    gz: &'a [u8],
-    /// Input position: the next byte to inflate, or to read as framing.
-    pos: usize,
-    /// Where the member being read starts (for messages).
-    at: usize,
-    crc: libdeflater::Crc,
-    /// Bytes the member produced so far.
-    out: u64,
-    total_out: u64,
-    cap: u64,
-    ready: Ready,
-    /// Bytes of the member came from parallel rounds and its trailer has
-    /// not vouched for them yet: a failure now may be the rounds' own.
-    unchecked: bool,
-    /// Told of input ranges the inflater has passed, and how far it was told.
-    release: Option<&'a dyn Passed>,
-    released: usize,
-}
-
-impl Walk<'_> {
-    /// Counts `n` more bytes handed out; past the cap, refuses them.
-    fn count_out(&mut self, n: usize) -> Result<()> {
-        self.total_out += n as u64;
-        if self.total_out > self.cap {
-            return Err(Error::Limit {
-                what: "inflated payload size",
-                found: self.total_out,
-                cap: self.cap,
-            });
-        }
-        Ok(())
-    }
-
-    /// `bytes` were produced and handed out: checksummed and counted.
-    fn emit(&mut self, bytes: &[u8]) -> Result<()> {
-        self.crc.update(bytes);
-        self.out += bytes.len() as u64;
-        self.count_out(bytes.len())
-    }
-
-    /// `n` bytes whose CRC-32 is now `crc` were skipped where they lie.
-    fn skipped(&mut self, n: usize, crc: u32) -> Result<()> {
-        self.crc = libdeflater::Crc::with_initial(crc);
-        self.out += n as u64;
-        self.count_out(n)
-    }
-
-    /// Hands out ready bytes, if any.
-    fn take_ready(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
-        let r = &mut self.ready;
-        if r.is_empty() {
-            return Ok(None);
-        }
-        let n = out.len().min(r.len - r.at);
-        out[..n].copy_from_slice(&r.buf[r.at..r.at + n]);
-        r.at += n;
-        self.count_out(n)?;
-        Ok(Some(n))
-    }
-
-    /// Skips up to `n` ready bytes: their CRC-32 was taken as they were
-    /// produced, so skipping copies nothing.
-    fn skip_ready(&mut self, n: u64) -> Result<usize> {
-        let r = &mut self.ready;
-        let take = (r.len - r.at).min(usize::try_from(n).unwrap_or(usize::MAX));
-        r.at += take;
-        self.count_out(take)?;
-        Ok(take)
-    }
-
-    /// Tells the release hook that the input before `upto` is done with.
-    fn passed(&mut self, upto: usize) {
-        if let Some(f) = self.release {
-            if upto >= self.released + RELEASE_STEP {
-                f.passed(self.released..upto);
-                self.released = upto;
-            }
-        }
-    }
-
-    /// Tells the release hook that `range` was only looked at ahead of the
-    /// inflater (its pages go until the inflater gets there).
-    fn looked_ahead(&self, range: std::ops::Range<usize>) {
-        if let Some(f) = self.release {
-            f.passed(range);
-        }
-    }
-
-    fn corrupt(&self) -> Error {
-        gzip::corrupt(self.at)
-    }
-
-    /// Checks the trailer of the member whose DEFLATE stream ended at the
-    /// position, and moves past it.
-    fn end_member(&mut self) -> Result<()> {
-        let t = Trailer::at(self.gz, self.pos).ok_or_else(|| self.corrupt())?;
-        if !t.describes(self.crc.sum(), self.out) {
-            return Err(self.corrupt());
-        }
-        self.pos += TRAILER;
-        self.unchecked = false;
-        Ok(())
-    }
-}
-
-/// What a [`GzStream`] tells of the input it has gone past.
-pub(crate) trait Passed {
-    /// The input bytes `range` (offsets into the payload) need not stay in
-    /// memory: this stream will not read them again, or only looked ahead
-    /// at them and reads them again later (from the file).
-    fn passed(&self, range: std::ops::Range<usize>);
-}
-
-impl<F: Fn(std::ops::Range<usize>)> Passed for F {
-    fn passed(&self, range: std::ops::Range<usize>) {
-        self(range)
-    }
 }
 
 /// What the tests ask of a stream: which strategies ran, how often.
@@ -303,7 +116,7 @@ impl std::fmt::Debug for GzStream<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GzStream")
             .field("pos", &self.walk.pos)
-            .field("total_out", &self.walk.total_out)
+            .field("total_out", &self.walk.total_out())
             .finish()
     }
 }
@@ -313,19 +126,7 @@ impl<'a> GzStream<'a> {
     pub(crate) fn new(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
         gzip::check_len(gz)?;
         Ok(GzStream {
-            walk: Walk {
-                gz,
-                pos: 0,
-                at: 0,
-                crc: libdeflater::Crc::new(),
-                out: 0,
-                total_out: 0,
-                cap,
-                ready: Ready::default(),
-                unchecked: false,
-                release: None,
-                released: 0,
-            },
+            walk: Walk::new(gz, cap),
             mode: Mode::Between,
             one: OneCore::new(),
             pairs: None,
@@ -340,7 +141,7 @@ impl<'a> GzStream<'a> {
     /// that the inflater has gone past, a few MiB at a time, so that the
     /// caller can drop those pages of a mapped file.
     pub(crate) fn release_behind(mut self, release: &'a dyn Passed) -> Self {
-        self.walk.release = Some(release);
+        self.walk.release_behind(release);
         self
     }
 
@@ -389,7 +190,7 @@ impl<'a> GzStream<'a> {
 
     /// Bytes produced so far.
     pub(crate) fn produced(&self) -> u64 {
-        self.walk.total_out
+        self.walk.total_out()
     }
 
     /// Inflates into `out`; the number of bytes written, 0 only at the end
@@ -427,7 +228,7 @@ impl<'a> GzStream<'a> {
     /// trailer is checked; the total produced.
     pub(crate) fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
         self.skip(u64::MAX, window)?;
-        Ok(self.walk.total_out)
+        Ok(self.walk.total_out())
     }
 
     /// After a failure: doubtful if the member was unchecked.
@@ -568,7 +369,7 @@ impl<'a> GzStream<'a> {
         let run = if stored::run_len(w.gz, from, MIN_RUN) >= MIN_RUN {
             InPlace::at(w.gz, from)
         } else if w.gz.len() >= self.bridge_from {
-            in_place::bridge(w, from, &[])?
+            in_place::bridge(w, from, &[])?.and_then(|bit| InPlace::at(w.gz, bit))
         } else {
             None
         };
@@ -611,7 +412,8 @@ impl<'a> GzStream<'a> {
     fn switch(&mut self, s: Switch) -> Result<()> {
         let mode = std::mem::replace(&mut self.mode, Mode::Failed);
         self.mode = match (mode, s) {
-            (Mode::Rounds(r), Switch::Stored(run)) => {
+            (Mode::Rounds(r), Switch::Stored(bit)) => {
+                let run = InPlace::at(self.walk.gz, bit).ok_or_else(|| self.walk.corrupt())?;
                 self.counts.runs_in_place += 1;
                 Mode::InPlace(run, Some(r))
             }
@@ -644,7 +446,8 @@ impl<'a> GzStream<'a> {
     fn leave_run(&mut self, run: InPlace, rounds: Option<MemberRounds<'a>>) -> Result<Mode<'a>> {
         let end = run.end();
         let window = run.window(self.walk.gz);
-        if let Some(next) = in_place::bridge(&mut self.walk, end * 8, &window)? {
+        let next = in_place::bridge(&mut self.walk, end * 8, &window)?;
+        if let Some(next) = next.and_then(|bit| InPlace::at(self.walk.gz, bit)) {
             self.counts.runs_in_place += 1;
             return Ok(Mode::InPlace(next, rounds));
         }

@@ -5,7 +5,7 @@
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-use super::{Step, Walk};
+use super::walk::{Step, Walk};
 use crate::error::Result;
 
 /// The one-core inflater, kept from member to member.

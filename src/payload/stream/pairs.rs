@@ -10,7 +10,7 @@ use flate2::Decompress;
 
 use super::one_core::{inflate_some, OneCore};
 use super::rounds::{header_after, is_large, LOOK_AHEAD};
-use super::Walk;
+use super::walk::Walk;
 use crate::error::Result;
 use crate::payload::gzip;
 

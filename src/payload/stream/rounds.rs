@@ -5,8 +5,8 @@
 //! members get rounds is the [`Plan`]'s to say; the search for member
 //! headers that it and [`super::pairs`] share lives here too.
 
-use super::in_place::{self, InPlace};
-use super::{Step, Switch, Walk, MIN_RUN};
+use super::in_place;
+use super::walk::{Step, Switch, Walk, MIN_RUN};
 use crate::error::Result;
 use crate::payload::deflate;
 use crate::payload::gzip::{self, Trailer, TRAILER};
@@ -203,16 +203,15 @@ impl<'a> MemberRounds<'a> {
     fn between_rounds(&mut self, w: &mut Walk<'_>) -> Result<Option<Step>> {
         let base = self.base;
         if let Some(bit) = self.rounds.stored_next(MIN_RUN) {
+            // `stored_next` found a stored block there.
             let at = base * 8 + bit;
-            if let Some(run) = InPlace::at(w.gz, at) {
-                log::debug!(
-                    "gzip member at offset {}: stored blocks (incompressible data) from offset \
-                     {}: read in place, checksummed on the free core",
-                    w.at,
-                    at / 8
-                );
-                return Ok(Some(Step::Switch(Switch::Stored(run))));
-            }
+            log::debug!(
+                "gzip member at offset {}: stored blocks (incompressible data) from offset {}: \
+                 read in place, checksummed on the free core",
+                w.at,
+                at / 8
+            );
+            return Ok(Some(Step::Switch(Switch::Stored(at))));
         }
         // Before the first round, and after a round of data that hardly
         // compresses: a run of stored blocks soon after is read in place,
@@ -222,6 +221,7 @@ impl<'a> MemberRounds<'a> {
             if let Some(bit) = self.rounds.next_bit() {
                 let (at, window) = (base * 8 + bit, self.rounds.window().to_vec());
                 if let Some(run) = in_place::bridge(w, at, &window)? {
+                    // `bridge` found a stored block at `run`.
                     log::debug!(
                         "gzip member at offset {}: stored blocks (incompressible data) after \
                          offset {}: read in place, checksummed on the free core",
@@ -311,7 +311,7 @@ impl<'a> MemberRounds<'a> {
         if total == 0 {
             return Ok(0);
         }
-        let split = total >= super::CRC_SPLIT_FROM && crate::payload::parallel::core_free();
+        let split = total >= super::walk::CRC_SPLIT_FROM && crate::payload::parallel::core_free();
         let crc = stored::crc(&pieces, w.crc.sum(), split);
         (self.part, self.pos) = (part, pos);
         w.skipped(total, crc)?;

@@ -3,6 +3,7 @@ use flate2::{Decompress, FlushDecompress, Status};
 use super::gzip::compress as gzip;
 use super::rounds::{member_end, MemberEnd, SEGMENT, SEGMENT_OUT};
 use super::*;
+use crate::payload::gzip::TRAILER;
 
 impl<'a> GzStream<'a> {
     /// Members of `from` compressed bytes or more in rounds of `seg`-byte
