@@ -60,12 +60,12 @@ mod limits;
 #[allow(unsafe_code)] // Memory maps: the crate's only unsafe code.
 mod map;
 mod payload;
+mod pool;
 mod reader;
 #[cfg(feature = "remote")]
 mod remote;
 mod select;
 mod tar;
-mod threads;
 
 // Beside the path: tasks built on an open NEFF.
 pub mod cache;
@@ -91,6 +91,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use header::{Compression, Header, PayloadSpan};
 pub use limits::Limits;
 pub use map::ReadMode;
+pub use pool::set_threads;
 pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
 pub use remote::is_url;

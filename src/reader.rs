@@ -880,7 +880,7 @@ mod tests {
 
     #[test]
     fn the_early_skim_runs_during_the_walk_and_fills_the_cc_cache() {
-        if crate::threads::helper_cpu().is_none() {
+        if crate::pool::helper_cpu().is_none() {
             return; // one CPU: the plain walk, tested everywhere else
         }
         let dir = tempfile::tempdir().unwrap();

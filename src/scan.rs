@@ -104,7 +104,8 @@ impl Record {
 pub struct ScanOptions {
     /// How each NEFF is opened (read mode, limits).
     pub open: Options,
-    /// Worker threads (0 = one per core).
+    /// Worker threads (0: the library's worker count, [`crate::set_threads`],
+    /// one per core unless set).
     pub jobs: usize,
     /// Keep only files whose sorted index i has i mod n == k - 1.
     pub shard: Option<(usize, usize)>,
@@ -253,7 +254,7 @@ pub(crate) fn scan_with<T: Send>(
     emit: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    let pool = crate::payload::parallel::counting_pool(jobs)
+    let pool = crate::pool::counting_pool(jobs)
         .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
     pool.install(|| {
         paths
@@ -261,7 +262,7 @@ pub(crate) fn scan_with<T: Send>(
             .for_each_init(Scratch::default, |scratch, p| {
                 // Counted in flight while read, so that a big payload read
                 // while other workers are idle uses them for its inflate.
-                let job = crate::payload::parallel::Job::start();
+                let job = crate::pool::Job::start();
                 let t = work(p, scratch);
                 drop(job);
                 emit(t)

@@ -366,3 +366,23 @@ fn the_debug_log_names_the_inflate_path_under_vv_or_rust_log_and_is_silent_other
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("neff: info: gzip payload of"));
 }
+
+#[test]
+fn one_worker_count_for_every_command_that_fans_out() {
+    let zoo = fixture("fixtures/acc");
+    let all = neff(&["scan", "--json", "--no-progress", "--sorted", &zoo]);
+    for j in ["1", "2", "3"] {
+        let o = neff(&["scan", "-j", j, "--json", "--no-progress", "--sorted", &zoo]);
+        assert_eq!(o.status.code(), Some(0));
+        assert_eq!(o.stdout, all.stdout, "scan -j {j}");
+        let o = neff(&[
+            "--threads",
+            j,
+            "ls",
+            &fixture("fixtures/acc/kelf-0-gz.neff"),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "ls --threads {j}");
+    }
+    // A worker count that is not a number is a usage error.
+    assert_eq!(neff(&["-j", "x", "ls", &zoo]).status.code(), Some(2));
+}

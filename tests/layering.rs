@@ -1,6 +1,6 @@
 //! The module tree follows the data's path (docs/ARCHITECTURE.md):
 //! header → payload → tar → select → json → reader → accessors, on a
-//! foundation (error, limits, map, threads), with the tasks beside the path
+//! foundation (error, limits, pool, map), with the tasks beside the path
 //! (summary, verify, scan, catalog, pack, unpack, mem, optimize, diff).
 //! No module may import one above it: this test reads every source file of
 //! the library and fails on a `crate::` path that reaches up.
@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 const RANKS: &[(&str, u32)] = &[
     ("error", 0),
     ("limits", 0),
+    // Where work runs: pools, their one size, helper threads.
+    ("pool", 0),
     ("map", 1),
-    ("threads", 1),
     // A source of bytes, as map is: remote objects read by range.
     ("remote", 1),
     ("header", 2),

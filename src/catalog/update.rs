@@ -437,9 +437,7 @@ pub fn scan_indexed(
     };
     {
         use rayon::prelude::*;
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(opts.jobs)
-            .build()
+        crate::pool::counting_pool(opts.jobs)
             .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?
             .install(|| mine.par_iter().for_each(check));
     }

@@ -15,9 +15,9 @@ use super::skim;
 use super::CC_TOP_KEYS;
 use crate::error::Result;
 use crate::limits::Limits;
+use crate::pool as threads;
 use crate::select::{self, Known};
 use crate::tar::{FileSource, Index, Kind};
-use crate::threads;
 
 /// What [`walk_raw`] learned besides the index.
 pub(crate) struct Early {

@@ -90,7 +90,7 @@ pub fn top_level_keys(
     two_threads: bool,
 ) -> Option<Found> {
     let cpu = match two_threads && bytes.len() >= PARALLEL_MIN {
-        true => crate::threads::helper_cpu(),
+        true => crate::pool::helper_cpu(),
         false => None,
     };
     let Some(cpu) = cpu else {
@@ -100,7 +100,7 @@ pub fn top_level_keys(
     std::thread::scope(|s| {
         let shared = &shared;
         let low =
-            crate::threads::spawn_on(s, cpu, move || lower(bytes, keys, max_depth, Some(shared)));
+            crate::pool::spawn_on(s, cpu, move || lower(bytes, keys, max_depth, Some(shared)));
         let Some(low) = low else {
             return finish(lower(bytes, keys, max_depth, None), None);
         };

@@ -253,7 +253,7 @@ fn inflate_parallel(gz: &[u8], isize: usize, credible: bool) -> Result<Option<In
     // Inside a scan whose every worker reads a file, a split would only
     // add its own cost: the same test as the stream's rounds.
     let threads = rayon::current_num_threads();
-    let Some(data) = raw_deflate(gz).filter(|_| parallel::core_free()) else {
+    let Some(data) = raw_deflate(gz).filter(|_| crate::pool::core_free()) else {
         log::debug!(
             "gzip payload of {} bytes: no core free, inflated on one",
             gz.len()
@@ -473,11 +473,11 @@ mod tests {
                 .unwrap()
                 .is_some_and(|t| t[..] == data[..])
         };
-        let pool = parallel::counting_pool(2).unwrap();
+        let pool = crate::pool::counting_pool(2).unwrap();
         pool.install(|| {
-            let _me = parallel::Job::start();
+            let _me = crate::pool::Job::start();
             assert!(split(&s), "the other worker is idle");
-            let _other = parallel::Job::start();
+            let _other = crate::pool::Job::start();
             assert!(!split(&s), "both workers read a file");
         });
     }

@@ -22,9 +22,8 @@
 //! The streamed walk takes the same pieces in bounded `Rounds` of two
 //! segments instead, so that memory follows a segment, never the payload;
 //! a round that fails leaves `Rounds::resume`, where a one-core inflater
-//! takes over without going back. [`core_free`] says whether a second core
-//! is free (outside a pool, or a scan pool's worker with idle workers beside
-//! it: `counting_pool`).
+//! takes over without going back. Whether a second core is free is the
+//! pool's to say (`crate::pool::core_free`).
 //!
 //! Nothing here is trusted: the caller checks the joined output's length
 //! and CRC-32 against the gzip trailer, and on any failure (no boundary
@@ -55,73 +54,6 @@ use super::stored;
 /// what is left runs to the stream's end (and can overflow a segment's
 /// output cap, failing the rounds and restarting the walk).
 pub(crate) const PARALLEL_FROM: usize = 16 << 20;
-/// Files being read by the workers of a pool made by [`counting_pool`]
-/// (a scan's): see [`core_free`].
-type InFlight = std::sync::Arc<std::sync::atomic::AtomicUsize>;
-
-thread_local! {
-    /// On a worker of a [`counting_pool`], that pool's files in flight.
-    static IN_FLIGHT: std::cell::OnceCell<InFlight> = const { std::cell::OnceCell::new() };
-}
-
-/// A pool of `threads` workers that count the files they read ([`Job`]),
-/// so that a large payload read on one of them knows whether another
-/// worker is idle ([`core_free`]).
-pub(crate) fn counting_pool(
-    threads: usize,
-) -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
-    let count = InFlight::default();
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .start_handler(move |_| {
-            IN_FLIGHT.with(|c| {
-                c.get_or_init(|| count.clone());
-            });
-        })
-        .build()
-}
-
-/// Held by a worker of a [`counting_pool`] while it reads one file
-/// ([`Job::start`]); elsewhere it counts nothing.
-#[derive(Debug)]
-pub(crate) struct Job(Option<InFlight>);
-
-impl Job {
-    /// Counts one more file in flight in this worker's pool until the
-    /// guard is dropped.
-    pub(crate) fn start() -> Job {
-        let count = IN_FLIGHT.with(|c| c.get().cloned());
-        if let Some(c) = &count {
-            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        Job(count)
-    }
-}
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        if let Some(c) = &self.0 {
-            c.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-}
-
-/// Whether a second core is free for inflating one payload: at least two
-/// threads, and either not inside a rayon pool, or inside a
-/// [`counting_pool`] with fewer files in flight than workers (a scan of a
-/// directory holding one big NEFF, or the tail of a zoo: the idle worker
-/// steals the other half of each `rayon::join`). A worker of any other
-/// pool (`neff mem`'s, a caller's) is taken to be as busy as its pool.
-pub(crate) fn core_free() -> bool {
-    let threads = rayon::current_num_threads();
-    threads >= 2
-        && (rayon::current_thread_index().is_none()
-            || IN_FLIGHT.with(|c| {
-                c.get()
-                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed) < threads)
-            }))
-}
-
 /// Fewest compressed bytes per chunk of a whole-payload split.
 const MIN_CHUNK: usize = 4 << 20;
 /// How far past a cut the block finder looks, in bytes.
@@ -1100,37 +1032,6 @@ mod tests {
         let mut out = vec![0u8; data.len()];
         assert_eq!(split_inflate(&z, &mut out, 2, 64 << 10), Some(data.len()));
         assert!(out == data);
-    }
-
-    #[test]
-    fn a_pool_worker_has_a_free_core_only_while_fewer_files_than_workers_are_read() {
-        let pool = counting_pool(2).unwrap();
-        pool.install(|| {
-            let _a = Job::start();
-            assert!(core_free(), "one file in flight on two workers");
-            let _b = Job::start();
-            assert!(!core_free(), "two files in flight on two workers");
-        });
-        pool.install(|| assert!(core_free(), "the jobs ended"));
-        assert!(
-            !counting_pool(1).unwrap().install(core_free),
-            "a one-thread pool"
-        );
-    }
-
-    #[test]
-    fn a_worker_of_a_pool_that_does_not_count_is_never_free() {
-        // `neff mem` reads its files on the global pool: every worker may be
-        // reading one, so none inflates on a second core.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        assert!(!pool.install(core_free));
-        assert!(!pool.install(|| {
-            let _a = Job::start();
-            core_free()
-        }));
     }
 
     #[test]

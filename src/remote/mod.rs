@@ -59,20 +59,11 @@ pub fn is_url(s: &str) -> bool {
     lower("s3://") || lower("http://") || lower("https://")
 }
 
-/// The runtime the async client runs on: two worker threads for the whole
-/// process, whatever the number of callers blocked on it.
+/// The runtime the async client runs on, one for the process
+/// ([`crate::pool::io_runtime`]), whatever the number of callers blocked
+/// on it.
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("neff-remote")
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| remote(format!("cannot start the I/O runtime: {e}")))
+    crate::pool::io_runtime().map_err(|e| remote(format!("cannot start the I/O runtime: {e}")))
 }
 
 fn remote(reason: impl Into<String>) -> Error {

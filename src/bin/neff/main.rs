@@ -38,6 +38,11 @@ struct Cli {
     /// same, for any crate
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Worker threads for every command that fans out (a scan's workers,
+    /// a large payload's parallel inflate, mem, the cache status)
+    /// [default: one per core]
+    #[arg(short = 'j', long = "threads", global = true, value_name = "N")]
+    threads: Option<usize>,
 }
 
 /// Installs the logger: warnings by default, `neff`'s own lines at the
@@ -220,7 +225,7 @@ enum Cmd {
     Scan {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Worker threads [default: one per core]
+        /// Worker threads [default: -j/--threads, else one per core]
         #[arg(long, default_value_t = 0)]
         jobs: usize,
         /// One JSON object per line (NDJSON) instead of a table
@@ -390,6 +395,9 @@ impl<T> AtPath<T> for Result<T, Error> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_log(cli.verbose);
+    if let Some(n) = cli.threads {
+        neff::set_threads(n);
+    }
     let opts = Options {
         limits: cli.caps.limits(),
         read_mode: match cli.read_mode {

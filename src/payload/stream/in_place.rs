@@ -158,7 +158,7 @@ impl InPlace {
         let Some(end) = pieces.last().map(|p| p.end) else {
             return Ok(0);
         };
-        let split = total >= CRC_SPLIT_FROM && parallel::core_free();
+        let split = total >= CRC_SPLIT_FROM && crate::pool::core_free();
         let slices: Vec<&[u8]> = pieces.iter().map(|p| &w.gz[p.clone()]).collect();
         let crc = stored::crc(&slices, w.crc.sum(), split);
         w.skipped(total, crc)?;

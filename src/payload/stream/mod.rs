@@ -15,7 +15,7 @@
 //!   member is inflated ahead on the free core from the first gzip header
 //!   found, and taken over when the member before really ends there;
 //! - [`MemberRounds`] (`rounds.rs`): a member of 16 MiB of gzip or more,
-//!   with a core free ([`GzStream::new_parallel`], `parallel::core_free`),
+//!   with a core free ([`GzStream::new_parallel`], `pool::core_free`),
 //!   in parallel rounds of its own over its DEFLATE data up to the next
 //!   gzip header found after it (a guess, checked at its end); a round that
 //!   does not decode hands over to [`OneCore`] at the end of the last good
@@ -54,7 +54,7 @@ mod walk;
 
 use super::deflate;
 use super::gzip;
-use super::parallel::{self, PARALLEL_FROM};
+use super::parallel::PARALLEL_FROM;
 use super::stored;
 use crate::error::Result;
 use in_place::InPlace;
@@ -147,10 +147,10 @@ impl<'a> GzStream<'a> {
 
     /// [`new`](Self::new), inflating on two cores when the payload is large
     /// and a core is free (not inside a pool that already keeps every core
-    /// busy: [`parallel::core_free`]): every large member is inflated in
+    /// busy: [`crate::pool::core_free`]): every large member is inflated in
     /// parallel rounds ([`Plan`]), smaller ones two at a time ([`Pairs`]).
     pub(crate) fn new_parallel(gz: &'a [u8], cap: u64) -> Result<GzStream<'a>> {
-        if gz.len() < PARALLEL_FROM || !parallel::core_free() {
+        if gz.len() < PARALLEL_FROM || !crate::pool::core_free() {
             return GzStream::new(gz, cap);
         }
         let mut s = GzStream::new(gz, cap)?;

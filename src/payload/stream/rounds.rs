@@ -311,7 +311,7 @@ impl<'a> MemberRounds<'a> {
         if total == 0 {
             return Ok(0);
         }
-        let split = total >= super::walk::CRC_SPLIT_FROM && crate::payload::parallel::core_free();
+        let split = total >= super::walk::CRC_SPLIT_FROM && crate::pool::core_free();
         let crc = stored::crc(&pieces, w.crc.sum(), split);
         (self.part, self.pos) = (part, pos);
         w.skipped(total, crc)?;
