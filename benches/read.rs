@@ -87,11 +87,7 @@ fn inputs() -> Inputs {
     }
     let write = |name: &str, no_gzip: bool| {
         let p = dir.path().join(name);
-        let opts = PackOptions {
-            no_gzip,
-            mtime: Some(0),
-            ..Default::default()
-        };
+        let opts = PackOptions::default().no_gzip(no_gzip).mtime(Some(0));
         std::fs::write(&p, pack(&entries, &opts).unwrap()).unwrap();
         p
     };
@@ -211,10 +207,7 @@ fn inflate(c: &mut Criterion, inp: &Inputs) {
 fn json(c: &mut Criterion, inp: &Inputs) {
     let mut g = c.benchmark_group("json");
     g.sample_size(20).measurement_time(Duration::from_secs(5));
-    let opts = Options {
-        read_mode: ReadMode::Map,
-        ..Options::default()
-    };
+    let opts = Options::default().read_mode(ReadMode::Map);
     let n = Neff::open_with(&inp.raw, &opts).unwrap();
     for (name, member) in [("def_100k", "sg01/def.json"), ("def_20m", "sg00/def.json")] {
         let e = n.find_pattern(member).unwrap();
@@ -261,10 +254,7 @@ fn json(c: &mut Criterion, inp: &Inputs) {
         ("cc_world_size_fresh_open", false),
         ("cc_world_size_fresh_open_early", true),
     ] {
-        let opts = Options {
-            early_cc,
-            ..Options::default()
-        };
+        let opts = Options::default().early_cc(early_cc);
         g.bench_function(BenchmarkId::new(name, "def_20m"), |b| {
             b.iter(|| {
                 let n = Neff::open_with(&inp.raw, &opts).unwrap();

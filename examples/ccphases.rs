@@ -6,10 +6,7 @@ fn main() {
     let t0 = Instant::now();
     let path = std::env::args().nth(1).unwrap();
     let early = std::env::args().nth(2).is_some_and(|a| a == "early");
-    let opts = neff::Options {
-        early_cc: early,
-        ..Default::default()
-    };
+    let opts = neff::Options::default().early_cc(early);
     let n = neff::Neff::open_with(&path, &opts).unwrap();
     let t1 = Instant::now();
     let w = neff::accessors::cc_world_size(&n).unwrap();

@@ -22,8 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let h = neff.header();
     println!(
         "{path}: package version {}, {} payload bytes, built by {}",
-        h.pkg_version.get(),
-        h.data_size.get(),
+        h.pkg_version(),
+        h.data_size(),
         h.build_version()
     );
 

@@ -13,41 +13,43 @@ use crate::error::{Error, Result};
 /// Size of the header every NEFF starts with.
 pub const HEADER_SIZE: usize = 1024;
 
-/// The on-disk header, field for field (docs/FORMAT.md §1.1).
+/// The on-disk header, field for field (docs/FORMAT.md §1.1), read in place
+/// from the file's bytes. Its numbers are little-endian on disk; the
+/// accessors give them as plain integers.
 #[derive(Clone, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned)]
 #[repr(C)]
 pub struct Header {
     /// 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
-    pub pkg_version: U64,
+    pub(crate) pkg_version: U64,
     /// Offset of the payload; 1024 in every file seen.
-    pub header_size: U64,
+    pub(crate) header_size: U64,
     /// Payload length as stored (the compressed length for gzip).
-    pub data_size: U64,
+    pub(crate) data_size: U64,
     /// `neff_version_major`: the container major version; the runtime accepts
     /// 0..=2, and 2 turns on its feature-bit check.
-    pub version_major: U64,
+    pub(crate) version_major: U64,
     /// `neff_version_minor`: the container minor version; never checked.
-    pub version_minor: U64,
+    pub(crate) version_minor: U64,
     /// NUL-padded `<version>%<branch>@<sha>` of the producing compiler.
-    pub build_version: [u8; 128],
+    pub(crate) build_version: [u8; 128],
     /// `num_tpb` (the runtime reads 1 here as "payload is gzip").
-    pub num_tpb: U32,
+    pub(crate) num_tpb: U32,
     /// MD5 in bytes 0..16 (pkg 2) or SHA-256 in all 32 bytes (pkg 1).
-    pub hash: [u8; 32],
+    pub(crate) hash: [u8; 32],
     /// The model id (RFC 4122 bytes; the runtime also uses it as a cache key).
-    pub uuid: [u8; 16],
+    pub(crate) uuid: [u8; 16],
     /// NUL-terminated model name.
-    pub name: [u8; 256],
+    pub(crate) name: [u8; 256],
     /// NeuronCores requested (1 = one core).
-    pub requested_tpb_count: U32,
+    pub(crate) requested_tpb_count: U32,
     /// TPB (NeuronCore) count per node, one byte each.
-    pub tpb_per_node: [u8; 64],
+    pub(crate) tpb_per_node: [u8; 64],
     /// Capability mask (docs/FORMAT.md §5).
-    pub feature_bits: U64,
+    pub(crate) feature_bits: U64,
     /// Logical-core size (`lnc_size`): 1, or 2 for two fused cores.
-    pub vnc_size: U32,
+    pub(crate) vnc_size: U32,
     /// Reserved, zero.
-    pub pad: [u8; 468],
+    pub(crate) pad: [u8; 468],
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() == HEADER_SIZE);
@@ -109,6 +111,68 @@ impl Header {
                 file.len()
             ))),
         }
+    }
+
+    /// 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
+    pub fn pkg_version(&self) -> u64 {
+        self.pkg_version.get()
+    }
+
+    /// Offset of the payload; 1024 in every file seen.
+    pub fn header_size(&self) -> u64 {
+        self.header_size.get()
+    }
+
+    /// Payload length as stored (the compressed length for gzip).
+    pub fn data_size(&self) -> u64 {
+        self.data_size.get()
+    }
+
+    /// `neff_version_major`: the container major version; the runtime
+    /// accepts 0..=2, and 2 turns on its feature-bit check.
+    pub fn version_major(&self) -> u64 {
+        self.version_major.get()
+    }
+
+    /// `neff_version_minor`: the container minor version; never checked.
+    pub fn version_minor(&self) -> u64 {
+        self.version_minor.get()
+    }
+
+    /// `num_tpb` (the runtime reads 1 here as "payload is gzip").
+    pub fn num_tpb(&self) -> u32 {
+        self.num_tpb.get()
+    }
+
+    /// The hash field as stored: MD5 in bytes 0..16 (package 2) or SHA-256
+    /// in all 32 bytes (package 1); see [`hash_bytes`](Self::hash_bytes).
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+
+    /// The model id (RFC 4122 bytes; the runtime also uses it as a cache key).
+    pub fn uuid(&self) -> &[u8; 16] {
+        &self.uuid
+    }
+
+    /// NeuronCores requested (1 = one core).
+    pub fn requested_tpb_count(&self) -> u32 {
+        self.requested_tpb_count.get()
+    }
+
+    /// TPB (NeuronCore) count per node, one byte each.
+    pub fn tpb_per_node(&self) -> &[u8; 64] {
+        &self.tpb_per_node
+    }
+
+    /// Capability mask (docs/FORMAT.md §5).
+    pub fn feature_bits(&self) -> u64 {
+        self.feature_bits.get()
+    }
+
+    /// Logical-core size (`lnc_size`): 1, or 2 for two fused cores.
+    pub fn vnc_size(&self) -> u32 {
+        self.vnc_size.get()
     }
 
     /// The build version string, up to its first NUL (lossy UTF-8).

@@ -7,6 +7,7 @@
 
 /// The caps applied while opening and querying a NEFF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest inflated (tar) size of a gzip payload, and largest GNU
     /// sparse member read whole into memory
@@ -42,6 +43,71 @@ pub struct Limits {
     /// the archive does not store (listing reads only its map; streaming
     /// it writes this many bytes). Default 64 GiB.
     pub max_sparse_size: u64,
+}
+
+impl Limits {
+    /// Sets `max_inflated`: largest inflated (tar) size of a gzip payload, and largest GNU sparse member read whole into memory (`Neff::data`; streaming reads such as `Neff::copy_data` and unpack are not held to it).
+    #[must_use]
+    pub fn max_inflated(mut self, v: u64) -> Self {
+        self.max_inflated = v;
+        self
+    }
+
+    /// Sets `max_members`: most tar entries (of any kind) in one archive.
+    #[must_use]
+    pub fn max_members(mut self, v: usize) -> Self {
+        self.max_members = v;
+        self
+    }
+
+    /// Sets `max_extended_header`: largest PAX `x`/`g` extended header or GNU `L`/`K` long-name payload.
+    #[must_use]
+    pub fn max_extended_header(mut self, v: u64) -> Self {
+        self.max_extended_header = v;
+        self
+    }
+
+    /// Sets `max_name_len`: longest member name or link target, in bytes.
+    #[must_use]
+    pub fn max_name_len(mut self, v: usize) -> Self {
+        self.max_name_len = v;
+        self
+    }
+
+    /// Sets `max_json_size`: largest JSON member that will be parsed.
+    #[must_use]
+    pub fn max_json_size(mut self, v: u64) -> Self {
+        self.max_json_size = v;
+        self
+    }
+
+    /// Sets `max_json_depth`: deepest nesting of arrays and objects in a JSON member.
+    #[must_use]
+    pub fn max_json_depth(mut self, v: usize) -> Self {
+        self.max_json_depth = v;
+        self
+    }
+
+    /// Sets `inflate_budget`: not a cap but a budget: the largest gzip payload (by its trailer's word, checked as it is inflated) that is inflated whole into one buffer.
+    #[must_use]
+    pub fn inflate_budget(mut self, v: u64) -> Self {
+        self.inflate_budget = v;
+        self
+    }
+
+    /// Sets `max_sparse_segments`: most segments in the maps of an archive's GNU sparse members, all together (16 bytes each in the index).
+    #[must_use]
+    pub fn max_sparse_segments(mut self, v: usize) -> Self {
+        self.max_sparse_segments = v;
+        self
+    }
+
+    /// Sets `max_sparse_size`: largest real (expanded) size of one GNU sparse member, whose holes the archive does not store (listing reads only its map; streaming it writes this many bytes).
+    #[must_use]
+    pub fn max_sparse_size(mut self, v: u64) -> Self {
+        self.max_sparse_size = v;
+        self
+    }
 }
 
 impl Default for Limits {

@@ -32,9 +32,19 @@ use crate::tar::{Kind, BLOCK};
 
 /// What [`optimize_to`] does.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct OptimizeOptions {
     /// Keep the debug-only members.
     pub keep_debug: bool,
+}
+
+impl OptimizeOptions {
+    /// Sets `keep_debug`: keep the debug-only members.
+    #[must_use]
+    pub fn keep_debug(mut self, v: bool) -> Self {
+        self.keep_debug = v;
+        self
+    }
 }
 
 /// What [`optimize_to`] did.

@@ -58,6 +58,7 @@ impl PackEntry {
 
 /// Header fields and encoding choices of a pack.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct PackOptions {
     /// Raw tar, package version 1, SHA-256 (instead of gzip, 2, MD5).
     pub no_gzip: bool,
@@ -71,6 +72,43 @@ pub struct PackOptions {
     /// A file never to pack, matched by device and inode: the output
     /// itself, when it is written inside the directory being packed.
     pub exclude: Option<std::path::PathBuf>,
+}
+
+impl PackOptions {
+    /// Sets `no_gzip`: raw tar, package version 1, SHA-256 (instead of gzip, 2, MD5).
+    #[must_use]
+    pub fn no_gzip(mut self, v: bool) -> Self {
+        self.no_gzip = v;
+        self
+    }
+
+    /// Sets `name`: the header's model name.
+    #[must_use]
+    pub fn name(mut self, v: impl Into<String>) -> Self {
+        self.name = v.into();
+        self
+    }
+
+    /// Sets `uuid`: the header's uuid.
+    #[must_use]
+    pub fn uuid(mut self, v: Option<[u8; 16]>) -> Self {
+        self.uuid = v;
+        self
+    }
+
+    /// Sets `mtime`: every entry's mtime, overriding the files'.
+    #[must_use]
+    pub fn mtime(mut self, v: Option<u64>) -> Self {
+        self.mtime = v;
+        self
+    }
+
+    /// Sets `exclude`: a file never to pack, matched by device and inode: the output itself, when it is written inside the directory being packed.
+    #[must_use]
+    pub fn exclude(mut self, v: Option<std::path::PathBuf>) -> Self {
+        self.exclude = v;
+        self
+    }
 }
 
 /// The build string written into packed headers.

@@ -51,6 +51,7 @@ enum Tar {
 
 /// Options for opening a NEFF.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct Options {
     /// The resource caps hostile input is held to (defaults: [`Limits::default`]).
     pub limits: Limits,
@@ -63,6 +64,29 @@ pub struct Options {
     /// not one after the other. Off by default (a scan already keeps every
     /// CPU busy).
     pub early_cc: bool,
+}
+
+impl Options {
+    /// Sets `limits`: the resource caps hostile input is held to (defaults: `Limits::default`).
+    #[must_use]
+    pub fn limits(mut self, v: Limits) -> Self {
+        self.limits = v;
+        self
+    }
+
+    /// Sets `read_mode`: how the file is brought into memory: mapped, read, or chosen by size.
+    #[must_use]
+    pub fn read_mode(mut self, v: ReadMode) -> Self {
+        self.read_mode = v;
+        self
+    }
+
+    /// Sets `early_cc`: for a raw NEFF with a large def.json: start skimming its collective metadata (`Neff::def_cc`) on a helper thread as soon as the header walk meets it, while the walk goes on, so that a one-shot `cc-world-size` or `has-cc` pays for the walk and the skim at once, not one after the other.
+    #[must_use]
+    pub fn early_cc(mut self, v: bool) -> Self {
+        self.early_cc = v;
+        self
+    }
 }
 
 /// The error for a file that shrank while it was read.

@@ -101,6 +101,7 @@ impl Record {
 
 /// How to scan.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ScanOptions {
     /// How each NEFF is opened (read mode, limits).
     pub open: Options,
@@ -111,6 +112,36 @@ pub struct ScanOptions {
     pub shard: Option<(usize, usize)>,
     /// Check each payload's hash (costs a full read of every file).
     pub verify: bool,
+}
+
+impl ScanOptions {
+    /// Sets `open`: how each NEFF is opened (read mode, limits).
+    #[must_use]
+    pub fn open(mut self, v: Options) -> Self {
+        self.open = v;
+        self
+    }
+
+    /// Sets `jobs`: worker threads (0: the library's worker count, `crate::set_threads`, one per core unless set).
+    #[must_use]
+    pub fn jobs(mut self, v: usize) -> Self {
+        self.jobs = v;
+        self
+    }
+
+    /// Sets `shard`: keep only files whose sorted index i has i mod n == k - 1.
+    #[must_use]
+    pub fn shard(mut self, v: Option<(usize, usize)>) -> Self {
+        self.shard = v;
+        self
+    }
+
+    /// Sets `verify`: check each payload's hash (costs a full read of every file).
+    #[must_use]
+    pub fn verify(mut self, v: bool) -> Self {
+        self.verify = v;
+        self
+    }
 }
 
 /// Lists every `*.neff` under `roots` (files named directly are kept

@@ -54,13 +54,11 @@ fn make(i: usize, pad: usize, raw: bool) -> Vec<u8> {
             0,
         ),
     ];
-    let opts = PackOptions {
-        no_gzip: raw,
-        mtime: Some(0),
-        name: format!("m{i}"),
-        uuid: Some([i as u8; 16]),
-        ..Default::default()
-    };
+    let opts = PackOptions::default()
+        .no_gzip(raw)
+        .mtime(Some(0))
+        .name(format!("m{i}"))
+        .uuid(Some([i as u8; 16]));
     pack(&entries, &opts).unwrap()
 }
 
@@ -689,25 +687,15 @@ fn catalog_looks_up_by_path_and_uuid_and_filters_like_sql() {
             .collect()
     };
     assert_eq!(
-        paths(Filter {
-            min_cc_world_size: Some(32),
-            ..Filter::default()
-        }),
+        paths(Filter::default().min_cc_world_size(32)),
         pick(&|r| r.cc_world_size.is_some_and(|w| w >= 32))
     );
     assert_eq!(
-        paths(Filter {
-            arch: Some("cayman".into()),
-            ok: Some(true),
-            ..Filter::default()
-        }),
+        paths(Filter::default().arch("cayman").ok(true)),
         pick(&|r| r.ok && r.arch.as_deref() == Some("cayman"))
     );
     // Input of shape [1,3]: NEFFs i with i % 5 == 2 (i = 2, 7).
-    let shaped = paths(Filter {
-        input_shape: Some(vec![1, 3]),
-        ..Filter::default()
-    });
+    let shaped = paths(Filter::default().input_shape(vec![1, 3]));
     assert_eq!(shaped.len(), 2);
     assert!(shaped
         .iter()

@@ -21,11 +21,7 @@ fn big_raw_neff(mb: usize) -> Vec<u8> {
         PackEntry::file("sg00/big.bin", big, 0),
         PackEntry::file("sg00/def.json", &def[..], 0),
     ];
-    let opts = PackOptions {
-        no_gzip: true,
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().no_gzip(true).mtime(Some(0));
     pack(&entries, &opts).unwrap()
 }
 
@@ -111,10 +107,7 @@ fn a_truncated_mapped_file_is_reported_not_answered() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("m.neff");
     std::fs::write(&p, big_raw_neff(4)).unwrap();
-    let opts = neff::Options {
-        read_mode: neff::ReadMode::Map,
-        ..Default::default()
-    };
+    let opts = neff::Options::default().read_mode(neff::ReadMode::Map);
     let n = neff::Neff::open_with(&p, &opts).unwrap();
     assert!(!n.changed());
     let big = n

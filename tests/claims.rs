@@ -17,10 +17,7 @@ fn lying_trailer(mb: usize, isize: u32) -> Vec<u8> {
         PackEntry::file("kelf-0.json", &br#"{"target":"trn1"}"#[..], 0),
         PackEntry::file("sg00/noise.bin", noise, 0),
     ];
-    let opts = PackOptions {
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().mtime(Some(0));
     let mut bytes = pack(&entries, &opts).unwrap();
     let n = bytes.len();
     bytes[n - 4..].copy_from_slice(&isize.to_le_bytes());

@@ -197,11 +197,7 @@ fn verify_honours_read_mode() {
 /// written as is), with the header checksum recomputed.
 fn with_mode_field(name: &str, mode: [u8; 8]) -> Vec<u8> {
     use neff::pack::{pack, PackEntry, PackOptions};
-    let opts = PackOptions {
-        no_gzip: true,
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().no_gzip(true).mtime(Some(0));
     let mut bytes = pack(&[PackEntry::file(name, &b"{}"[..], 0)], &opts).unwrap();
     let at = (1024..bytes.len())
         .step_by(512)
@@ -250,10 +246,7 @@ fn neff_named(names: &[&str]) -> Vec<u8> {
         .iter()
         .map(|n| PackEntry::file(n, &b"{}"[..], 0))
         .collect();
-    let opts = PackOptions {
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().mtime(Some(0));
     pack(&entries, &opts).unwrap()
 }
 

@@ -108,20 +108,11 @@ fn bombs_are_refused_at_the_cap_and_read_without_it() {
 
 #[test]
 fn library_survives_every_entry_point_on_hostile_files() {
-    let limits = Limits {
-        max_inflated: 1 << 20,
-        ..Limits::default()
-    };
+    let limits = Limits::default().max_inflated(1 << 20);
     for f in neffs("tests/hostile") {
         let bytes = std::fs::read(&f).unwrap();
         let _ = neff::verify_bytes(&bytes);
-        if let Ok(n) = Neff::from_bytes(
-            bytes,
-            &Options {
-                limits,
-                ..Options::default()
-            },
-        ) {
+        if let Ok(n) = Neff::from_bytes(bytes, &Options::default().limits(limits)) {
             for e in n.entries() {
                 let _ = n.data(e);
             }

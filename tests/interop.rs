@@ -134,15 +134,7 @@ type Row = (Vec<u8>, &'static str, u64, u64, i64, Option<Vec<u8>>);
 fn mapped_pread_walk_and_in_memory_walk_agree() {
     use neff::{Neff, Options, ReadMode};
     for f in all_fixtures().into_iter().chain(neffs("tests/hostile")) {
-        let open = |mode| {
-            Neff::open_with(
-                &f,
-                &Options {
-                    read_mode: mode,
-                    ..Options::default()
-                },
-            )
-        };
+        let open = |mode| Neff::open_with(&f, &Options::default().read_mode(mode));
         match (open(ReadMode::Map), open(ReadMode::Read)) {
             (Ok(a), Ok(b)) => {
                 let rows = |n: &Neff| -> Vec<Row> {

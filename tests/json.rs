@@ -14,21 +14,8 @@ fn neff_with(def: &[u8], limits: Limits) -> Result<Neff, neff::Error> {
         ),
         PackEntry::file("sg00/def.json", def, 0),
     ];
-    let bytes = pack(
-        &entries,
-        &PackOptions {
-            mtime: Some(0),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    Neff::from_bytes(
-        bytes,
-        &Options {
-            limits,
-            ..Options::default()
-        },
-    )
+    let bytes = pack(&entries, &PackOptions::default().mtime(Some(0))).unwrap();
+    Neff::from_bytes(bytes, &Options::default().limits(limits))
 }
 
 fn def_error(def: &[u8]) -> String {
@@ -143,17 +130,11 @@ fn wrong_shapes_are_refused_with_the_key() {
 fn json_size_cap_is_checked_before_parsing_at_its_edge() {
     let def = format!("{{\"pad\":\"{}\"}}", "x".repeat(1000));
     let len = def.len() as u64;
-    let at = Limits {
-        max_json_size: len,
-        ..Limits::default()
-    };
+    let at = Limits::default().max_json_size(len);
     assert!(Accessor::Def
         .write_json(&neff_with(def.as_bytes(), at).unwrap(), &mut Vec::new())
         .is_ok());
-    let under = Limits {
-        max_json_size: len - 1,
-        ..Limits::default()
-    };
+    let under = Limits::default().max_json_size(len - 1);
     let e = Accessor::Def
         .write_json(&neff_with(def.as_bytes(), under).unwrap(), &mut Vec::new())
         .unwrap_err();
@@ -163,10 +144,7 @@ fn json_size_cap_is_checked_before_parsing_at_its_edge() {
 #[test]
 fn json_depth_cap_at_its_edge() {
     let nest = |d: usize| [vec![b'['; d], vec![b']'; d]].concat();
-    let at = Limits {
-        max_json_depth: 10,
-        ..Limits::default()
-    };
+    let at = Limits::default().max_json_depth(10);
     assert!(Accessor::Def
         .write_json(&neff_with(&nest(10), at).unwrap(), &mut Vec::new())
         .is_ok());
@@ -315,11 +293,7 @@ fn skim_falls_back_to_the_full_parse_for_its_errors() {
 fn raw_neff_file(entries: &[PackEntry], dir: &tempfile::TempDir) -> std::path::PathBuf {
     let bytes = pack(
         entries,
-        &PackOptions {
-            no_gzip: true,
-            mtime: Some(0),
-            ..Default::default()
-        },
+        &PackOptions::default().no_gzip(true).mtime(Some(0)),
     )
     .unwrap();
     let path = dir.path().join("raw.neff");
@@ -329,10 +303,7 @@ fn raw_neff_file(entries: &[PackEntry], dir: &tempfile::TempDir) -> std::path::P
 
 /// (has-cc, cc-world-size) as text, for a NEFF opened with `early_cc`.
 fn cc_answers(path: &std::path::Path, early_cc: bool) -> (String, String) {
-    let opts = Options {
-        early_cc,
-        ..Options::default()
-    };
+    let opts = Options::default().early_cc(early_cc);
     let n = match Neff::open_with(path, &opts) {
         Ok(n) => n,
         Err(e) => return (e.to_string(), e.to_string()),

@@ -6,23 +6,13 @@ use neff::pack::{pack, write_tar, PackEntry, PackOptions};
 use neff::{Error, Limits, Neff, Options};
 
 fn open(bytes: Vec<u8>, limits: Limits) -> Result<Neff, Error> {
-    Neff::from_bytes(
-        bytes,
-        &Options {
-            limits,
-            ..Options::default()
-        },
-    )
+    Neff::from_bytes(bytes, &Options::default().limits(limits))
 }
 
 fn build(entries: &[PackEntry], gzip: bool) -> Vec<u8> {
     pack(
         entries,
-        &PackOptions {
-            no_gzip: !gzip,
-            mtime: Some(0),
-            ..Default::default()
-        },
+        &PackOptions::default().no_gzip(!gzip).mtime(Some(0)),
     )
     .unwrap()
 }
@@ -42,19 +32,10 @@ fn inflated_size_cap() {
     let entries = vec![PackEntry::file("a.bin", vec![7u8; 100_000], 0)];
     let tar_len = write_tar(&entries).len() as u64;
     let gz = build(&entries, true);
-    let at = Limits {
-        max_inflated: tar_len,
-        ..Limits::default()
-    };
+    let at = Limits::default().max_inflated(tar_len);
     assert_eq!(open(gz.clone(), at).unwrap().tar_len(), tar_len);
     is_limit(
-        open(
-            gz,
-            Limits {
-                max_inflated: tar_len - 1,
-                ..Limits::default()
-            },
-        ),
+        open(gz, Limits::default().max_inflated(tar_len - 1)),
         "inflated payload size",
     );
 }
@@ -66,26 +47,14 @@ fn member_count_cap() {
         .collect();
     let raw = build(&entries, false);
     assert_eq!(
-        open(
-            raw.clone(),
-            Limits {
-                max_members: 50,
-                ..Limits::default()
-            }
-        )
-        .unwrap()
-        .entries()
-        .len(),
+        open(raw.clone(), Limits::default().max_members(50))
+            .unwrap()
+            .entries()
+            .len(),
         50
     );
     is_limit(
-        open(
-            raw,
-            Limits {
-                max_members: 49,
-                ..Limits::default()
-            },
-        ),
+        open(raw, Limits::default().max_members(49)),
         "number of archive entries",
     );
 }
@@ -96,15 +65,9 @@ fn extended_header_cap() {
     let name = "n".repeat(5000);
     let record = 5000 + " path=\n".len() + 4;
     let raw = build(&[PackEntry::file(&name, &b"x"[..], 0)], false);
-    let at = Limits {
-        max_extended_header: record as u64,
-        ..Limits::default()
-    };
+    let at = Limits::default().max_extended_header(record as u64);
     assert_eq!(open(raw.clone(), at).unwrap().entries().len(), 1);
-    let under = Limits {
-        max_extended_header: record as u64 - 1,
-        ..Limits::default()
-    };
+    let under = Limits::default().max_extended_header(record as u64 - 1);
     is_limit(open(raw, under), "extended header size");
 }
 
@@ -112,15 +75,9 @@ fn extended_header_cap() {
 fn name_and_link_length_cap() {
     let name = "d/".repeat(100) + "file";
     let raw = build(&[PackEntry::file(&name, &b"x"[..], 0)], false);
-    let at = Limits {
-        max_name_len: name.len(),
-        ..Limits::default()
-    };
+    let at = Limits::default().max_name_len(name.len());
     assert_eq!(open(raw.clone(), at).unwrap().entries().len(), 1);
-    let under = Limits {
-        max_name_len: name.len() - 1,
-        ..Limits::default()
-    };
+    let under = Limits::default().max_name_len(name.len() - 1);
     is_limit(open(raw, under), "member name length");
     let link = PackEntry {
         name: b"l".to_vec(),

@@ -32,11 +32,7 @@ fn estimate_of(files: &[(&str, &str)]) -> neff::Result<Estimate> {
             .iter()
             .map(|(n, d)| PackEntry::file(n, d.as_bytes(), 0)),
     );
-    let opts = PackOptions {
-        no_gzip: true,
-        uuid: Some([1; 16]),
-        ..PackOptions::default()
-    };
+    let opts = PackOptions::default().no_gzip(true).uuid(Some([1; 16]));
     mem::estimate(&Neff::from_bytes(pack(&entries, &opts).unwrap(), &Options::default()).unwrap())
 }
 
@@ -313,11 +309,7 @@ fn estimate_raw(files: &[(&str, &str)]) -> neff::Result<Estimate> {
         .iter()
         .map(|(n, d)| PackEntry::file(n, d.as_bytes(), 0))
         .collect();
-    let opts = PackOptions {
-        no_gzip: true,
-        uuid: Some([3; 16]),
-        ..PackOptions::default()
-    };
+    let opts = PackOptions::default().no_gzip(true).uuid(Some([3; 16]));
     mem::estimate(&Neff::from_bytes(pack(&entries, &opts).unwrap(), &Options::default()).unwrap())
 }
 
@@ -386,10 +378,7 @@ fn a_kelf_whose_name_is_not_utf8_is_read_not_a_panic() {
         kelf,
         PackEntry::file("sg00/def.json", &br#"{"var":{}}"#[..], 0),
     ];
-    let opts = PackOptions {
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().mtime(Some(0));
     let n = Neff::from_bytes(pack(&entries, &opts).unwrap(), &Options::default()).unwrap();
     let e = mem::estimate(&n).unwrap();
     assert_eq!(e.subgraphs.len(), 1);

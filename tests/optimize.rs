@@ -42,7 +42,7 @@ fn answers(n: &Neff) -> Vec<String> {
 }
 
 fn optimized(n: &Neff, keep_debug: bool) -> (Neff, Vec<u8>, Vec<String>) {
-    let (bytes, report) = optimize(n, &OptimizeOptions { keep_debug }).unwrap();
+    let (bytes, report) = optimize(n, &OptimizeOptions::default().keep_debug(keep_debug)).unwrap();
     let out = Neff::from_bytes(bytes.clone(), &Options::default()).unwrap();
     (out, bytes, report.dropped)
 }
@@ -55,19 +55,19 @@ fn output_is_raw_verifies_and_keeps_the_header_identity() {
         neff::verify_bytes(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(!o.is_compressed());
         let (h, g) = (n.header(), o.header());
-        assert_eq!(g.pkg_version.get(), 1);
-        assert_eq!(g.header_size.get(), 1024);
-        assert_eq!(g.data_size.get() as usize, bytes.len() - 1024);
-        assert_eq!(g.num_tpb.get(), 0);
+        assert_eq!(g.pkg_version(), 1);
+        assert_eq!(g.header_size(), 1024);
+        assert_eq!(g.data_size() as usize, bytes.len() - 1024);
+        assert_eq!(g.num_tpb(), 0);
         assert_eq!(h.name(), g.name());
-        assert_eq!(h.uuid, g.uuid);
+        assert_eq!(h.uuid(), g.uuid());
         assert_eq!(h.build_version(), g.build_version());
-        assert_eq!(h.version_major.get(), g.version_major.get());
-        assert_eq!(h.version_minor.get(), g.version_minor.get());
-        assert_eq!(h.feature_bits.get(), g.feature_bits.get());
-        assert_eq!(h.vnc_size.get(), g.vnc_size.get());
-        assert_eq!(h.requested_tpb_count.get(), g.requested_tpb_count.get());
-        assert_eq!(h.tpb_per_node, g.tpb_per_node);
+        assert_eq!(h.version_major(), g.version_major());
+        assert_eq!(h.version_minor(), g.version_minor());
+        assert_eq!(h.feature_bits(), g.feature_bits());
+        assert_eq!(h.vnc_size(), g.vnc_size());
+        assert_eq!(h.requested_tpb_count(), g.requested_tpb_count());
+        assert_eq!(h.tpb_per_node(), g.tpb_per_node());
     }
 }
 
@@ -153,14 +153,7 @@ fn a_hard_link_keeps_its_debug_target() {
         },
         PackEntry::file("sg00/x.asm", "gone", 0),
     ];
-    let bytes = pack(
-        &entries,
-        &PackOptions {
-            uuid: Some([2; 16]),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let bytes = pack(&entries, &PackOptions::default().uuid(Some([2; 16]))).unwrap();
     let n = Neff::from_bytes(bytes, &Options::default()).unwrap();
     let (o, _, dropped) = optimized(&n, false);
     assert_eq!(dropped, ["sg00/x.asm"]);

@@ -258,14 +258,7 @@ fn assert_contained(dir: &Path) {
 }
 
 fn hostile(entries: Vec<PackEntry>) -> Vec<u8> {
-    pack(
-        &entries,
-        &PackOptions {
-            mtime: Some(0),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    pack(&entries, &PackOptions::default().mtime(Some(0))).unwrap()
 }
 
 fn entry(name: &str, kind: PackKind) -> PackEntry {

@@ -101,10 +101,7 @@ fn write_neff(dir: &Path, name: &str, members: &[(&str, &str)]) -> PathBuf {
         .iter()
         .map(|(n, j)| PackEntry::file(n, j.as_bytes(), 0))
         .collect();
-    let opts = PackOptions {
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().mtime(Some(0));
     let p = dir.join(name);
     std::fs::write(&p, pack(&entries, &opts).unwrap()).unwrap();
     p

@@ -55,11 +55,7 @@ fn big(raw: bool) -> Vec<u8> {
             0,
         ));
     }
-    let opts = PackOptions {
-        no_gzip: raw,
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().no_gzip(raw).mtime(Some(0));
     pack(&entries, &opts).unwrap()
 }
 

@@ -82,12 +82,10 @@ fn make_neff(i: usize) -> (Vec<u8>, Want) {
             0,
         ),
     ];
-    let opts = PackOptions {
-        no_gzip: i % 10 == 0,
-        mtime: Some(0),
-        name: format!("m{i}"),
-        ..Default::default()
-    };
+    let opts = PackOptions::default()
+        .no_gzip(i % 10 == 0)
+        .mtime(Some(0))
+        .name(format!("m{i}"));
     let want = Want {
         arch,
         cores,

@@ -32,10 +32,7 @@ fn neff_with(overrides: &[(&str, &str)]) -> Vec<u8> {
             entries.push(PackEntry::file(name, json.as_bytes(), 0));
         }
     }
-    let opts = PackOptions {
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = PackOptions::default().mtime(Some(0));
     pack(&entries, &opts).unwrap()
 }
 

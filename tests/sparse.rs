@@ -114,13 +114,7 @@ fn neffs_of(tar: &Path, dir: &Path) -> Vec<(String, PathBuf, Options)> {
     let gz = dir.join(format!("{stem}-gz.neff"));
     std::fs::write(&raw, wrap(&bytes)).unwrap();
     std::fs::write(&gz, wrap(&neff::pack::gzip(&bytes))).unwrap();
-    let streamed = Options {
-        limits: Limits {
-            inflate_budget: 0,
-            ..Limits::default()
-        },
-        ..Options::default()
-    };
+    let streamed = Options::default().limits(Limits::default().inflate_budget(0));
     vec![
         (format!("{stem} raw"), raw, Options::default()),
         (format!("{stem} gzip"), gz.clone(), Options::default()),
@@ -684,13 +678,7 @@ fn a_sparse_member_read_whole_is_capped_like_an_inflation_but_streams_uncapped()
     let tar = end(old_gnu("big-hole", real, &[(0, 512), (real, 0)], &[3; 512]));
     let path = tmp.path().join("big.neff");
     std::fs::write(&path, wrap(&tar)).unwrap();
-    let opts = Options {
-        limits: Limits {
-            max_inflated: 1 << 20,
-            ..Limits::default()
-        },
-        ..Options::default()
-    };
+    let opts = Options::default().limits(Limits::default().max_inflated(1 << 20));
     let n = Neff::open_with(&path, &opts).unwrap();
     let e = &n.entries()[0];
     let err = n.data(e).unwrap_err().to_string();

@@ -30,10 +30,7 @@ pub struct Neff {
 #[pyfunction]
 #[pyo3(name = "open", signature = (path, early_cc = false))]
 pub fn open_path(py: Python<'_>, path: PathBuf, early_cc: bool) -> PyResult<Neff> {
-    let opts = neff::Options {
-        early_cc,
-        ..neff::Options::default()
-    };
+    let opts = neff::Options::default().early_cc(early_cc);
     let reader = py
         .allow_threads(|| Reader::open_with(&path, &opts))
         .map_err(to_py)?;

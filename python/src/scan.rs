@@ -100,11 +100,7 @@ pub fn scan_paths(
     shard: Option<(usize, usize)>,
 ) -> PyResult<ScanIter> {
     check_shard(shard)?;
-    let opts = ScanOptions {
-        jobs,
-        shard,
-        ..ScanOptions::default()
-    };
+    let opts = ScanOptions::default().jobs(jobs).shard(shard);
     let (tx, rx) = sync_channel(QUEUE);
     std::thread::Builder::new()
         .name("neff-scan".into())

@@ -60,6 +60,7 @@ pub struct Catalog {
 /// Which records [`Catalog::records`] returns: every condition given must
 /// hold (the default returns them all), in path order.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Filter {
     /// `ok` is this.
     pub ok: Option<bool>,
@@ -77,6 +78,64 @@ pub struct Filter {
     pub input_shape: Option<Vec<u64>>,
     /// The header's uuid is this (32 lower-case hex digits).
     pub uuid: Option<String>,
+}
+
+impl Filter {
+    /// Sets `ok`: `ok` is this.
+    #[must_use]
+    pub fn ok(mut self, v: bool) -> Self {
+        self.ok = Some(v);
+        self
+    }
+
+    /// Sets `arch`: the kelf's target arch is this.
+    #[must_use]
+    pub fn arch(mut self, v: impl Into<String>) -> Self {
+        self.arch = Some(v.into());
+        self
+    }
+
+    /// Sets `min_cc_world_size`: the collective world size is at least this.
+    #[must_use]
+    pub fn min_cc_world_size(mut self, v: u64) -> Self {
+        self.min_cc_world_size = Some(v);
+        self
+    }
+
+    /// Sets `max_cc_world_size`: the collective world size is at most this.
+    #[must_use]
+    pub fn max_cc_world_size(mut self, v: u64) -> Self {
+        self.max_cc_world_size = Some(v);
+        self
+    }
+
+    /// Sets `path_prefix`: the path starts with this.
+    #[must_use]
+    pub fn path_prefix(mut self, v: impl Into<String>) -> Self {
+        self.path_prefix = Some(v.into());
+        self
+    }
+
+    /// Sets `input`: some subgraph takes an input of this name.
+    #[must_use]
+    pub fn input(mut self, v: impl Into<String>) -> Self {
+        self.input = Some(v.into());
+        self
+    }
+
+    /// Sets `input_shape`: some subgraph takes an input of this shape (as JSON, `[1,128]`).
+    #[must_use]
+    pub fn input_shape(mut self, v: Vec<u64>) -> Self {
+        self.input_shape = Some(v);
+        self
+    }
+
+    /// Sets `uuid`: the header's uuid is this (32 lower-case hex digits).
+    #[must_use]
+    pub fn uuid(mut self, v: impl Into<String>) -> Self {
+        self.uuid = Some(v.into());
+        self
+    }
 }
 
 impl Catalog {

@@ -45,18 +45,22 @@ use crate::error::{Error, Result};
 use crate::limits::Limits;
 
 self_cell::self_cell!(
-    /// A parsed JSON member: its bytes and the tape that borrows from them.
-    pub struct Parsed {
+    /// A member's bytes and the tape that borrows from them (the cell's
+    /// generated methods stay inside this module).
+    struct Cell {
         owner: MutBorrow<Vec<u8>>,
         #[covariant]
         dependent: Tape,
     }
 );
 
+/// A parsed JSON member: its bytes and the tape that borrows from them.
+pub struct Parsed(Cell);
+
 impl std::fmt::Debug for Parsed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Parsed")
-            .field("nodes", &self.borrow_dependent().0.len())
+            .field("nodes", &self.0.borrow_dependent().0.len())
             .finish()
     }
 }
@@ -77,7 +81,7 @@ impl Parsed {
                 reason: format!("lone surrogate escape at byte {at}"),
             });
         }
-        let parsed = Parsed::try_new(MutBorrow::new(bytes), |b| {
+        let parsed = Cell::try_new(MutBorrow::new(bytes), |b| {
             simd_json::to_tape_with_buffers(b.borrow_mut(), buffers)
         })
         .map_err(|e| Error::Json {
@@ -92,12 +96,12 @@ impl Parsed {
                 cap: limits.max_json_depth as u64,
             });
         }
-        Ok(parsed)
+        Ok(Parsed(parsed))
     }
 
     /// The root value.
     pub fn root(&self) -> Json<'_> {
-        Json::new(&self.borrow_dependent().0)
+        Json::new(&self.0.borrow_dependent().0)
     }
 }
 

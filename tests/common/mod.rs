@@ -128,11 +128,9 @@ pub fn noise(n: usize, seed: u64) -> Vec<u8> {
 /// A valid NEFF header in front of `payload` (package version 2 if it is
 /// gzip, else 1), with a fixed uuid: crafted tars become NEFFs.
 pub fn wrap(payload: &[u8]) -> Vec<u8> {
-    let opts = neff::pack::PackOptions {
-        no_gzip: !payload.starts_with(&[0x1f, 0x8b]),
-        mtime: Some(0),
-        ..Default::default()
-    };
+    let opts = neff::pack::PackOptions::default()
+        .no_gzip(!payload.starts_with(&[0x1f, 0x8b]))
+        .mtime(Some(0));
     neff::pack::behind_header(payload, None, &opts).expect("a header for bytes in memory")
 }
 

@@ -114,17 +114,16 @@ struct Caps {
 impl Caps {
     fn limits(&self) -> Limits {
         let d = Limits::default();
-        Limits {
-            max_inflated: self.max_inflated.unwrap_or(d.max_inflated),
-            max_members: self.max_members.unwrap_or(d.max_members),
-            max_extended_header: self.max_extended_header.unwrap_or(d.max_extended_header),
-            max_name_len: self.max_name_len.map_or(d.max_name_len, |v| v as usize),
-            max_json_size: self.max_json_size.unwrap_or(d.max_json_size),
-            max_json_depth: self.max_json_depth.unwrap_or(d.max_json_depth),
-            inflate_budget: self.inflate_budget.unwrap_or(d.inflate_budget),
-            max_sparse_segments: self.max_sparse_segments.unwrap_or(d.max_sparse_segments),
-            max_sparse_size: self.max_sparse_size.unwrap_or(d.max_sparse_size),
-        }
+        Limits::default()
+            .max_inflated(self.max_inflated.unwrap_or(d.max_inflated))
+            .max_members(self.max_members.unwrap_or(d.max_members))
+            .max_extended_header(self.max_extended_header.unwrap_or(d.max_extended_header))
+            .max_name_len(self.max_name_len.map_or(d.max_name_len, |v| v as usize))
+            .max_json_size(self.max_json_size.unwrap_or(d.max_json_size))
+            .max_json_depth(self.max_json_depth.unwrap_or(d.max_json_depth))
+            .inflate_budget(self.inflate_budget.unwrap_or(d.inflate_budget))
+            .max_sparse_segments(self.max_sparse_segments.unwrap_or(d.max_sparse_segments))
+            .max_sparse_size(self.max_sparse_size.unwrap_or(d.max_sparse_size))
     }
 }
 
@@ -398,15 +397,13 @@ fn main() -> ExitCode {
     if let Some(n) = cli.threads {
         neff::set_threads(n);
     }
-    let opts = Options {
-        limits: cli.caps.limits(),
-        read_mode: match cli.read_mode {
+    let opts = Options::default()
+        .limits(cli.caps.limits())
+        .read_mode(match cli.read_mode {
             ReadModeArg::Auto => ReadMode::Auto,
             ReadModeArg::Map => ReadMode::Map,
             ReadModeArg::Read => ReadMode::Read,
-        },
-        ..Options::default()
-    };
+        });
     match run(cli.cmd, &opts) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
@@ -459,10 +456,8 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Get { file, accessor } => {
             // The collective accessors read only def.json's CC keys: skim
             // them while the walk is still going (see Options::early_cc).
-            let opts = Options {
-                early_cc: matches!(accessor, Accessor::HasCc | Accessor::CcWorldSize),
-                ..*opts
-            };
+            let opts =
+                (*opts).early_cc(matches!(accessor, Accessor::HasCc | Accessor::CcWorldSize));
             let neff = Neff::open_with(&file, &opts).at(&file)?;
             let mut buf = Vec::new();
             let answer = accessor.write_json(&neff, &mut buf);
@@ -518,13 +513,12 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                     .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
                     .unwrap_or_default()
             });
-            let popts = neff::pack::PackOptions {
-                no_gzip,
-                name,
-                uuid,
-                mtime,
-                exclude: Some(output.clone()),
-            };
+            let popts = neff::pack::PackOptions::default()
+                .no_gzip(no_gzip)
+                .name(name)
+                .uuid(uuid)
+                .mtime(mtime)
+                .exclude(Some(output.clone()));
             let file = std::fs::File::create(&output)
                 .map_err(Error::Io)
                 .at(&output)?;
@@ -550,12 +544,11 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             rebuild,
         } => {
             drop(out);
-            let sopts = neff::scan::ScanOptions {
-                open: *opts,
-                jobs,
-                shard,
-                verify,
-            };
+            let sopts = neff::scan::ScanOptions::default()
+                .open(*opts)
+                .jobs(jobs)
+                .shard(shard)
+                .verify(verify);
             let how = scan::How {
                 json,
                 sorted,

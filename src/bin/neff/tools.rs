@@ -196,7 +196,7 @@ pub fn optimize(
         .map_err(Error::Io)
         .at(output)?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    let o = neff::optimize::OptimizeOptions { keep_debug };
+    let o = neff::optimize::OptimizeOptions::default().keep_debug(keep_debug);
     let done = neff::optimize::optimize_to(&n, &o, &mut w)
         .and_then(|_| w.flush().map_err(Error::Io))
         .and_then(|()| std::fs::rename(&tmp, output).map_err(Error::Io));
