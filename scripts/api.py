@@ -7,7 +7,7 @@
 Walks what a user can name: the root module, public modules, re-exports
 (`pub use`), and for each type its public fields, variants and inherent
 methods (trait impls are left out: they follow from derives). `api.txt` at
-the root holds the result; `tests/api.rs` regenerates it and fails on any
+the root holds the result; `scripts/api --check` (CI) regenerates it and fails on any
 difference, so that a change to the public surface shows in review.
 """
 import json

@@ -1,5 +1,5 @@
 //! Entry points shared by the fuzz targets (`fuzz/`) and the tests that
-//! replay their corpora in CI (`tests/fuzz_replay.rs`), so that a crash
+//! replay their corpora in CI (`tests/it/fuzz_replay.rs`), so that a crash
 //! found by cargo-fuzz becomes a regression test that runs on stable.
 //!
 //! Each function feeds its input through every reader path and panics only
@@ -104,7 +104,7 @@ fn answers(bytes: &[u8], opts: &Options) -> String {
 }
 
 /// The whole-payload and streamed reads (budget unlimited, budget 0) give
-/// `bytes` the same answer (`tests/paths.rs` does this for the fixtures).
+/// `bytes` the same answer (`tests/it/paths.rs` does this for the fixtures).
 fn same_both_ways(bytes: &[u8]) {
     let mut whole = fuzz_options();
     whole.limits.inflate_budget = u64::MAX;

@@ -50,7 +50,7 @@
 #![deny(unsafe_code)]
 
 // The data's path, lowest first. Private: what users need is re-exported
-// below; docs/ARCHITECTURE.md says what each owns, and tests/layering.rs
+// below; docs/ARCHITECTURE.md says what each owns, and tests/it/layering.rs
 // keeps every module from importing one above it.
 pub mod accessors;
 mod error;

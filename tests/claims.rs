@@ -2,6 +2,7 @@
 //! inflates to, never with what its gzip trailer claims. (One test in its
 //! own binary: it reads the peak RSS of its children.)
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::process::Command;

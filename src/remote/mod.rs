@@ -195,7 +195,7 @@ fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
 /// supported by …"), the S3 store with `Error::Generic` over `NotPartial`
 /// ("Received non-partial response when range requested"), both private
 /// types of object_store 0.14 (`http/client.rs`, `client/get.rs`): they
-/// are told apart by their messages, which tests/remote.rs checks against
+/// are told apart by their messages, which tests/it/remote.rs checks against
 /// real servers (its `norange` fault) for both stores.
 fn ignores_range(e: &object_store::Error) -> bool {
     use object_store::Error as E;

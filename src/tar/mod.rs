@@ -22,7 +22,7 @@
 //! Where libarchive (the runtime's reader) and GNU tar (the reference
 //! reader's tool) would read an archive differently, the walk refuses it
 //! with a reason; where they agree, it reads exactly what they read. Cases
-//! handled so far (each pinned by `tests/ambiguity.rs`, which lists the
+//! handled so far (each pinned by `tests/it/ambiguity.rs`, which lists the
 //! crafted archives with both tools; the differential fuzz targets
 //! `vs_libarchive` and `vs_tar_crate` in `fuzz/` found several of them):
 //!
@@ -72,7 +72,7 @@
 //!   under its real name, and so does the index ([`sparse`]); maps the two
 //!   read differently (overlapping, short of the real size, segments not
 //!   in whole blocks before the last, an old GNU entry half empty, …) are
-//!   refused with the member's name (`tests/sparse.rs` builds each one and
+//!   refused with the member's name (`tests/it/sparse.rs` builds each one and
 //!   reads it with both tools).
 
 mod block;

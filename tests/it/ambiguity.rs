@@ -4,12 +4,10 @@
 //! exactly what they list. Each case is crafted here byte by byte, listed by
 //! both tools, and checked against that rule.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// One 512-byte ustar header.
 fn header(name: &str, typeflag: u8, size: u64, link: &str) -> Vec<u8> {

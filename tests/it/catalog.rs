@@ -3,14 +3,12 @@
 //! concurrency, against hostile database files, merged from shards, and
 //! its rows against `neff info --json` / `neff get alias`.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::*;
+use crate::common::*;
 use neff::catalog::{Catalog, Filter};
 use neff::pack::{pack, PackEntry, PackOptions};
 

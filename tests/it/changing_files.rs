@@ -3,12 +3,10 @@
 //! while `neff` reads it gives that file an error (exit 1 or 3, `ok: false`
 //! in a scan), and a FIFO or device named like a NEFF is refused at once.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use neff::pack::{pack, PackEntry, PackOptions};
 
 /// A raw NEFF with a large member (mapped, and slow enough to read that a

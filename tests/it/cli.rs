@@ -1,8 +1,6 @@
 //! The command-line contract of docs/CLI.md: exit codes, keys, outputs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn fixture(rel: &str) -> String {
     root().join(rel).to_str().unwrap().to_string()

@@ -2,11 +2,9 @@
 //! difference it was built with, a NEFF against its own `optimize` output
 //! differs only in the header and the debug members, and the exit codes.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{neff, root};
+use crate::common::{neff, root};
 use serde_json::{json, Value};
 
 fn fixture(name: &str) -> PathBuf {
@@ -304,7 +302,7 @@ fn a_neff_and_its_optimize_output_differ_only_in_header_and_debug_members() {
     let t = tempfile::tempdir().unwrap();
     let a = root().join("fixtures/mem/mem-rules-gz.neff");
     let b = t.path().join("o.neff");
-    common::neff_ok(&["optimize", a.to_str().unwrap(), "-o", b.to_str().unwrap()]);
+    crate::common::neff_ok(&["optimize", a.to_str().unwrap(), "-o", b.to_str().unwrap()]);
     let (code, d) = diff_json(&a, &b);
     assert_eq!(code, 1);
     assert_eq!(
@@ -328,7 +326,7 @@ fn a_neff_and_its_optimize_output_differ_only_in_header_and_debug_members() {
     }
     // With --keep-debug only the header differs.
     let c = t.path().join("k.neff");
-    common::neff_ok(&[
+    crate::common::neff_ok(&[
         "optimize",
         "--keep-debug",
         a.to_str().unwrap(),

@@ -2,11 +2,9 @@
 //! standard-library Python reading of docs/FORMAT.md) computes, as a value
 //! and as the text Python's `json.dumps` prints.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use neff::{Accessor, Neff};
 
 #[test]

@@ -2,9 +2,7 @@
 //! fuzz targets' entry points, so a crash once found stays fixed even where
 //! cargo-fuzz (nightly features) cannot run.
 
-mod common;
-
-use common::root;
+use crate::common::root;
 
 fn inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<_> = std::fs::read_dir(root().join(dir))

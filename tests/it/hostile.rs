@@ -1,9 +1,7 @@
 //! Every malformed file in `tests/hostile/` is refused with exit 1 and one
 //! line naming the file and the reason, by every read command; nothing panics.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neff::{Accessor, Limits, Neff, Options};
 
 /// One row of `tests/hostile/MANIFEST.tsv`: a file, the command that must

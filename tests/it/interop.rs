@@ -1,11 +1,9 @@
 //! `neff ls` and `neff cat` agree with GNU tar (and bsdtar) on archives
 //! those tools and Python's tarfile wrote, in every format, gzip and raw.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 fn neff_list(f: &std::path::Path) -> Vec<String> {
     let out = neff_ok(&["ls", "--all", f.to_str().unwrap()]);

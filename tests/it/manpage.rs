@@ -2,12 +2,10 @@
 //! scripts, generated from the same clap definitions as the parser, name
 //! every subcommand and are valid for the tools that read them.
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// The subcommands, as `neff --help` lists them (without `help`).
 fn subcommands() -> Vec<String> {

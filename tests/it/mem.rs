@@ -1,11 +1,9 @@
 //! `neff mem` and `neff::mem`: the worked figures of docs/FORMAT.md §7, one
 //! fixture per rule, the set total, the page settings and the refusals.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{assert_refused, neff, neff_ok, root};
+use crate::common::{assert_refused, neff, neff_ok, root};
 use neff::mem::{self, Estimate, Total};
 use neff::pack::{pack, PackEntry, PackOptions};
 use neff::{Neff, Options};
@@ -296,7 +294,7 @@ fn every_fixture_is_estimated_or_refused_without_a_panic() {
         "fixtures/diff",
         "tests/hostile",
     ] {
-        for f in common::neffs(dir) {
+        for f in crate::common::neffs(dir) {
             if let Ok(n) = Neff::open(&f) {
                 let _ = mem::estimate(&n);
             }

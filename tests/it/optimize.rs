@@ -2,11 +2,9 @@
 //! members dropped by the documented rule, everything else kept byte for
 //! byte, every accessor and `mem` answering the same, reproducible output.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{neff, neff_ok, root};
+use crate::common::{neff, neff_ok, root};
 use neff::optimize::{optimize, OptimizeOptions};
 use neff::{Accessor, Kind, Neff, Options};
 
@@ -18,7 +16,7 @@ fn all_fixtures() -> Vec<PathBuf> {
         "fixtures/mem",
         "fixtures/diff",
     ] {
-        v.extend(common::neffs(d));
+        v.extend(crate::common::neffs(d));
     }
     v
 }
@@ -217,7 +215,7 @@ fn cli_refuses_a_corrupt_neff_and_writes_nothing() {
     let t = tempfile::tempdir().unwrap();
     let bad = root().join("tests/hostile/gzip-truncated-gz.neff");
     let out = t.path().join("o.neff");
-    common::assert_refused(
+    crate::common::assert_refused(
         &[
             "optimize",
             bad.to_str().unwrap(),
@@ -238,7 +236,7 @@ fn cli_refuses_a_corrupt_neff_and_writes_nothing() {
 
 #[test]
 fn hostile_files_are_optimized_or_refused_without_a_panic() {
-    for f in common::neffs("tests/hostile") {
+    for f in crate::common::neffs("tests/hostile") {
         let Ok(n) = Neff::open(&f) else { continue };
         if let Ok((bytes, _)) = optimize(&n, &OptimizeOptions::default()) {
             neff::verify_bytes(&bytes).unwrap();

@@ -1,14 +1,12 @@
 //! `neff pack` and `neff unpack`: round trips, reproducibility, interop with
 //! GNU tar and bsdtar, and refusal of every extraction escape.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use neff::pack::{pack, PackEntry, PackKind, PackOptions};
 use neff::{Accessor, Neff};
 

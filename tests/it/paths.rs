@@ -4,9 +4,7 @@
 //! output, or the same refusal. Run on every fixture and every hostile
 //! file.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neff::{Accessor, Neff, Options};
 
 fn opts(budget: u64) -> Options {

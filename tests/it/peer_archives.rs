@@ -7,14 +7,12 @@
 //! compared as `neff unpack`, `tar xf` and `bsdtar xf` write it, holes as
 //! holes, by the stretches of data each file holds.
 
-mod common;
-
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 fn archives() -> Vec<PathBuf> {
     let dir = root().join("fixtures/peer/tar-rs");

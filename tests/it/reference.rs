@@ -10,13 +10,11 @@
 //! reference reads loosely and CLI.md refuses; there the contract's answer
 //! wins (tests/differential.rs pins those against tests/oracle.py).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use neff::pack::{pack, PackEntry, PackOptions};
 
 fn reference() -> PathBuf {

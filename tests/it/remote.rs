@@ -4,15 +4,13 @@
 //! `tests/fault_proxy.py` in front of them. Every answer is compared with
 //! the same NEFF read from disk.
 
-mod common;
-
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{neffs, noise, root};
+use crate::common::{neffs, noise, root};
 
 struct Servers {
     s3: String,

@@ -1,12 +1,10 @@
 //! `neff scan` over a generated zoo with known contents, bad files of every
 //! kind, nested directories, a symlink loop and unreadable files.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use neff::pack::{pack, PackEntry, PackOptions};
 
 /// What a generated NEFF should scan as.

@@ -3,9 +3,7 @@
 //! path inside it (CLI.md: "JSON of the wrong shape for an accessor is
 //! refused, exit 1").
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neff::pack::{pack, PackEntry, PackOptions};
 use neff::{Accessor, Neff, Options};
 

@@ -8,14 +8,12 @@
 //! reason. Both tools must be installed (`.ci/run` installs them): the
 //! tests fail, never skip, without them.
 
-mod common;
-
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use neff::{Limits, Neff, Options};
 
 /// A sparse file of the matrix: name, real size, data stretches.

@@ -8,12 +8,10 @@
 //! a change in either tool or in `neff` fails here. docs/FORMAT.md §10
 //! holds the table of these cases.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// A ustar header whose fields a case may overwrite, block by block.
 #[derive(Clone)]

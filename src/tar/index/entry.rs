@@ -178,7 +178,7 @@ pub(super) fn make_entry<S: Source>(
     };
     // A mode beyond 32 bits (base-256, or negative) is refused rather than
     // truncated to its low bits as libarchive's `mode_t` would (a silent
-    // mode 0): the one metadata field kept strict (tests/cli.rs).
+    // mode 0): the one metadata field kept strict (tests/it/cli.rs).
     let m = parse_meta(&block.mode);
     let mode = u32::try_from(m)
         .map_err(|_| Error::tar(pos, format!("mode field: {m} does not fit in 32 bits")))?;

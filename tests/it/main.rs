@@ -1,0 +1,35 @@
+//! The integration tests, in one binary (cargo's guidance: each file under
+//! `tests/` is its own binary, each linking the whole crate). One module
+//! per behaviour the tests pin; `common` holds what they share. The few
+//! that need a process of their own stay beside it (`tests/claims.rs`:
+//! it reads the peak RSS of every child its process has waited for).
+
+mod common;
+
+mod ambiguity;
+#[cfg(feature = "catalog")]
+mod catalog;
+mod changing_files;
+mod cli;
+mod diff;
+mod differential;
+#[cfg(feature = "fuzzing")]
+mod fuzz_replay;
+mod hostile;
+mod interop;
+mod json;
+mod layering;
+mod limits;
+mod manpage;
+mod mem;
+mod optimize;
+mod pack_unpack;
+mod paths;
+mod peer_archives;
+mod reference;
+#[cfg(feature = "remote")]
+mod remote;
+mod scan;
+mod shapes;
+mod sparse;
+mod tar_constructs;
