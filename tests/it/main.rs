@@ -7,6 +7,7 @@
 mod common;
 
 mod ambiguity;
+mod cache;
 #[cfg(feature = "catalog")]
 mod catalog;
 mod changing_files;

@@ -609,8 +609,11 @@ fn a_warm_indexed_rescan_of_an_unchanged_bucket_sends_list_requests_only() {
     }
 }
 
-/// Peak resident memory (KiB) of `neff ARGS` with the servers' S3
+/// Peak resident memory (KiB) of `neff -j 1 ARGS` with the servers' S3
 /// environment, and its stdout (Python's `getrusage` of its one child).
+/// One worker: the parallel inflater's buffers (which follow the cores'
+/// relative speed, so the load of the tests running beside this one) are
+/// not what is measured here, the spool is.
 fn peak_rss(args: &[&str]) -> (u64, Vec<u8>) {
     let s = servers();
     let o = Command::new("python3")
@@ -622,6 +625,8 @@ fn peak_rss(args: &[&str]) -> (u64, Vec<u8>) {
              sys.stderr.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n\
              sys.stdout.buffer.write(r.stdout)",
             env!("CARGO_BIN_EXE_neff"),
+            "-j",
+            "1",
         ])
         .args(args)
         .env("AWS_ENDPOINT_URL", &s.s3)
