@@ -31,7 +31,7 @@
 //! assert!(rec.ok);
 //! assert_eq!(rec.arch.as_deref(), Some("sunda"));
 //! assert_eq!(catalog.by_uuid(rec.uuid.as_deref().unwrap())?.len(), 1);
-//! let sunda = catalog.records(&Filter { arch: Some("sunda".into()), ..Filter::default() })?;
+//! let sunda = catalog.records(&Filter::default().arch("sunda"))?;
 //! assert_eq!(sunda.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
