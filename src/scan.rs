@@ -144,6 +144,35 @@ impl ScanOptions {
     }
 }
 
+/// The paths of a list, one a line (`find -print`) or, with `nul`, each
+/// ended by a NUL byte (`find -print0`, for names holding newlines): as
+/// `neff scan --files-from FILE` (or `-`, standard input) takes them. Empty
+/// entries are skipped; names need not be UTF-8.
+///
+/// ```
+/// let got = neff::scan::path_list(&b"a.neff\0dir/\nname.neff\0"[..], true)?;
+/// assert_eq!(got, ["a.neff", "dir/\nname.neff"].map(std::path::PathBuf::from));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn path_list(mut r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = Vec::new();
+    r.read_to_end(&mut bytes)?;
+    let sep = if nul { 0 } else { b'\n' };
+    Ok(bytes
+        .split(|&b| b == sep)
+        .map(|p| {
+            if nul {
+                p
+            } else {
+                p.strip_suffix(b"\r").unwrap_or(p)
+            }
+        })
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect())
+}
+
 /// Lists every `*.neff` under `roots` (files named directly are kept
 /// whatever their name), sorted by path and sharded. Walk errors (a symlink
 /// loop, an unreadable directory) come back as records, not failures.

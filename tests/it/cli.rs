@@ -377,3 +377,68 @@ fn one_worker_count_for_every_command_that_fans_out() {
     // A worker count that is not a number is a usage error.
     assert_eq!(neff(&["-j", "x", "ls", &zoo]).status.code(), Some(2));
 }
+
+/// `neff ARGS` with `input` on its standard input.
+fn neff_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn scan_reads_a_list_of_paths_from_a_file_or_stdin_one_a_line_or_nul_separated() {
+    use std::os::unix::ffi::OsStrExt;
+    let three = ["kelf-0-gz.neff", "cc-none-gz.neff", "def-var-list-gz.neff"]
+        .map(|f| fixture(&format!("fixtures/acc/{f}")));
+    let lines = three.join("\n") + "\n";
+    let records = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).lines().count();
+    for args in [&["scan", "--files-from", "-"][..], &["scan", "-"][..]] {
+        let mut args = args.to_vec();
+        args.extend(["--json", "--no-progress"]);
+        let o = neff_stdin(&args, lines.as_bytes());
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert_eq!(records(&o), 3, "{args:?}");
+    }
+    // A list file, NUL-separated, holding a name with a newline and one
+    // that is not UTF-8 (copies of a fixture), and one that does not exist.
+    let tmp = tempfile::tempdir().unwrap();
+    let odd = tmp.path().join("two\nlines.neff");
+    let latin = tmp
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9.neff"));
+    for p in [&odd, &latin] {
+        std::fs::copy(&three[0], p).unwrap();
+    }
+    let missing = tmp.path().join("missing.neff");
+    let mut list = Vec::new();
+    for p in [&odd, &latin, &missing] {
+        list.extend_from_slice(p.as_os_str().as_bytes());
+        list.push(0);
+    }
+    let list_file = tmp.path().join("list");
+    std::fs::write(&list_file, &list).unwrap();
+    let o = neff(&[
+        "scan",
+        "--files-from",
+        list_file.to_str().unwrap(),
+        "-0",
+        "--json",
+        "--no-progress",
+    ]);
+    // The missing one is a record of its own and an input that could not
+    // be read: exit 3, the others scanned.
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(records(&o), 3);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("\"ok\":true").count(), 2, "{out}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.neff"));
+    // No path and no list: a usage error.
+    assert_eq!(neff(&["scan"]).status.code(), Some(2));
+}

@@ -222,8 +222,18 @@ enum Cmd {
     },
     /// Read every *.neff under PATHs in parallel: one record per NEFF
     Scan {
-        #[arg(required = true)]
+        /// Directories walked for *.neff and files read whatever their
+        /// name; `-` reads a list of paths from standard input
+        #[arg(required_unless_present = "files_from")]
         paths: Vec<PathBuf>,
+        /// Also scan the paths listed in FILE, one a line (`-`: standard
+        /// input)
+        #[arg(long, value_name = "FILE")]
+        files_from: Option<PathBuf>,
+        /// The lists (--files-from, `-`) are NUL-separated, as
+        /// `find -print0` writes them (names with newlines)
+        #[arg(short = '0', long = "null")]
+        null: bool,
         /// Worker threads [default: -j/--threads, else one per core]
         #[arg(long, default_value_t = 0)]
         jobs: usize,
@@ -533,6 +543,8 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         }
         Cmd::Scan {
             paths,
+            files_from,
+            null,
             jobs,
             json,
             shard,
@@ -544,6 +556,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             rebuild,
         } => {
             drop(out);
+            let paths = scan::with_lists(paths, files_from.as_deref(), null)?;
             let sopts = neff::scan::ScanOptions::default()
                 .open(*opts)
                 .jobs(jobs)

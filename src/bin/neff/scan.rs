@@ -39,6 +39,45 @@ fn table_row(r: &Record) -> String {
     )
 }
 
+/// The roots named on the command line, with each `-` replaced by the list
+/// on standard input, and the list in `files_from` (a file, or `-`)
+/// appended: every path in the order given.
+pub fn with_lists(
+    paths: Vec<PathBuf>,
+    files_from: Option<&Path>,
+    nul: bool,
+) -> Result<Vec<PathBuf>, Failure> {
+    let stdin_list = || {
+        scan::path_list(io::stdin().lock(), nul).map_err(|e| Failure {
+            path: PathBuf::from("<stdin>"),
+            err: neff::Error::Io(e),
+        })
+    };
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            out.extend(stdin_list()?);
+        } else {
+            out.push(p);
+        }
+    }
+    match files_from {
+        Some(f) if f.as_os_str() == "-" => out.extend(stdin_list()?),
+        Some(f) => {
+            let file = std::fs::File::open(f).map_err(|e| Failure {
+                path: f.to_path_buf(),
+                err: neff::Error::Io(e),
+            })?;
+            out.extend(scan::path_list(file, nul).map_err(|e| Failure {
+                path: f.to_path_buf(),
+                err: neff::Error::Io(e),
+            })?);
+        }
+        None => {}
+    }
+    Ok(out)
+}
+
 /// How to print a scan, and where its catalogue is.
 pub struct How<'a> {
     pub json: bool,
