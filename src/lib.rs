@@ -17,7 +17,8 @@
 //! | typed views of the JSON sidecars | [`views`] |
 //! | what `neff info` shows | [`Summary`] |
 //! | check the payload hash | [`verify()`] |
-//! | a directory of NEFFs in parallel | [`scan`] |
+//! | a directory of NEFFs in parallel | [`scan`], [`set_threads`] |
+//! | a Neuron compile cache's entries: states, pruning | [`cache`] |
 //! | the SQLite catalogue of a scan (feature `catalog`) | `catalog` |
 //! | write and extract | [`pack`], [`unpack`] |
 //! | device memory, fast loading, comparing | [`mem`], [`optimize`], [`diff`] |

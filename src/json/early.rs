@@ -15,7 +15,7 @@ use super::skim;
 use super::CC_TOP_KEYS;
 use crate::error::Result;
 use crate::limits::Limits;
-use crate::pool as threads;
+use crate::pool;
 use crate::select::{self, Known};
 use crate::tar::{FileSource, Index, Kind};
 
@@ -43,7 +43,7 @@ pub(crate) fn walk_raw(
     limits: &Limits,
 ) -> Result<(Index, Option<Early>)> {
     let src = FileSource::new(f, start, stored.len());
-    let Some(cpu) = threads::helper_cpu() else {
+    let Some(cpu) = pool::helper_cpu() else {
         return Ok((Index::build_from(src, limits)?, None));
     };
     let depth = limits.max_json_depth;
@@ -69,7 +69,7 @@ pub(crate) fn walk_raw(
                 name.ends_with(b"/def.json"),
                 data,
             ) {
-                let low = threads::spawn_on(s, cpu, move || {
+                let low = pool::spawn_on(s, cpu, move || {
                     skim::lower(data, &CC_TOP_KEYS, depth, Some(shared))
                 });
                 // No thread to be had: def_cc skims later, as usual.
