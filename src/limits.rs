@@ -6,7 +6,7 @@
 //! the allocation it guards is made.
 
 /// The caps applied while opening and querying a NEFF.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct Limits {
     /// Largest inflated (tar) size of a gzip payload, and largest GNU

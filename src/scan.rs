@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::accessors;
+use crate::cache::{self, State};
 use crate::error::{Error, Result};
 use crate::header::hex;
 use crate::json::views::{Def, VarType};
@@ -83,10 +84,20 @@ pub struct Record {
     pub neff_features: Option<Vec<String>>,
     /// Header `feature_bits`, the capability mask; `None` when not `ok`.
     pub feature_bits: Option<u64>,
-    /// For compile-cache entries (`<cache>/MODULE_<key>/graph_<key>.neff`).
+    /// For a file of a compile-cache entry (`MODULE_<key>/model.neff`, or a
+    /// `graph_*.neff`) and for an entry holding no NEFF: the entry's key.
     pub cache_key: Option<String>,
-    /// Whether `.compilation_complete` sits beside a compile-cache entry.
-    pub complete: Option<bool>,
+    /// The compiler version of the `neuronxcc-<version>` directory holding
+    /// that entry.
+    pub compiler: Option<String>,
+    /// The state of that entry, as `neff cache status` judges it (`ok`,
+    /// `corrupt`, `failed`, `locked`, `incomplete`, `empty`), judged at
+    /// every scan: for an entry's `model.neff`, and for an entry that holds
+    /// none (its record's path is the entry's directory).
+    pub cache_state: Option<State>,
+    /// Why that entry is not `ok` (the NEFF's refusal, the log's last error
+    /// line, the lock's age).
+    pub cache_reason: Option<String>,
     /// For each field whose question was refused on a readable NEFF, the
     /// reason (empty when none was).
     pub errors: BTreeMap<String, String>,
@@ -174,8 +185,11 @@ pub fn path_list(mut r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<Pa
 }
 
 /// Lists every `*.neff` under `roots` (files named directly are kept
-/// whatever their name), sorted by path and sharded. Walk errors (a symlink
-/// loop, an unreadable directory) come back as records, not failures.
+/// whatever their name), and every compile-cache entry (`MODULE_*`
+/// directory) that holds no `model.neff` (a failed, locked or empty
+/// entry gets a record too), sorted by path and sharded. Walk errors (a
+/// symlink loop, an unreadable directory) come back as records, not
+/// failures.
 pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
     let (paths, errors, _) = list_versions(roots, shard);
     (paths, errors)
@@ -195,6 +209,8 @@ pub(crate) fn list_versions(
     let mut versions = Versions::new();
     let found = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
+    // Compile-cache entries met: those holding no model.neff get a record.
+    let entries = Mutex::new(Vec::new());
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
@@ -203,13 +219,28 @@ pub(crate) fn list_versions(
                 found.lock().expect("lock").push(root.clone());
                 continue;
             }
-            match crate::remote::list(url) {
+            match crate::remote::list_all(url) {
                 Ok(objects) => {
                     let mut found = found.lock().expect("lock");
+                    let mut keys = std::collections::HashSet::new();
                     for o in objects {
-                        let p = PathBuf::from(o.url);
-                        versions.insert(p.clone(), (o.size, o.version));
-                        found.push(p);
+                        // Each MODULE_* prefix above the key is an entry.
+                        let mut at = 0;
+                        for part in o.url.split('/') {
+                            at += part.len() + 1;
+                            if cache::is_entry_name(part) && at <= o.url.len() {
+                                entries
+                                    .lock()
+                                    .expect("lock")
+                                    .push(PathBuf::from(&o.url[..at - 1]));
+                            }
+                        }
+                        if o.url.ends_with(".neff") {
+                            let p = PathBuf::from(&o.url);
+                            versions.insert(p.clone(), (o.size, o.version));
+                            keys.insert(p.clone());
+                            found.push(p);
+                        }
                     }
                 }
                 Err(e) => errors.lock().expect("lock").push(failed(root, &e, None)),
@@ -245,9 +276,14 @@ pub(crate) fn list_versions(
                 Box::new(|ent| {
                     match ent {
                         Ok(e) => {
-                            let is_file = e.file_type().is_some_and(|t| t.is_file());
+                            let kind = e.file_type();
+                            let is_file = kind.is_some_and(|t| t.is_file());
                             if is_file && e.path().extension().is_some_and(|x| x == "neff") {
                                 found.lock().expect("lock").push(e.into_path());
+                            } else if kind.is_some_and(|t| t.is_dir())
+                                && e.file_name().to_str().is_some_and(cache::is_entry_name)
+                            {
+                                entries.lock().expect("lock").push(e.into_path());
                             }
                         }
                         Err(err) => {
@@ -263,6 +299,20 @@ pub(crate) fn list_versions(
     let mut paths = found.into_inner().expect("lock");
     paths.sort();
     paths.dedup();
+    let mut entries = entries.into_inner().expect("lock");
+    entries.sort();
+    entries.dedup();
+    // An entry holding any NEFF (its model.neff, or an older layout's
+    // graph_*.neff) is that NEFF's record; one holding none gets its own.
+    let parents: std::collections::HashSet<&Path> =
+        paths.iter().filter_map(|p| p.parent()).collect();
+    let bare: Vec<PathBuf> = entries
+        .into_iter()
+        .filter(|d| !parents.contains(d.as_path()))
+        .collect();
+    drop(parents);
+    paths.extend(bare);
+    paths.sort();
     (
         shard_of(paths, shard),
         errors.into_inner().expect("lock"),
@@ -355,21 +405,53 @@ pub(crate) fn record_with<T>(
     scratch: &mut Scratch,
     extra: impl FnOnce(&Neff) -> T,
 ) -> (Record, Option<T>) {
-    let bytes = std::fs::metadata(path).ok().map(|m| m.len());
-    let neff = match Neff::open_scratch(path, &opts.open, scratch) {
-        Ok(n) => n,
-        Err(e) => return (failed(path, &e, bytes), None),
-    };
-    let bytes = bytes.or(Some(neff.file_len()));
-    let mut r = fill(&neff, path, bytes, opts);
-    let t = extra(&neff);
-    if let Err(e) = neff.check_unchanged() {
-        // Zeros were read where the file's pages had been: no answer.
-        return (failed(path, &e, bytes), None);
+    if is_bare_entry(path) {
+        let mut r = Record {
+            path: path.display().to_string(),
+            ..Record::default()
+        };
+        cache_entry(path, &mut r, &opts.open);
+        let state = r.cache_state.map_or("unreadable", State::name);
+        r.error = Some(match r.cache_state {
+            Some(State::Ok) => {
+                "a compile-cache entry whose model.neff appeared after the walk (scan again)".into()
+            }
+            _ => format!("a compile-cache entry with no model.neff ({state})"),
+        });
+        return (r, None);
     }
-    cache_entry(path, &mut r);
-    neff.recycle(scratch);
-    (r, Some(t))
+    let bytes = std::fs::metadata(path).ok().map(|m| m.len());
+    let (mut r, t) = match Neff::open_scratch(path, &opts.open, scratch) {
+        Err(e) => (failed(path, &e, bytes), None),
+        Ok(neff) => {
+            let bytes = bytes.or(Some(neff.file_len()));
+            let r = fill(&neff, path, bytes, opts);
+            let t = extra(&neff);
+            match neff.check_unchanged() {
+                // Zeros were read where the file's pages had been: no answer.
+                Err(e) => (failed(path, &e, bytes), None),
+                Ok(()) => {
+                    neff.recycle(scratch);
+                    (r, Some(t))
+                }
+            }
+        }
+    };
+    cache_entry(path, &mut r, &opts.open);
+    (r, t)
+}
+
+/// Whether `path` is a compile-cache entry that holds no NEFF (the walk
+/// lists such an entry's directory, or its prefix in a bucket).
+fn is_bare_entry(path: &Path) -> bool {
+    if cache::entry_dir(path) != Some(path) {
+        return false;
+    }
+    #[cfg(feature = "remote")]
+    if let Some(url) = path.to_str().filter(|p| crate::remote::is_url(p)) {
+        return !url.ends_with(".neff");
+    }
+    path.is_dir()
 }
 
 fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Record {
@@ -452,9 +534,13 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
     r
 }
 
-/// Fills `cache_key` and `complete` for a Neuron compile-cache entry: a
-/// `graph_*.neff` or a NEFF in a `MODULE_*` directory.
-pub(crate) fn cache_entry(path: &Path, r: &mut Record) {
+/// Fills `cache_key`, `compiler`, `cache_state` and `cache_reason` for a
+/// file of a Neuron compile-cache entry (a `graph_*.neff`, or a NEFF in a
+/// `MODULE_*` directory) or an entry holding no NEFF. The state is judged
+/// now, from one listing of the entry, with the record's own answer for
+/// its NEFF (an entry holding none has its NEFF read, should one have
+/// appeared since the walk): a warm catalogue hit judges it again too.
+pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options) {
     let parent = path.parent();
     let dir = parent
         .and_then(Path::file_name)
@@ -467,6 +553,38 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record) {
         file.starts_with("graph_") || dir.as_deref().is_some_and(|d| d.starts_with("MODULE_"));
     if is_cache {
         r.cache_key = dir.map(|d| d.strip_prefix("MODULE_").map(str::to_string).unwrap_or(d));
-        r.complete = parent.map(|p| p.join(".compilation_complete").exists());
+    }
+    let Some(entry) = cache::entry_dir(path) else {
+        return;
+    };
+    if entry == path {
+        r.cache_key = file.strip_prefix("MODULE_").map(str::to_string);
+    }
+    r.compiler = cache::compiler_of(entry);
+    let own = (entry != path).then(|| (r.ok, r.error.clone()));
+    let read = || match &own {
+        Some((true, _)) => cache::Read::Ok(()),
+        Some((false, e)) => cache::Read::Refused(e.clone().unwrap_or_default()),
+        // An entry listed bare: its NEFF appeared since the walk.
+        None => {
+            let neff = entry.join("model.neff");
+            match Neff::open_with(&neff, open).and_then(|n| n.check_unchanged()) {
+                Ok(()) => cache::Read::Ok(()),
+                Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    cache::Read::Vanished
+                }
+                Err(e) => cache::Read::Refused(e.to_string()),
+            }
+        }
+    };
+    match cache::judge_entry(entry, read) {
+        Ok(s) => {
+            r.cache_state = Some(s.state);
+            r.cache_reason = s.reason;
+        }
+        Err(e) => {
+            r.cache_state = None;
+            r.cache_reason = Some(format!("the entry could not be listed: {e}"));
+        }
     }
 }

@@ -36,7 +36,9 @@ SCHEMA = pa.schema(
         ("neff_features", pa.list_(pa.string())),
         ("feature_bits", pa.uint64()),
         ("cache_key", pa.string()),
-        ("complete", pa.bool_()),
+        ("compiler", pa.string()),
+        ("cache_state", pa.string()),
+        ("cache_reason", pa.string()),
         ("errors", pa.map_(pa.string(), pa.string())),
     ]
 )

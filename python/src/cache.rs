@@ -21,15 +21,10 @@ fn lines<T: serde::Serialize>(items: &[T]) -> PyResult<Vec<String>> {
         .collect()
 }
 
-/// The root to read: the one given, else the compiler wrapper's.
+/// The root to read: the one given, else the compiler wrapper's (a
+/// directory, or an `s3://` prefix).
 fn root_of(root: Option<String>) -> PyResult<String> {
-    let root = root.unwrap_or_else(neff::cache::default_root);
-    if root.contains("://") {
-        return Err(PyValueError::new_err(format!(
-            "{root}: a remote compile cache is not read yet: give a local directory"
-        )));
-    }
-    Ok(root)
+    Ok(root.unwrap_or_else(neff::cache::default_root))
 }
 
 /// Every entry's state: `(entries, errors)`, each a list of JSON texts.

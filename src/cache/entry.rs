@@ -10,21 +10,21 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the compiler wrapper writes when a compile finished.
 pub(super) const DONE: &str = "model.done";
 /// The compiled NEFF (absent when the compile failed).
 pub(super) const NEFF: &str = "model.neff";
 /// The compile's log (kept when it failed).
-const LOG: &str = "model.log";
+pub(super) const LOG: &str = "model.log";
 /// Most of a log read for its last error line (its tail).
-const LOG_TAIL: u64 = 64 << 10;
+pub(super) const LOG_TAIL: u64 = 64 << 10;
 /// Times an entry is listed again when a file vanished under the reading.
 const RELISTS: usize = 3;
 
 /// The state of a compile-cache entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     /// `model.neff` and `model.done`, and the NEFF reads.
@@ -74,6 +74,10 @@ impl std::fmt::Display for State {
     }
 }
 
+/// One object of an entry in a bucket: its name below the entry's
+/// prefix, size, modification time.
+pub(super) type Obj = (String, u64, SystemTime);
+
 /// What one listing of an entry's directory holds.
 #[derive(Debug, Default)]
 pub(super) struct Listing {
@@ -82,6 +86,10 @@ pub(super) struct Listing {
     pub(super) log: bool,
     /// The `*.lock` files.
     pub(super) locks: Vec<PathBuf>,
+    /// When each lock was last modified, as a store's listing said (an
+    /// entry in a bucket); `None` for a directory, whose locks are looked
+    /// at again when judged.
+    pub(super) lock_times: Option<Vec<SystemTime>>,
     /// Bytes of the files in the directory (subdirectories included, links
     /// not followed).
     pub(super) bytes: u64,
@@ -119,6 +127,37 @@ impl Listing {
             }
         }
         Ok(l)
+    }
+}
+
+#[cfg(feature = "remote")]
+impl Listing {
+    /// The listing of an entry in a bucket: each object's name below the
+    /// entry's prefix (`model.neff`, `sub/x`), size and modification time.
+    pub(super) fn of_objects<'a>(
+        objects: impl IntoIterator<Item = (&'a str, u64, SystemTime)>,
+    ) -> Listing {
+        let mut l = Listing {
+            lock_times: Some(Vec::new()),
+            ..Listing::default()
+        };
+        for (name, size, modified) in objects {
+            match name {
+                NEFF => l.neff = true,
+                DONE => l.done = true,
+                LOG => l.log = true,
+                n if n.ends_with(".lock") && !n.contains('/') => {
+                    l.locks.push(PathBuf::from(n));
+                    if let Some(t) = l.lock_times.as_mut() {
+                        t.push(modified);
+                    }
+                }
+                _ => {}
+            }
+            l.bytes += size;
+            l.newest = l.newest.max(Some(modified));
+        }
+        l
     }
 }
 
@@ -161,6 +200,9 @@ impl Listing {
     /// When the newest lock was last modified (`None` when every lock went
     /// since the listing).
     pub(super) fn newest_lock(&self) -> Option<SystemTime> {
+        if let Some(times) = &self.lock_times {
+            return times.iter().copied().max();
+        }
         self.locks
             .iter()
             .filter_map(|p| p.symlink_metadata().ok()?.modified().ok())
@@ -183,7 +225,7 @@ fn tree_bytes(dir: &Path) -> u64 {
 /// What reading an entry's NEFF said: `Ok` with what the caller keeps of
 /// it, or the refusal; a NEFF that vanished under the reading is
 /// [`Read::Vanished`] (the entry is listed again).
-pub(super) enum Read<T> {
+pub(crate) enum Read<T> {
     Ok(T),
     Refused(String),
     Vanished,
@@ -211,11 +253,29 @@ pub(super) fn judge<T>(
     now: SystemTime,
     mut read: impl FnMut(&Path) -> Read<T>,
 ) -> io::Result<Judged<T>> {
+    let neff = dir.join(NEFF);
+    judge_with(
+        || Listing::of(dir),
+        now,
+        || read(&neff),
+        || last_error_line(&dir.join(LOG)),
+    )
+}
+
+/// Judges an entry wherever it lives: `list` lists it (again, when a file
+/// vanished under the reading), `read` reads its NEFF, `log_line` gives
+/// its log's last error line.
+pub(super) fn judge_with<T>(
+    mut list: impl FnMut() -> io::Result<Listing>,
+    now: SystemTime,
+    mut read: impl FnMut() -> Read<T>,
+    log_line: impl FnOnce() -> String,
+) -> io::Result<Judged<T>> {
     let mut tries = 0;
     loop {
         tries += 1;
         let last = tries >= RELISTS;
-        let mut listing = Listing::of(dir)?;
+        let mut listing = list()?;
         // The newest lock's age; every lock gone between the listing and
         // its stat lists the entry again (the last time, it is judged as
         // it stands: without them).
@@ -240,7 +300,7 @@ pub(super) fn judge<T>(
         };
         let l = &j.listing;
         match l.quick() {
-            Quick::Whole => match read(&dir.join(NEFF)) {
+            Quick::Whole => match read() {
                 Read::Ok(t) => {
                     j.state = State::Ok;
                     j.read = Some(t);
@@ -257,7 +317,7 @@ pub(super) fn judge<T>(
             },
             Quick::Failed => {
                 j.state = State::Failed;
-                j.reason = Some(last_error_line(&dir.join(LOG)));
+                j.reason = Some(log_line());
             }
             Quick::Locked => {
                 let age = lock_age.unwrap_or_default();
@@ -290,10 +350,15 @@ fn last_error_line(log: &Path) -> String {
         f.take(LOG_TAIL).read_to_end(&mut buf)?;
         Ok(String::from_utf8_lossy(&buf).into_owned())
     })();
-    let text = match tail {
-        Ok(t) => t,
-        Err(e) => return format!("model.log unreadable: {e}"),
-    };
+    match tail {
+        Ok(t) => error_line(&t),
+        Err(e) => format!("model.log unreadable: {e}"),
+    }
+}
+
+/// The last line of a log's tail `text` that says `error` (any case), else
+/// its last non-empty line.
+pub(super) fn error_line(text: &str) -> String {
     let lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let line = lines
         .clone()

@@ -20,11 +20,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "remote")]
+mod bucket;
 mod entry;
+mod for_scan;
 mod prune;
 mod status;
 
 pub use entry::State;
+pub(crate) use for_scan::{compiler_of, entry_dir, is_entry_name, judge_entry, Read};
 pub use prune::{prune, PruneOptions, Removal};
 pub use status::{status, CacheEntry, CacheError, CacheStatus, VersionSummary};
 

@@ -197,6 +197,32 @@ fn fresh_lock(lock_age_s: Option<u64>, opts: &PruneOptions) -> bool {
 /// Removes the entry `e` of the cache at `root`, after checking that no
 /// link stands between the root and it and that it is as it was judged.
 fn remove(root: &Path, e: &CacheEntry, opts: &PruneOptions) -> Result<(), String> {
+    // As it stands now: no fresh lock, the state it was judged in.
+    let unchanged = |now: &Listing| -> Result<(), String> {
+        let lock_age = now.newest_lock().map(|t| {
+            std::time::SystemTime::now()
+                .duration_since(t)
+                .unwrap_or_default()
+                .as_secs()
+        });
+        if fresh_lock(lock_age, opts) {
+            return Err(
+                "a fresh lock appeared since it was judged (a compile in progress): left".into(),
+            );
+        }
+        if !same_quick(e.state, now.quick()) {
+            return Err("changed since it was judged: left".into());
+        }
+        Ok(())
+    };
+    #[cfg(feature = "remote")]
+    if let Some(url) = root.to_str().filter(|r| crate::remote::is_url(r)) {
+        let base = format!("{}/", url.trim_end_matches('/'));
+        if !e.path.starts_with(&base) {
+            return Err("outside the cache root: left".into());
+        }
+        return super::bucket::remove(&e.path, unchanged);
+    }
     let dir = Path::new(&e.path);
     let rel = dir
         .strip_prefix(root)
@@ -212,21 +238,7 @@ fn remove(root: &Path, e: &CacheEntry, opts: &PruneOptions) -> Result<(), String
             return Err(format!("{} is a link: not followed", at.display()));
         }
     }
-    let now = Listing::of(dir).map_err(|e| e.to_string())?;
-    let lock_age = now.newest_lock().map(|t| {
-        std::time::SystemTime::now()
-            .duration_since(t)
-            .unwrap_or_default()
-            .as_secs()
-    });
-    if fresh_lock(lock_age, opts) {
-        return Err(
-            "a fresh lock appeared since it was judged (a compile in progress): left".into(),
-        );
-    }
-    if !same_quick(e.state, now.quick()) {
-        return Err("changed since it was judged: left".into());
-    }
+    unchanged(&Listing::of(dir).map_err(|e| e.to_string())?)?;
     std::fs::remove_dir_all(dir).map_err(|e| e.to_string())
 }
 

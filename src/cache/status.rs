@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::reader::{Neff, Options, Scratch};
 
 /// The prefix of a compiler version's directory.
-const VERSION_PREFIX: &str = "neuronxcc-";
+pub(super) const VERSION_PREFIX: &str = "neuronxcc-";
 
 /// One compile-cache entry: where it is, what its name says, its state.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -128,11 +128,15 @@ pub(super) fn version_order(a: Option<&str>, b: Option<&str>) -> std::cmp::Order
 }
 
 /// An entry directory found by the walk, before it is judged.
-struct Found {
-    dir: PathBuf,
-    compiler: Option<String>,
-    graph_hash: String,
-    flags_hash: Option<String>,
+pub(super) struct Found {
+    /// Its directory (or, in a bucket, its URL).
+    pub(super) dir: PathBuf,
+    pub(super) compiler: Option<String>,
+    pub(super) graph_hash: String,
+    pub(super) flags_hash: Option<String>,
+    /// In a bucket, the objects its listing gave (`None` on disk).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(super) objects: Option<Vec<entry::Obj>>,
 }
 
 /// Finds the entries under `root`: `neuronxcc-*/MODULE_*` directories, and
@@ -188,6 +192,7 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
                         compiler: version.clone(),
                         graph_hash,
                         flags_hash,
+                        objects: None,
                     }),
                     Ok(false) => note(&path, "an entry that is not a directory".into()),
                     Err(e) => note(&path, e.to_string()),
@@ -208,8 +213,18 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
 /// given).
 /// `Err` when the root itself cannot be read; parts below it that cannot
 /// be read are [`CacheStatus::errors`].
+///
+/// `root` may be a bucket prefix (`s3://bucket/prefix/`, feature `remote`):
+/// its entries are found from one listing of its keys and judged from it,
+/// each `ok` entry's NEFF read by ranged requests.
 pub fn status(root: &Path) -> Result<CacheStatus> {
     let mut errors = Vec::new();
+    #[cfg(feature = "remote")]
+    let found = match root.to_str().filter(|r| crate::remote::is_url(r)) {
+        Some(url) => super::bucket::find(url, &mut errors)?,
+        None => find(root, &mut errors)?,
+    };
+    #[cfg(not(feature = "remote"))]
     let found = find(root, &mut errors)?;
     let now = SystemTime::now();
     let judged: Vec<std::result::Result<CacheEntry, CacheError>> = found
@@ -243,6 +258,10 @@ fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
     let neff = match Neff::open_scratch(path, &Options::default(), scratch) {
         Ok(n) => n,
         Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Read::Vanished,
+        Err(Error::Remote {
+            io: std::io::ErrorKind::NotFound,
+            ..
+        }) => return Read::Vanished,
         Err(e) => return Read::Refused(e.to_string()),
     };
     let needs = Needs {
@@ -267,7 +286,28 @@ fn judge(
     scratch: &mut Scratch,
 ) -> std::result::Result<CacheEntry, CacheError> {
     let read = |neff: &Path| read_neff(neff, scratch);
-    let j = entry::judge(&f.dir, now, read).map_err(|e| CacheError {
+    #[cfg(feature = "remote")]
+    let judged = match f.objects {
+        Some(first) => {
+            let url = f.dir.display().to_string();
+            let neff = format!("{url}/{}", entry::NEFF);
+            let mut first = Some(first);
+            let mut read = read;
+            entry::judge_with(
+                || match first.take() {
+                    Some(objects) => Ok(super::bucket::listing(&objects)),
+                    None => super::bucket::relist(&url).map(|o| super::bucket::listing(&o)),
+                },
+                now,
+                || read(Path::new(&neff)),
+                || super::bucket::log_line(&url),
+            )
+        }
+        None => entry::judge(&f.dir, now, read),
+    };
+    #[cfg(not(feature = "remote"))]
+    let judged = entry::judge(&f.dir, now, read);
+    let j = judged.map_err(|e| CacheError {
         path: f.dir.display().to_string(),
         reason: e.to_string(),
     })?;

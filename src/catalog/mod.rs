@@ -39,7 +39,7 @@
 mod schema;
 mod update;
 
-pub use schema::{merge_sql, schema_script, INDEXES, NEFF_COLUMNS, SCHEMA};
+pub use schema::{merge_sql, schema_script, INDEXES, NEFF_COLUMNS, SCHEMA, SCHEMA_VERSION};
 pub use update::scan_indexed;
 
 use std::path::{Path, PathBuf};
@@ -156,14 +156,18 @@ impl Catalog {
         })
     }
 
-    /// The record of the file scanned as `path` (exactly as the scan
-    /// printed it), if it is in the catalogue.
+    /// The record of the file at `path` (typed any way that names it: its
+    /// row is found by the file's canonical path, else by the path the
+    /// scan printed), if it is in the catalogue.
     pub fn by_path(&self, path: &str) -> Result<Option<Record>> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT record FROM neffs WHERE path = ?1")
+            .prepare_cached(
+                "SELECT record FROM neffs WHERE key = ?1 OR path = ?2 ORDER BY key = ?1 DESC LIMIT 1",
+            )
             .map_err(err(&self.path))?;
-        let mut rows = st.query([path]).map_err(err(&self.path))?;
+        let key = update::key_of(Path::new(path));
+        let mut rows = st.query([key.as_str(), path]).map_err(err(&self.path))?;
         match rows.next().map_err(err(&self.path))? {
             Some(row) => {
                 let text: String = row.get(0).map_err(err(&self.path))?;

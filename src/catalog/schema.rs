@@ -14,7 +14,7 @@ pub const APPLICATION_ID: i32 = 0x4E45_4646;
 
 /// `PRAGMA user_version` this `neff` writes. A database with a lower
 /// version is migrated on the next update; a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// How long a connection waits for another process's write transaction.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -22,12 +22,14 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The columns of `neffs` after `id`, in table order (used by
 /// [`merge_sql`] and the insert statement).
 pub const NEFF_COLUMNS: &[&str] = &[
+    "key",
     "path",
     "dev",
     "ino",
     "size",
     "mtime_ns",
     "ctime_ns",
+    "scanned_at",
     "options",
     "ok",
     "error",
@@ -51,7 +53,9 @@ pub const NEFF_COLUMNS: &[&str] = &[
     "neff_features",
     "feature_bits",
     "cache_key",
-    "complete",
+    "compiler",
+    "cache_state",
+    "cache_reason",
     "errors",
     "header_size",
     "version_major",
@@ -70,17 +74,20 @@ pub const NEFF_COLUMNS: &[&str] = &[
 
 /// The schema (version `SCHEMA_VERSION`), as `neff index schema` prints it.
 pub const SCHEMA: &str = "\
--- One row per NEFF file the scan saw (readable or not).
+-- One row per NEFF file the scan saw (readable or not), and per
+-- compile-cache entry holding no NEFF.
 CREATE TABLE neffs (
   id            INTEGER PRIMARY KEY,
-  path          TEXT NOT NULL UNIQUE,  -- as the scan prints it
+  key           TEXT NOT NULL UNIQUE,  -- the file's canonical path (realpath; a URL normalised): one row per file however its path is typed
+  path          TEXT NOT NULL,         -- as the scan that read it printed it
   -- stat identity: a file whose five values are unchanged is not re-read
   dev           INTEGER NOT NULL,
   ino           INTEGER NOT NULL,
   size          INTEGER NOT NULL,
   mtime_ns      INTEGER NOT NULL,
   ctime_ns      INTEGER NOT NULL,
-  options       TEXT NOT NULL,         -- the scan options the row was read with
+  scanned_at    TEXT,                  -- when the file was read: UTC, ISO 8601 (NULL: a row from schema 1, not read since)
+  options       TEXT NOT NULL,         -- JSON object: the scan options the row was read with (limits, verify)
   -- the scan record's fields (see `neff scan --json`)
   ok            INTEGER NOT NULL,      -- 0/1: a readable NEFF
   error         TEXT,                  -- why not, when ok = 0
@@ -104,7 +111,9 @@ CREATE TABLE neffs (
   neff_features TEXT,                  -- JSON array
   feature_bits  INTEGER,
   cache_key     TEXT,                  -- compile-cache entries only
-  complete      INTEGER,               -- .compilation_complete present
+  compiler      TEXT,                  -- their neuronxcc-<version> directory's version
+  cache_state   TEXT,                  -- their entry's state: ok, corrupt, failed, locked, incomplete, empty (judged at every scan)
+  cache_reason  TEXT,                  -- why that entry is not ok
   errors        TEXT NOT NULL,         -- JSON object: field -> refusal
   -- header fields `neff info --json` prints (NULL when ok = 0)
   header_size   INTEGER,
@@ -156,6 +165,23 @@ CREATE INDEX members_neff ON members(neff_id);
 CREATE INDEX tensors_neff ON tensors(neff_id);
 CREATE INDEX tensors_name ON tensors(name);
 CREATE INDEX aliases_neff ON aliases(neff_id);
+CREATE INDEX neffs_path ON neffs(path);
+-- The common questions, as views.
+-- Readable NEFFs by what they need: arch, NeuronCores, world size.
+CREATE VIEW neffs_by_target AS
+  SELECT arch, num_cores, cc_world_size, count(*) AS neffs, sum(bytes) AS bytes
+  FROM neffs WHERE ok = 1
+  GROUP BY arch, num_cores, cc_world_size;
+-- Compile-cache entries by compiler version and state.
+CREATE VIEW cache_states AS
+  SELECT compiler, cache_state AS state, count(*) AS entries, sum(coalesce(bytes, 0)) AS bytes
+  FROM neffs WHERE cache_state IS NOT NULL
+  GROUP BY compiler, cache_state;
+-- Every row by when its file was read, newest first (what changed since a
+-- time: WHERE scanned_at > '2026-12-01T00:00:00Z').
+CREATE VIEW changes AS
+  SELECT scanned_at, path, key, ok, error, arch, uuid, cache_state
+  FROM neffs ORDER BY scanned_at DESC;
 ";
 
 /// The schema as a script that makes an empty catalogue (`neff index
@@ -168,13 +194,138 @@ pub fn schema_script() -> String {
     )
 }
 
-/// Steps from each older version to the next: `MIGRATIONS[v]` takes a
-/// database at `user_version` v to v + 1. Version 0 is an empty database.
-const MIGRATIONS: &[&str] = &[SCHEMA];
+/// Steps from each older version to the next: `MIGRATIONS[v - 1]` takes a
+/// database at `user_version` v to v + 1 (an empty database, version 0,
+/// gets [`SCHEMA`] whole). Each step's SQL is followed by its fix-up in
+/// Rust ([`fix_up`]).
+const MIGRATIONS: &[&str] = &[V1_TO_V2];
+
+/// Schema 1 to 2: rows keyed by the file's canonical path (its path as
+/// typed until the fix-up canonicalises it), a time of scan (unknown for
+/// these rows: NULL), the options as JSON (rewritten by the fix-up), the
+/// compile-cache entry's state in place of `complete` (judged at the next
+/// scan), the views.
+const V1_TO_V2: &str = "\
+CREATE TABLE neffs_v2 (
+  id            INTEGER PRIMARY KEY,
+  key           TEXT NOT NULL UNIQUE,
+  path          TEXT NOT NULL,
+  dev           INTEGER NOT NULL,
+  ino           INTEGER NOT NULL,
+  size          INTEGER NOT NULL,
+  mtime_ns      INTEGER NOT NULL,
+  ctime_ns      INTEGER NOT NULL,
+  scanned_at    TEXT,
+  options       TEXT NOT NULL,
+  ok            INTEGER NOT NULL,
+  error         TEXT,
+  bytes         INTEGER,
+  pkg_version   INTEGER,
+  compressed    INTEGER,
+  members       INTEGER,
+  arch          TEXT,
+  num_cores     INTEGER,
+  cc_world_size INTEGER,
+  hash_ok       INTEGER,
+  uuid          TEXT,
+  name          TEXT,
+  data_size     INTEGER,
+  inputs        INTEGER,
+  input_bytes   INTEGER,
+  outputs       INTEGER,
+  output_bytes  INTEGER,
+  aliases       INTEGER,
+  must_alias    INTEGER,
+  neff_features TEXT,
+  feature_bits  INTEGER,
+  cache_key     TEXT,
+  compiler      TEXT,
+  cache_state   TEXT,
+  cache_reason  TEXT,
+  errors        TEXT NOT NULL,
+  header_size   INTEGER,
+  version_major INTEGER,
+  version_minor INTEGER,
+  build_version TEXT,
+  hash          TEXT,
+  num_tpb       INTEGER,
+  requested_tpb_count INTEGER,
+  tpb_per_node  TEXT,
+  features      TEXT,
+  vnc_size      INTEGER,
+  tar_size      INTEGER,
+  entries       INTEGER,
+  record        TEXT NOT NULL
+);
+INSERT INTO neffs_v2 SELECT
+  id, path, path, dev, ino, size, mtime_ns, ctime_ns, NULL, options,
+  ok, error, bytes, pkg_version, compressed, members, arch, num_cores,
+  cc_world_size, hash_ok, uuid, name, data_size, inputs, input_bytes,
+  outputs, output_bytes, aliases, must_alias, neff_features, feature_bits,
+  cache_key, NULL, NULL, NULL, errors, header_size, version_major,
+  version_minor, build_version, hash, num_tpb, requested_tpb_count,
+  tpb_per_node, features, vnc_size, tar_size, entries, record
+FROM neffs;
+DROP TABLE neffs;
+ALTER TABLE neffs_v2 RENAME TO neffs;
+CREATE INDEX neffs_uuid ON neffs(uuid);
+CREATE INDEX neffs_hash ON neffs(hash);
+CREATE INDEX neffs_arch ON neffs(arch);
+CREATE INDEX neffs_path ON neffs(path);
+CREATE VIEW neffs_by_target AS
+  SELECT arch, num_cores, cc_world_size, count(*) AS neffs, sum(bytes) AS bytes
+  FROM neffs WHERE ok = 1
+  GROUP BY arch, num_cores, cc_world_size;
+CREATE VIEW cache_states AS
+  SELECT compiler, cache_state AS state, count(*) AS entries, sum(coalesce(bytes, 0)) AS bytes
+  FROM neffs WHERE cache_state IS NOT NULL
+  GROUP BY compiler, cache_state;
+CREATE VIEW changes AS
+  SELECT scanned_at, path, key, ok, error, arch, uuid, cache_state
+  FROM neffs ORDER BY scanned_at DESC;
+";
+
+/// What a step leaves to Rust: after [`V1_TO_V2`], each row's key becomes
+/// its file's canonical path (rows of one file under several typed paths
+/// fold into the newest) and its options become JSON.
+fn fix_up(conn: &Connection, path: &Path, to: i32) -> Result<()> {
+    if to != 2 {
+        return Ok(());
+    }
+    let rows: Vec<(i64, String, String)> = {
+        let mut st = conn
+            .prepare("SELECT id, path, options FROM neffs ORDER BY id DESC")
+            .map_err(err(path))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(err(path))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(err(path))?
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (id, p, options) in rows {
+        let key = super::update::key_of(Path::new(&p));
+        if !seen.insert(key.clone()) {
+            // An older row of a file kept under its newest row.
+            for t in ["members", "tensors", "aliases"] {
+                conn.execute(&format!("DELETE FROM {t} WHERE neff_id = ?1"), [id])
+                    .map_err(err(path))?;
+            }
+            conn.execute("DELETE FROM neffs WHERE id = ?1", [id])
+                .map_err(err(path))?;
+            continue;
+        }
+        conn.execute(
+            "UPDATE neffs SET key = ?2, options = ?3 WHERE id = ?1",
+            rusqlite::params![id, key, super::update::options_from_v1(&options)],
+        )
+        .map_err(err(path))?;
+    }
+    Ok(())
+}
 
 /// The SQL that folds a shard database (written by `neff scan --shard K/N
 /// --index shard-K.db`) into `main`, renumbering its ids. Shards are
-/// disjoint by construction; a path already in `main` is replaced.
+/// disjoint by construction; a file (by its key) already in `main` is replaced.
 pub fn merge_sql(shard_file: &str) -> String {
     let cols = NEFF_COLUMNS.join(", ");
     let quoted = shard_file.replace('\'', "''");
@@ -182,10 +333,10 @@ pub fn merge_sql(shard_file: &str) -> String {
         "\
 ATTACH '{quoted}' AS shard;
 BEGIN;
-DELETE FROM members WHERE neff_id IN (SELECT id FROM neffs WHERE path IN (SELECT path FROM shard.neffs));
-DELETE FROM tensors WHERE neff_id IN (SELECT id FROM neffs WHERE path IN (SELECT path FROM shard.neffs));
-DELETE FROM aliases WHERE neff_id IN (SELECT id FROM neffs WHERE path IN (SELECT path FROM shard.neffs));
-DELETE FROM neffs WHERE path IN (SELECT path FROM shard.neffs);
+DELETE FROM members WHERE neff_id IN (SELECT id FROM neffs WHERE key IN (SELECT key FROM shard.neffs));
+DELETE FROM tensors WHERE neff_id IN (SELECT id FROM neffs WHERE key IN (SELECT key FROM shard.neffs));
+DELETE FROM aliases WHERE neff_id IN (SELECT id FROM neffs WHERE key IN (SELECT key FROM shard.neffs));
+DELETE FROM neffs WHERE key IN (SELECT key FROM shard.neffs);
 CREATE TEMP TABLE base AS SELECT coalesce(max(id), 0) AS n FROM neffs;
 INSERT INTO neffs (id, {cols})
   SELECT id + (SELECT n FROM base), {cols} FROM shard.neffs;
@@ -351,8 +502,9 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
 /// them). A cold load drops them and builds them once after its rows
 /// (`drop_indexes`, `create_indexes`): one sort per index instead of
 /// a B-tree insert per row.
-pub const INDEXES: [(&str, &str); 7] = [
+pub const INDEXES: [(&str, &str); 8] = [
     ("neffs_uuid", "neffs(uuid)"),
+    ("neffs_path", "neffs(path)"),
     ("neffs_hash", "neffs(hash)"),
     ("neffs_arch", "neffs(arch)"),
     ("members_neff", "members(neff_id)"),
@@ -384,19 +536,51 @@ pub fn create_indexes(conn: &Connection, path: &Path) -> Result<()> {
 /// (re-checking the version under the lock: another process may have
 /// created or migrated the database meanwhile).
 fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    // A step that rebuilds `neffs` drops the table the other tables refer
+    // to: foreign keys are off while it runs (SQLite's own procedure for a
+    // table rebuild; the pragma is a no-op inside a transaction), checked
+    // before the commit, and restored after.
+    let fk: i32 = conn
+        .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+        .map_err(err(path))?;
+    conn.pragma_update(None, "foreign_keys", 0)
+        .map_err(err(path))?;
+    let done = migrate_in_transaction(conn, path);
+    conn.pragma_update(None, "foreign_keys", fk)
+        .map_err(err(path))?;
+    done
+}
+
+fn migrate_in_transaction(conn: &Connection, path: &Path) -> Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE").map_err(err(path))?;
     let run = || -> Result<()> {
         let mut v = check(conn, path)?;
         if v == 0 {
             conn.pragma_update(None, "application_id", APPLICATION_ID)
                 .map_err(err(path))?;
-        }
-        while v < SCHEMA_VERSION {
-            conn.execute_batch(MIGRATIONS[v as usize])
-                .map_err(err(path))?;
-            v += 1;
+            conn.execute_batch(SCHEMA).map_err(err(path))?;
+            v = SCHEMA_VERSION;
             conn.pragma_update(None, "user_version", v)
                 .map_err(err(path))?;
+        }
+        while v < SCHEMA_VERSION {
+            conn.execute_batch(MIGRATIONS[v as usize - 1])
+                .map_err(err(path))?;
+            v += 1;
+            fix_up(conn, path, v)?;
+            conn.pragma_update(None, "user_version", v)
+                .map_err(err(path))?;
+            let broken: i64 = conn
+                .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                    r.get(0)
+                })
+                .map_err(err(path))?;
+            if broken != 0 {
+                return Err(Error::catalog(format!(
+                    "index {}: migrating to schema version {v} left {broken} rows without their file's row (nothing changed)",
+                    path.display()
+                )));
+            }
         }
         Ok(())
     };

@@ -166,17 +166,72 @@ impl Rows {
 
 /// A record read this pass, waiting for its batch's transaction.
 struct Fresh {
+    key: String,
+    scanned_at: String,
     stat: Stat,
     record: Record,
     json: String,
     rows: Option<Rows>,
 }
 
-/// The key under which options that change a record are stored: a row
-/// read with other caps, or without `--verify` when it is asked for now,
-/// is read again.
+/// The options that change a record, as the JSON object a row stores
+/// (`{"limits":{...},"verify":false}`, keys sorted): a row read with other
+/// caps, or without `--verify` when it is asked for now, is read again.
 pub fn options_key(opts: &ScanOptions) -> String {
-    format!("{:?} verify={}", opts.open.limits, opts.verify)
+    let limits = serde_json::to_value(opts.open.limits).expect("plain data serializes");
+    options_json(limits, opts.verify)
+}
+
+fn options_json(limits: serde_json::Value, verify: bool) -> String {
+    let mut o = serde_json::Map::new();
+    o.insert("limits".into(), limits);
+    o.insert("verify".into(), verify.into());
+    serde_json::Value::Object(o).to_string()
+}
+
+/// Schema 1's options text (`Limits { max_inflated: 4294967296, ... }
+/// verify=false`, Rust's `Debug`) as schema 2's JSON; text of another
+/// shape is kept as it is (its rows are read again at the next scan).
+pub(crate) fn options_from_v1(text: &str) -> String {
+    let parse = || -> Option<String> {
+        let inner = text.strip_prefix("Limits { ")?;
+        let (fields, rest) = inner.split_once(" } verify=")?;
+        let verify = match rest {
+            "true" => true,
+            "false" => false,
+            _ => return None,
+        };
+        let mut limits = serde_json::Map::new();
+        for f in fields.split(", ") {
+            let (k, v) = f.split_once(": ")?;
+            limits.insert(k.to_string(), v.parse::<u64>().ok()?.into());
+        }
+        Some(options_json(serde_json::Value::Object(limits), verify))
+    };
+    parse().unwrap_or_else(|| text.to_string())
+}
+
+/// The key of a file's row: its canonical path (symlinks and `.`/`..`
+/// resolved, as realpath gives it), or for a URL the URL normalised (scheme
+/// and host in lower case, dot segments resolved); a path that cannot be
+/// resolved (gone) is made absolute as it stands.
+pub(crate) fn key_of(p: &Path) -> String {
+    #[cfg(feature = "remote")]
+    if let Some(u) = p.to_str().filter(|s| crate::remote::is_url(s)) {
+        return url::Url::parse(u).map_or_else(|_| u.to_string(), |u| u.to_string());
+    }
+    match std::fs::canonicalize(p) {
+        Ok(c) => c.display().to_string(),
+        Err(_) => std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string(),
+    }
+}
+
+/// Now, as a row's `scanned_at` spells it: UTC, ISO 8601, to the second.
+fn now_utc() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 struct Cached {
@@ -185,16 +240,16 @@ struct Cached {
     record: String,
 }
 
-/// Every row's path; with its identity, options and record for the paths
-/// this scan will look at (`wanted`), so that memory follows the scan's own
-/// paths, not the whole catalogue's records.
+/// Every row's key; with its identity, options and record for the files
+/// this scan will look at (`wanted`, by key), so that memory follows the
+/// scan's own files, not the whole catalogue's records.
 fn load(
     conn: &Connection,
     db: &Path,
     wanted: &HashSet<String>,
 ) -> Result<HashMap<String, Option<Cached>>> {
     let mut st = conn
-        .prepare("SELECT path, dev, ino, size, mtime_ns, ctime_ns, options, record FROM neffs")
+        .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options, record FROM neffs")
         .map_err(err(db))?;
     let mut rows = st.query([]).map_err(err(db))?;
     let mut out = HashMap::new();
@@ -224,10 +279,10 @@ fn load(
     Ok(out)
 }
 
-fn delete_path(tx: &Transaction<'_>, path: &str) -> rusqlite::Result<usize> {
+fn delete_key(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<usize> {
     let id: Option<i64> = tx
-        .prepare_cached("SELECT id FROM neffs WHERE path = ?1")?
-        .query_row([path], |r| r.get(0))
+        .prepare_cached("SELECT id FROM neffs WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
         .map(Some)
         .or_else(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => Ok(None),
@@ -257,19 +312,21 @@ fn int(v: Option<u128>) -> rusqlite::types::Value {
 
 fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<()> {
     use rusqlite::types::Value;
-    delete_path(tx, &f.record.path)?;
+    delete_key(tx, &f.key)?;
     let r = &f.record;
     let s = f.rows.as_ref().map(|rows| &rows.summary);
     let u = |v: Option<u64>| int(v.map(u128::from));
     let b = |v: Option<bool>| v.map_or(Value::Null, |b| Value::Integer(b.into()));
     let t = |v: Option<String>| v.map_or(Value::Null, Value::Text);
     let values: Vec<Value> = vec![
+        Value::Text(f.key.clone()),
         Value::Text(r.path.clone()),
         Value::Integer(f.stat.dev),
         Value::Integer(f.stat.ino),
         Value::Integer(f.stat.size),
         Value::Integer(f.stat.mtime_ns),
         Value::Integer(f.stat.ctime_ns),
+        Value::Text(f.scanned_at.clone()),
         Value::Text(options.to_string()),
         Value::Integer(r.ok.into()),
         t(r.error.clone()),
@@ -293,7 +350,9 @@ fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<()
         t(r.neff_features.as_ref().map(json)),
         u(r.feature_bits),
         t(r.cache_key.clone()),
-        b(r.complete),
+        t(r.compiler.clone()),
+        t(r.cache_state.map(|s| s.name().to_string())),
+        t(r.cache_reason.clone()),
         Value::Text(json(&r.errors)),
         u(s.map(|s| s.header_size)),
         u(s.map(|s| s.version_major)),
@@ -371,19 +430,25 @@ fn write_batch(conn: &mut Connection, db: &Path, batch: &[Fresh], options: &str)
     tx.commit().map_err(err(db))
 }
 
-/// The prefix every path found under `root` starts with.
-fn under(root: &Path) -> String {
-    let mut s = root.display().to_string();
-    if !s.ends_with('/') {
-        s.push('/');
+/// The prefix every key found under `root` starts with (its own key, and
+/// a `/`).
+fn under(root: &Path) -> (String, String) {
+    let exact = key_of(root);
+    let mut dir = exact.clone();
+    if !dir.ends_with('/') {
+        dir.push('/');
     }
-    s
+    (exact, dir)
 }
 
 /// Scans `roots` as [`scan::list`] and [`scan::scan`] do, keeping the
 /// catalogue at `db` current (created if missing; emptied first with
 /// `rebuild`). `emit` gets every record, as the plain scan would make it,
 /// with where it came from; walk errors come first, as in the plain scan.
+///
+/// Rows are keyed by each file's canonical path (realpath; a URL normalised): a file has one
+/// row however its path is typed, and a record answered from its row
+/// carries the path as typed now.
 pub fn scan_indexed(
     db: &Path,
     rebuild: bool,
@@ -391,11 +456,18 @@ pub fn scan_indexed(
     opts: &ScanOptions,
     emit: &(dyn Fn(Record, Origin) + Sync),
 ) -> Result<Update> {
+    use rayon::prelude::*;
     let mut conn = schema::open_rw(db, rebuild)?;
     let (all, walk_errors, versions) = scan::list_versions(roots, None);
+    let pool = crate::pool::counting_pool(opts.jobs)
+        .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
+    // Every file's key (the removal of vanished rows needs all of them,
+    // not only this shard's).
+    let keys: HashMap<&PathBuf, String> =
+        pool.install(|| all.par_iter().map(|p| (p, key_of(p))).collect());
     let mine = scan::shard_of(all.clone(), opts.shard);
     let options = options_key(opts);
-    let wanted: HashSet<String> = mine.iter().map(|p| p.display().to_string()).collect();
+    let wanted: HashSet<String> = mine.iter().map(|p| keys[p].clone()).collect();
     let cached = load(&conn, db, &wanted)?;
     drop(wanted);
     for r in walk_errors {
@@ -409,9 +481,9 @@ pub fn scan_indexed(
     let refreshed = Mutex::new(Vec::new());
     let hits = AtomicUsize::new(0);
     let check = |p: &PathBuf| {
-        let key = p.display().to_string();
+        let key = &keys[p];
         let hit = match (
-            cached.get(&key).and_then(Option::as_ref),
+            cached.get(key).and_then(Option::as_ref),
             identity(p, &versions),
         ) {
             (Some(c), Ok(stat)) if c.stat == stat && c.options == options => {
@@ -423,24 +495,23 @@ pub fn scan_indexed(
             misses.lock().expect("lock").push(p.clone());
             return;
         };
-        if r.cache_key.is_some() {
-            // `.compilation_complete` beside the file is not part of the
-            // file's identity: look again.
-            let before = r.complete;
-            scan::cache_entry(p, &mut r);
-            if r.complete != before {
-                refreshed.lock().expect("lock").push(r.clone());
+        r.path = p.display().to_string();
+        if r.cache_state.is_some() || r.cache_key.is_some() {
+            // The entry's state is not part of the file's identity: judge
+            // it again.
+            let before = (r.cache_state, r.cache_reason.clone());
+            scan::cache_entry(p, &mut r, &opts.open);
+            if (r.cache_state, r.cache_reason.clone()) != before {
+                refreshed
+                    .lock()
+                    .expect("lock")
+                    .push((key.clone(), r.clone()));
             }
         }
         hits.fetch_add(1, Ordering::Relaxed);
         emit(r, Origin::Index);
     };
-    {
-        use rayon::prelude::*;
-        crate::pool::counting_pool(opts.jobs)
-            .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?
-            .install(|| mine.par_iter().for_each(check));
-    }
+    pool.install(|| mine.par_iter().for_each(check));
     update.from_index = hits.into_inner();
     let mut misses = misses.into_inner().expect("lock");
     misses.sort();
@@ -463,13 +534,22 @@ pub fn scan_indexed(
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
         let stat = identity(p, &versions).ok();
+        let scanned_at = now_utc();
         let (record, rows) = scan::record_with(p, opts, scratch, Rows::of);
-        (stat, record, rows)
+        (p.to_path_buf(), stat, scanned_at, record, rows)
     };
-    let done = |(stat, record, rows): (Option<Stat>, Record, Option<Rows>)| {
+    let done = |(p, stat, scanned_at, record, rows): (
+        PathBuf,
+        Option<Stat>,
+        String,
+        Record,
+        Option<Rows>,
+    )| {
         read.fetch_add(1, Ordering::Relaxed);
         if let Some(stat) = stat {
             let fresh = Fresh {
+                key: keys[&p].clone(),
+                scanned_at,
                 stat,
                 json: json(&record),
                 record: record.clone(),
@@ -506,16 +586,20 @@ pub fn scan_indexed(
     }
     update.read = read.into_inner();
 
-    // Compile-cache entries whose completion marker changed: same rows,
-    // new `complete`.
+    // Compile-cache entries whose state changed: same rows, the new state.
     if !refreshed.is_empty() {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(err(db))?;
-        for r in &refreshed {
+        for (key, r) in &refreshed {
             tx.execute(
-                "UPDATE neffs SET complete = ?2, record = ?3 WHERE path = ?1",
-                params![r.path, r.complete, json(r)],
+                "UPDATE neffs SET cache_state = ?2, cache_reason = ?3, record = ?4 WHERE key = ?1",
+                params![
+                    key,
+                    r.cache_state.map(|s| s.name()),
+                    r.cache_reason,
+                    json(r)
+                ],
             )
             .map_err(err(db))?;
         }
@@ -523,11 +607,8 @@ pub fn scan_indexed(
     }
 
     // Rows of files gone from under the walked roots.
-    let found: HashSet<String> = all.iter().map(|p| p.display().to_string()).collect();
-    let prefixes: Vec<(String, String)> = roots
-        .iter()
-        .map(|r| (r.display().to_string(), under(r)))
-        .collect();
+    let found: HashSet<&String> = keys.values().collect();
+    let prefixes: Vec<(String, String)> = roots.iter().map(|r| under(r)).collect();
     let gone: Vec<&String> = cached
         .keys()
         .filter(|k| !found.contains(*k))
@@ -542,7 +623,7 @@ pub fn scan_indexed(
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(err(db))?;
         for k in gone {
-            update.removed += delete_path(&tx, k).map_err(err(db))?;
+            update.removed += delete_key(&tx, k).map_err(err(db))?;
         }
         tx.commit().map_err(err(db))?;
     }

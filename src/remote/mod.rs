@@ -48,7 +48,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use object_store::path::Path as ObjPath;
-use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+};
 
 use crate::error::{Error, Result};
 
@@ -353,6 +355,8 @@ pub struct Listed {
     /// Its ETag, as the store gives it (with its quotes), or else its last
     /// modification time: what a catalogue compares to skip it.
     pub version: String,
+    /// When it was last modified, as the listing says.
+    pub modified: std::time::SystemTime,
 }
 
 /// An object, pinned to the version (ETag) the first response came from.
@@ -711,9 +715,16 @@ async fn collect(r: object_store::GetResult, want: u64) -> Result<Vec<u8>> {
     Ok(v)
 }
 
-/// Every object under the S3 prefix `url` (`s3://bucket/prefix/`) whose
-/// key ends in `.neff`, in key order, following the listing's pages.
-pub fn list(url: &str) -> Result<Vec<Listed>> {
+/// Every object under the S3 prefix `url`, whatever its key (a compile
+/// cache's `model.done`, `model.log` and locks too), in key order.
+pub fn list_all(url: &str) -> Result<Vec<Listed>> {
+    let out = list_where(url, &|_| true)?;
+    log::debug!("{url}: listed {} objects", out.len());
+    Ok(out)
+}
+
+/// The bucket of an `s3://` URL, and its store and prefix.
+fn s3_prefix(url: &str) -> Result<(String, Arc<dyn ObjectStore>, ObjPath)> {
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
     if parsed.scheme() != "s3" {
         return Err(remote(
@@ -722,13 +733,18 @@ pub fn list(url: &str) -> Result<Vec<Listed>> {
     }
     let bucket = parsed.host_str().unwrap_or("").to_string();
     let (store, prefix) = store_for(url, Timeout::PerRequest)?;
+    Ok((bucket, store, prefix))
+}
+
+fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
+    let (bucket, store, prefix) = s3_prefix(url)?;
     let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
     let mut out = runtime()?.block_on(async {
         let mut out = Vec::new();
         let mut s = store.list(prefix.as_ref());
         while let Some(m) = s.next().await {
             let m = m.map_err(|e| describe(&e, None))?;
-            if !m.location.as_ref().ends_with(".neff") {
+            if !keep(m.location.as_ref()) {
                 continue;
             }
             out.push(Listed {
@@ -738,13 +754,76 @@ pub fn list(url: &str) -> Result<Vec<Listed>> {
                     .e_tag
                     .clone()
                     .unwrap_or_else(|| m.last_modified.to_rfc3339()),
+                modified: m.last_modified.into(),
             });
         }
         Ok::<_, Error>(out)
     })?;
     out.sort_by(|a, b| a.url.cmp(&b.url));
-    log::debug!("{url}: listed {} NEFFs", out.len());
     Ok(out)
+}
+
+/// The last `n` bytes of the object at `url` (all of it when shorter), in
+/// one GET.
+pub fn read_tail(url: &str, n: u64) -> Result<Vec<u8>> {
+    let (store, path) = store_for(url, Timeout::PerRequest)?;
+    let opts = GetOptions {
+        range: Some(GetRange::Suffix(n)),
+        ..Default::default()
+    };
+    runtime()?.block_on(async {
+        let r = store
+            .get_opts(&path, opts)
+            .await
+            .map_err(|e| describe(&e, None))?;
+        let want = r.range.end - r.range.start;
+        collect(r, want).await
+    })
+}
+
+/// Deletes the objects `urls` (all in one `s3://` bucket), a few requests
+/// at once; each gets its own answer, in order. An object already gone is
+/// deleted.
+pub fn delete(urls: &[String]) -> Vec<Result<()>> {
+    let Some(first) = urls.first() else {
+        return Vec::new();
+    };
+    let store = match s3_prefix(first) {
+        Ok((_, store, _)) => store,
+        Err(e) => {
+            let why = e.to_string();
+            return urls.iter().map(|_| Err(remote(why.clone()))).collect();
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let why = e.to_string();
+            return urls.iter().map(|_| Err(remote(why.clone()))).collect();
+        }
+    };
+    rt.block_on(async {
+        let jobs = urls.iter().map(|u| {
+            let store = Arc::clone(&store);
+            async move {
+                let parsed =
+                    url::Url::parse(u).map_err(|e| remote(format!("not a valid URL: {e}")))?;
+                let path = ObjPath::from_url_path(parsed.path())
+                    .map_err(|e| remote(format!("not a valid object path: {e}")))?;
+                match store.delete(&path).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {
+                        log::debug!("{u}: DELETE");
+                        Ok(())
+                    }
+                    Err(e) => Err(describe(&e, None)),
+                }
+            }
+        });
+        futures_util::stream::iter(jobs)
+            .buffered(8)
+            .collect::<Vec<_>>()
+            .await
+    })
 }
 
 #[cfg(test)]

@@ -11,13 +11,14 @@ use crate::common::*;
 const STATES: [&str; 6] = ["ok", "corrupt", "failed", "locked", "incomplete", "empty"];
 const VERSIONS: [&str; 2] = ["2.14.227.0+2d4f85be", "2.15.128.0+56dc5a86"];
 
-/// Writes two entries of each state under each version: {dir: state}.
-fn cache(root: &Path) -> Vec<(PathBuf, &'static str)> {
+/// Writes four entries of each state under each version (48 in all):
+/// {dir: state}. The remote tests upload one to their S3 server.
+pub(crate) fn cache(root: &Path) -> Vec<(PathBuf, &'static str)> {
     let good = std::fs::read(root_path("fixtures/acc/cc-replica-groups-gz.neff")).unwrap();
     let mut made = Vec::new();
     for (v, version) in VERSIONS.iter().enumerate() {
         for (s, state) in STATES.iter().enumerate() {
-            for k in 0..2 {
+            for k in 0..4 {
                 let d = root
                     .join(format!("neuronxcc-{version}"))
                     .join(format!("MODULE_{v}{s}{k}+{k:08x}"));
@@ -83,13 +84,13 @@ fn cache_status_gives_every_entry_its_state_and_sums_each_version() {
     let text = String::from_utf8(text.stdout).unwrap();
     for v in VERSIONS {
         assert!(
-            text.contains(&format!("neuronxcc-{v}: 12 entries")),
+            text.contains(&format!("neuronxcc-{v}: 24 entries")),
             "{text}"
         );
     }
     for s in STATES {
         assert!(
-            text.contains(&format!("\n  {s:<11}      2 ")),
+            text.contains(&format!("\n  {s:<11}      4 ")),
             "{s}: {text}"
         );
     }
@@ -122,7 +123,7 @@ fn cache_prune_failed_removes_nothing_until_applied_then_exactly_the_failed() {
     let o = neff(&["cache", "prune", root, "--failed", "--json"]);
     assert_eq!(o.status.code(), Some(0));
     let plan = ndjson(&o.stdout);
-    assert_eq!(plan.len(), 4);
+    assert_eq!(plan.len(), 8);
     assert!(plan
         .iter()
         .all(|r| r["state"] == "failed" && r["removed"] == false));
@@ -135,7 +136,7 @@ fn cache_prune_failed_removes_nothing_until_applied_then_exactly_the_failed() {
     let text = String::from_utf8(o.stdout).unwrap();
     assert_eq!(
         text.lines().filter(|l| l.starts_with("removed ")).count(),
-        4,
+        8,
         "{text}"
     );
     for (d, state) in &made {
@@ -149,5 +150,38 @@ fn cache_prune_failed_removes_nothing_until_applied_then_exactly_the_failed() {
     assert!(plan
         .iter()
         .all(|r| r["compiler"] == VERSIONS[0] && r["state"] != "locked"));
-    assert_eq!(plan.len(), 12 - 2 - 2);
+    assert_eq!(plan.len(), 24 - 4 - 4);
+}
+
+#[test]
+fn a_scan_of_a_cache_gives_every_entry_its_state_neff_or_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = cache(tmp.path());
+    let root = tmp.path().to_str().unwrap();
+    let o = neff(&["scan", "--json", "--no-progress", root]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let records = ndjson(&o.stdout);
+    assert_eq!(records.len(), made.len(), "one record per entry");
+    for (dir, state) in &made {
+        let neff = dir.join("model.neff");
+        let with_neff = neff.exists();
+        let path = if with_neff { &neff } else { dir };
+        let r = records
+            .iter()
+            .find(|r| r["path"] == path.to_str().unwrap())
+            .unwrap_or_else(|| panic!("no record for {}", path.display()));
+        assert_eq!(r["cache_state"], *state, "{r}");
+        assert!(r["compiler"]
+            .as_str()
+            .is_some_and(|c| VERSIONS.contains(&c)));
+        assert_eq!(r["ok"], *state == "ok", "{r}");
+        if *state == "failed" {
+            assert_eq!(r["cache_reason"], "ERROR 7 [neuronx-cc]: out of memory");
+        }
+    }
 }

@@ -82,9 +82,9 @@ fn good_zoo(dir: &Path, n: usize) -> PathBuf {
             .join(format!("c{}", i % 3))
             .join(format!("MODULE_{i:04}"));
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join(format!("graph_{i:04}.neff")), make(i, i, i % 4 == 0)).unwrap();
+        std::fs::write(d.join("model.neff"), make(i, i, i % 4 == 0)).unwrap();
         if i % 2 == 0 {
-            std::fs::write(d.join(".compilation_complete"), b"").unwrap();
+            std::fs::write(d.join("model.done"), b"").unwrap();
         }
     }
     zoo
@@ -169,7 +169,7 @@ fn incremental_scan_rereads_exactly_the_changed_files() {
     };
     let n = check(0, "the first scan");
     check(n, "nothing");
-    let f = |i: usize| zoo.join(format!("c{}/MODULE_{i:04}/graph_{i:04}.neff", i % 3));
+    let f = |i: usize| zoo.join(format!("c{}/MODULE_{i:04}/model.neff", i % 3));
 
     // touch: same bytes, new mtime.
     let file = std::fs::File::options().write(true).open(f(1)).unwrap();
@@ -206,8 +206,9 @@ fn incremental_scan_rereads_exactly_the_changed_files() {
     assert!(out.contains("\"name\":\"m6\""), "the replacement was read");
     check(n, "replace (then nothing)");
 
-    // delete
-    std::fs::remove_file(f(3)).unwrap();
+    // delete (the entry, as `neff cache prune` does: an entry left without
+    // its NEFF would be a record of its own)
+    std::fs::remove_dir_all(f(3).parent().unwrap()).unwrap();
     check(n - 1, "delete");
     let cat = Catalog::open(&db).unwrap();
     assert_eq!(cat.by_path(s(&f(3))).unwrap(), None);
@@ -218,31 +219,36 @@ fn incremental_scan_rereads_exactly_the_changed_files() {
     check(n - 1, "add");
 
     // rename: the old path's row goes, the new path is read.
-    std::fs::rename(f(5), zoo.join("c2/renamed.neff")).unwrap();
+    // (within its entry: an entry left with no NEFF has a record of its own)
+    let renamed = zoo.join("c2/MODULE_0005/renamed.neff");
+    std::fs::rename(f(5), &renamed).unwrap();
     check(n - 1, "rename");
     let cat = Catalog::open(&db).unwrap();
     assert_eq!(cat.by_path(s(&f(5))).unwrap(), None);
-    assert!(cat
-        .by_path(s(&zoo.join("c2/renamed.neff")))
-        .unwrap()
-        .is_some());
+    assert!(cat.by_path(s(&renamed)).unwrap().is_some());
     assert_eq!(cat.len().unwrap(), n);
 }
 
 #[test]
-fn a_completion_marker_appearing_changes_the_record_without_a_reread() {
+fn a_compile_finishing_changes_the_entry_state_without_a_reread() {
     let tmp = tempfile::tempdir().unwrap();
     let zoo = zoo(tmp.path(), 4);
     let db = tmp.path().join("zoo.db");
     scan(&[s(&zoo), "--index", s(&db)]);
-    std::fs::write(zoo.join("c1/MODULE_0001/.compilation_complete"), b"").unwrap();
+    let p = zoo.join("c1/MODULE_0001/model.neff");
+    let rec = Catalog::open(&db).unwrap().by_path(s(&p)).unwrap().unwrap();
+    assert_eq!(rec.cache_state, Some(neff::cache::State::Incomplete));
+    std::fs::write(zoo.join("c1/MODULE_0001/model.done"), b"").unwrap();
     let (plain, _) = scan(&[s(&zoo)]);
     let (indexed, err) = scan(&[s(&zoo), "--index", s(&db)]);
     assert_eq!(indexed, plain);
     assert_eq!(from_index(&err), plain.lines().count());
-    let p = zoo.join("c1/MODULE_0001/graph_0001.neff");
     let rec = Catalog::open(&db).unwrap().by_path(s(&p)).unwrap().unwrap();
-    assert_eq!(rec.complete, Some(true), "the stored row follows");
+    assert_eq!(
+        rec.cache_state,
+        Some(neff::cache::State::Ok),
+        "the stored row follows"
+    );
 }
 
 #[test]
@@ -485,7 +491,14 @@ fn hostile_database_files_are_refused_in_one_line_and_rebuild_replaces_them() {
 fn dump(db: &Path) -> Vec<String> {
     let c = rusqlite::Connection::open(db).unwrap();
     let mut out = Vec::new();
-    let cols = neff::catalog::NEFF_COLUMNS.join(", ");
+    // Every column but the time of scan (the shards were read at other
+    // moments than the full scan).
+    let cols = neff::catalog::NEFF_COLUMNS
+        .iter()
+        .filter(|c| **c != "scanned_at")
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     let queries = [
         format!("SELECT {cols} FROM neffs"),
         "SELECT n.path, m.name, m.kind, m.size, m.offset, m.mode, m.mtime, m.link FROM members m JOIN neffs n ON n.id = m.neff_id".into(),
@@ -697,7 +710,7 @@ fn catalog_looks_up_by_path_and_uuid_and_filters_like_sql() {
     assert_eq!(shaped.len(), 2);
     assert!(shaped
         .iter()
-        .all(|p| p.ends_with("graph_0002.neff") || p.ends_with("graph_0007.neff")));
+        .all(|p| p.contains("MODULE_0002/") || p.contains("MODULE_0007/")));
     assert_eq!(paths(Filter::default()).len(), records.len());
     assert_eq!(cat.len().unwrap(), records.len());
 }
@@ -729,8 +742,8 @@ fn a_stored_row_that_does_not_decode_is_read_again_and_replaced() {
     let (plain, _) = scan(&[s(&zoo)]);
     scan(&[s(&zoo), "--index", s(&db)]);
     let (a, b) = (
-        zoo.join("c0/MODULE_0000/graph_0000.neff"),
-        zoo.join("c1/MODULE_0001/graph_0001.neff"),
+        zoo.join("c0/MODULE_0000/model.neff"),
+        zoo.join("c1/MODULE_0001/model.neff"),
     );
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute(
@@ -792,4 +805,189 @@ fn a_cold_load_builds_every_index_at_its_end_and_a_missing_index_is_rebuilt() {
         .unwrap();
     scan(&[s(&zoo), "--index", s(&db)]);
     assert_eq!(index_names(&db), want);
+}
+
+/// Runs `neff` in the project's root (relative paths are the fixtures').
+fn neff_in_root(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_schema_1_catalogue_upgrades_in_place_with_one_row_per_file_that_answers() {
+    use std::os::unix::fs::MetadataExt;
+    // fixtures/catalog/v1.sqlite: `neff scan fixtures/acc --index` by the
+    // release before schema 2 (paths as typed, relative; options as Rust
+    // Debug text; `complete`).
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("v1.sqlite");
+    std::fs::copy(root().join("fixtures/catalog/v1.sqlite"), &db).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 1);
+    // As if made on this machine: the files' identities as they are here.
+    let paths: Vec<String> = c
+        .prepare("SELECT path FROM neffs")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(paths.len(), 37);
+    for p in &paths {
+        let m = std::fs::metadata(root().join(p)).unwrap();
+        let ns = |s: i64, n: i64| s * 1_000_000_000 + n;
+        c.execute(
+            "UPDATE neffs SET dev = ?2, ino = ?3, size = ?4, mtime_ns = ?5, ctime_ns = ?6 WHERE path = ?1",
+            rusqlite::params![
+                p,
+                m.dev() as i64,
+                m.ino() as i64,
+                m.size() as i64,
+                ns(m.mtime(), m.mtime_nsec()),
+                ns(m.ctime(), m.ctime_nsec())
+            ],
+        )
+        .unwrap();
+    }
+    // A second, older row of one file under another spelling of its path.
+    c.execute_batch(
+        "INSERT INTO neffs (id, path, dev, ino, size, mtime_ns, ctime_ns, options, ok, errors, record)
+         SELECT -1, './' || path, dev, ino, size, mtime_ns, ctime_ns, options, ok, errors, record
+         FROM neffs WHERE path = 'fixtures/acc/cc-none-gz.neff'",
+    )
+    .unwrap();
+    drop(c);
+
+    let o = neff_in_root(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "fixtures/acc",
+        "--index",
+        s(&db),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        from_index(&err),
+        37,
+        "every row answered after the upgrade: {err}"
+    );
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, neff::catalog::SCHEMA_VERSION as i64);
+    let rows: Vec<(String, String, String)> = c
+        .prepare("SELECT key, path, options FROM neffs")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 37, "one row per file");
+    for (key, path, options) in &rows {
+        let real = std::fs::canonicalize(root().join(path.trim_start_matches("./"))).unwrap();
+        assert_eq!(key, s(&real));
+        let o: serde_json::Value = serde_json::from_str(options).unwrap();
+        assert_eq!(o["verify"], false);
+        assert_eq!(o["limits"]["max_json_depth"], 512);
+    }
+    // The records printed are the plain scan's.
+    let plain = neff_in_root(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        "fixtures/acc",
+    ]);
+    let warm = neff_in_root(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        "fixtures/acc",
+        "--index",
+        s(&db),
+    ]);
+    assert_eq!(warm.stdout, plain.stdout);
+}
+
+#[test]
+fn one_directory_scanned_as_relative_absolute_and_dot_slash_paths_keeps_one_row_per_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zoo = good_zoo(tmp.path(), 20);
+    let db = tmp.path().join("zoo.db");
+    let run = |root: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+            .args([
+                "scan",
+                "--json",
+                "--no-progress",
+                "--sorted",
+                root,
+                "--index",
+                s(&db),
+            ])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            String::from_utf8(o.stdout).unwrap(),
+            from_index(&String::from_utf8_lossy(&o.stderr)),
+        )
+    };
+    let (rel, _) = run("zoo");
+    let (abs, hits) = run(s(&zoo));
+    assert_eq!(
+        hits, 20,
+        "the absolute path finds the rows the relative one made"
+    );
+    let (dot, hits) = run("./zoo/");
+    assert_eq!(hits, 20);
+    // Each printed record carries the path as typed this time.
+    assert!(rel.lines().all(|l| l.contains("\"path\":\"zoo/c")), "{rel}");
+    assert!(abs
+        .lines()
+        .all(|l| l.contains(&format!("\"path\":\"{}/c", s(&zoo)))));
+    assert!(
+        dot.lines().all(|l| l.contains("\"path\":\"./zoo/c")),
+        "{dot}"
+    );
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let (rows, timed, json): (i64, i64, i64) = c
+        .query_row(
+            "SELECT count(*), count(scanned_at), sum(json_valid(options)) FROM neffs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((rows, timed, json), (20, 20, 20));
+    let at: String = c
+        .query_row("SELECT min(scanned_at) FROM neffs", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+        "ISO 8601 UTC: {at}"
+    );
+    // The views answer.
+    let states: Vec<(String, i64)> = c
+        .prepare("SELECT state, entries FROM cache_states ORDER BY state")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(states, [("incomplete".into(), 10), ("ok".into(), 10)]);
+    let targets: i64 = c
+        .query_row("SELECT sum(neffs) FROM neffs_by_target", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(targets, 20);
 }

@@ -87,6 +87,9 @@ fn servers() -> &'static Servers {
             .unwrap()
             .set_modified(std::time::SystemTime::now() - Duration::from_secs(86400))
             .unwrap();
+        // A compile cache of every state, twice: one read, one pruned.
+        crate::cache::cache(&seed.join("cache"));
+        crate::cache::cache(&seed.join("cache-prune"));
         let state = dir.path().join("state");
         let out = Command::new("python3")
             .arg(root().join("scripts/servers"))
@@ -715,4 +718,150 @@ fn log_requests(log: &Path, path: &str) -> u64 {
         .lines()
         .filter(|l| l.split(' ').nth(1) == Some(path))
         .count() as u64
+}
+
+/// The NDJSON lines of `out`.
+fn ndjson(out: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn cache_status_of_a_bucket_gives_every_entry_the_state_it_has_on_disk() {
+    let s = servers();
+    let local = neff_ok_status(&[
+        "cache",
+        "status",
+        s.seed.join("cache").to_str().unwrap(),
+        "--json",
+    ]);
+    let o = run(&["cache", "status", "s3://zoo/cache", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let remote = ndjson(&o.stdout);
+    assert_eq!(remote.len(), 48);
+    let base = s.seed.join("cache").display().to_string();
+    for (l, r) in local.iter().zip(&remote) {
+        let rel = l["path"].as_str().unwrap().strip_prefix(&base).unwrap();
+        assert_eq!(r["path"], format!("s3://zoo/cache{rel}"));
+        for k in [
+            "state",
+            "compiler",
+            "graph_hash",
+            "flags_hash",
+            "bytes",
+            "arch",
+            "cc_world_size",
+        ] {
+            assert_eq!(l[k], r[k], "{k} of {rel}");
+        }
+        if l["state"] != "locked" {
+            assert_eq!(l["reason"], r["reason"], "{rel}");
+        }
+    }
+    let text = run(&["cache", "status", "s3://zoo/cache"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    for v in ["2.14.227.0+2d4f85be", "2.15.128.0+56dc5a86"] {
+        assert!(
+            text.contains(&format!("neuronxcc-{v}: 24 entries")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn cache_prune_of_a_bucket_deletes_exactly_the_failed_entries_when_applied() {
+    let o = run(&[
+        "cache",
+        "prune",
+        "s3://zoo/cache-prune",
+        "--failed",
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let plan = ndjson(&o.stdout);
+    assert_eq!(plan.len(), 8);
+    assert!(plan
+        .iter()
+        .all(|r| r["state"] == "failed" && r["removed"] == false));
+    let before = ndjson(&run(&["cache", "status", "s3://zoo/cache-prune", "--json"]).stdout);
+    assert_eq!(before.len(), 48, "a dry run removed something");
+    let o = run(&[
+        "cache",
+        "prune",
+        "s3://zoo/cache-prune",
+        "--failed",
+        "--apply",
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(ndjson(&o.stdout).iter().all(|r| r["removed"] == true));
+    let after = ndjson(&run(&["cache", "status", "s3://zoo/cache-prune", "--json"]).stdout);
+    let kept: Vec<_> = before.iter().filter(|r| r["state"] != "failed").collect();
+    assert_eq!(after.len(), kept.len());
+    for (a, b) in after.iter().zip(&kept) {
+        assert_eq!((&a["path"], &a["state"]), (&b["path"], &b["state"]));
+    }
+    // Every key of the other entries is still there: their bytes are.
+    let bytes =
+        |v: &[serde_json::Value]| v.iter().map(|r| r["bytes"].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(
+        bytes(&after),
+        kept.iter()
+            .map(|r| r["bytes"].as_u64().unwrap())
+            .sum::<u64>()
+    );
+}
+
+/// `neff ARGS` on local files: its NDJSON lines (whatever its exit code).
+fn neff_ok_status(args: &[&str]) -> Vec<serde_json::Value> {
+    ndjson(&crate::common::neff(args).stdout)
+}
+
+#[test]
+fn a_scan_of_a_cache_in_a_bucket_gives_each_entry_the_state_it_has_on_disk() {
+    let s = servers();
+    let base = s.seed.join("cache");
+    let local = neff_ok_status(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        base.to_str().unwrap(),
+    ]);
+    let o = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        "s3://zoo/cache",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let remote = ndjson(&o.stdout);
+    assert_eq!(local.len(), 48, "one record per entry");
+    assert_eq!(remote.len(), local.len());
+    let base = base.display().to_string();
+    for (l, r) in local.iter().zip(&remote) {
+        let rel = l["path"].as_str().unwrap().strip_prefix(&base).unwrap();
+        assert_eq!(r["path"], format!("s3://zoo/cache{rel}"));
+        for k in ["ok", "cache_state", "compiler", "cache_key", "arch"] {
+            assert_eq!(l[k], r[k], "{k} of {rel}");
+        }
+    }
 }

@@ -120,10 +120,10 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
             .join(format!("c{}", i % 4))
             .join(format!("MODULE_{i:04}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(format!("graph_{i:04}.neff"));
+        let p = dir.join("model.neff");
         std::fs::write(&p, bytes).unwrap();
         if i % 2 == 0 {
-            std::fs::write(dir.join(".compilation_complete"), b"").unwrap();
+            std::fs::write(dir.join("model.done"), b"").unwrap();
         }
         wants.insert(p.to_str().unwrap().to_string(), (i, want));
     }
@@ -172,7 +172,8 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
         assert_eq!(r["outputs"]["count"], 1);
         assert_eq!(r["compressed"], i % 10 != 0);
         assert_eq!(r["cache_key"], format!("{i:04}"));
-        assert_eq!(r["complete"], i % 2 == 0);
+        let state = if i % 2 == 0 { "ok" } else { "incomplete" };
+        assert_eq!(r["cache_state"], state, "{path}");
         assert_eq!(r["name"], format!("m{i}"));
         assert!(r["hash_ok"].is_null(), "hash_ok is null without --verify");
         for k in [

@@ -9,18 +9,10 @@ use neff::Error;
 
 use crate::{shown, stdout_err, AtPath, Failure};
 
-/// The cache root to read: the one given, else the compiler wrapper's.
+/// The cache root to read: the one given, else the compiler wrapper's (a
+/// directory, or an `s3://` prefix).
 fn root_of(root: Option<String>) -> Result<String, Failure> {
-    let root = root.unwrap_or_else(neff::cache::default_root);
-    if root.contains("://") {
-        return Err(Failure {
-            path: root.clone().into(),
-            err: Error::Usage {
-                reason: "a remote compile cache is not read yet: give a local directory".into(),
-            },
-        });
-    }
-    Ok(root)
+    Ok(root.unwrap_or_else(neff::cache::default_root))
 }
 
 /// Bytes as people read them.
