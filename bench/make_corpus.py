@@ -11,9 +11,12 @@ use. It gets:
 
   small/                  the zoo: --small-count (2,000) gzip NEFFs (package version 2) laid
                           out as a Neuron compile cache,
-                          small/<compiler>/MODULE_<hash>+<hash>/graph_<hash>.neff,
-                          each directory also holding .compilation_complete and
-                          compile_flags.json; 10 to 40 members, 1 or 2 cores, engine
+                          small/<compiler>/MODULE_<hash>+<hash>/model.neff,
+                          each entry also holding model.done, compile_flags.json and
+                          model.hlo_module.pb as the compiler wrapper leaves them, and
+                          every 50th NEFF's version directory an extra entry without
+                          one: a failed compile (model.log) or a lock left behind
+                          (model.hlo_module.pb.lock); 10 to 40 members, 1 or 2 cores, engine
                           programs and constants of 4 KiB to 2 MiB, def.json var tables of
                           50 to 5,000 entries, a mix of collective and alias metadata
   small_subset<M>/        hard links to every K-th zoo NEFF (M = count / K: small_subset200
@@ -538,11 +541,30 @@ def write_neff(path, members, pkg, meta, r, middle=None):
 
 
 def zoo_path(seed, i):
-    """small/<compiler>/MODULE_<20 hex>+<8 hex>/graph_<16 hex>.neff of zoo NEFF i."""
+    """small/<compiler>/MODULE_<20 hex>+<8 hex>/model.neff of zoo NEFF i."""
     m = hashlib.sha1(("%s/module/%d" % (seed, i)).encode()).hexdigest()
-    g = hashlib.sha1(("%s/graph/%d" % (seed, i)).encode()).hexdigest()
     compiler = COMPILERS[0] if i % 5 < 3 else COMPILERS[1]
-    return os.path.join(compiler, "MODULE_%s+%s" % (m[:20], m[20:28])), "graph_%s.neff" % g[:16]
+    return os.path.join(compiler, "MODULE_%s+%s" % (m[:20], m[20:28])), "model.neff"
+
+
+def side_entry(out, seed, i, reldir):
+    """Every 50th zoo NEFF's compiler directory also gets an entry holding no NEFF, as
+    the compiler wrapper leaves them: a failed compile (its model.log, replayed from the
+    cache until removed) or a compile killed while it held its lock."""
+    if i % 50 not in (7, 23):
+        return
+    h = hashlib.sha1(("%s/side/%d" % (seed, i)).encode()).hexdigest()
+    d = os.path.join(out, "small", os.path.dirname(reldir), "MODULE_%s+%s" % (h[:20], h[20:28]))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "compile_flags.json"), "w") as f:
+        json.dump(["--target=trn1", "-O2"], f)
+    with open(os.path.join(d, "model.hlo_module.pb"), "wb") as f:
+        f.write(hashlib.sha256(h.encode()).digest() * 16)
+    if i % 50 == 7:
+        with open(os.path.join(d, "model.log"), "w") as f:
+            f.write("INFO: compiling\nERROR 70 [neuronx-cc]: internal compiler error\n")
+    else:
+        open(os.path.join(d, "model.hlo_module.pb.lock"), "w").close()
 
 
 def zoo_neff(out, seed, i):
@@ -595,9 +617,12 @@ def zoo_neff(out, seed, i):
     d = os.path.join(out, "small", reldir)
     os.makedirs(d, exist_ok=True)
     s = write_neff(os.path.join(d, fname), members, 2, meta_for(r, module, build, cores), r)
-    open(os.path.join(d, ".compilation_complete"), "w").close()
+    open(os.path.join(d, "model.done"), "w").close()
     with open(os.path.join(d, "compile_flags.json"), "w") as f:
         json.dump(["--target=trn1", "--lnc=%d" % cores, "-O2"], f)
+    with open(os.path.join(d, "model.hlo_module.pb"), "wb") as f:
+        f.write(hashlib.sha256(reldir.encode()).digest() * 16)
+    side_entry(out, seed, i, reldir)
     return {
         "i": i,
         "rel": os.path.join(reldir, fname),
