@@ -416,7 +416,10 @@ pub(crate) fn record_with<T>(
             Some(State::Ok) => {
                 "a compile-cache entry whose model.neff appeared after the walk (scan again)".into()
             }
-            _ => format!("a compile-cache entry with no model.neff ({state})"),
+            _ => match &r.cache_reason {
+                Some(why) => format!("a compile-cache entry with no model.neff ({state}: {why})"),
+                None => format!("a compile-cache entry with no model.neff ({state})"),
+            },
         });
         return (r, None);
     }
