@@ -110,10 +110,84 @@ impl Record {
     }
 }
 
+/// How a scan walks the directories it is given (files named directly are
+/// read whatever these say).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Walk {
+    /// Globs in gitignore syntax, as ripgrep's `--glob` takes them: a file
+    /// is kept when it matches one of them (none given: every `*.neff`);
+    /// one starting with `!` excludes what it matches (a directory so
+    /// excluded is not entered). Matched against paths relative to each
+    /// root.
+    pub globs: Vec<String>,
+    /// How deep to go below each root (1: its own entries only); `None`:
+    /// no limit.
+    pub max_depth: Option<usize>,
+    /// Follow symbolic links (the default; a loop is reported once). Off,
+    /// a link is neither entered nor read.
+    pub follow_links: bool,
+}
+
+impl Default for Walk {
+    fn default() -> Walk {
+        Walk {
+            globs: Vec::new(),
+            max_depth: None,
+            follow_links: true,
+        }
+    }
+}
+
+impl Walk {
+    /// Sets `globs`: gitignore-syntax globs (`!` to exclude).
+    #[must_use]
+    pub fn globs(mut self, v: Vec<String>) -> Self {
+        self.globs = v;
+        self
+    }
+
+    /// Sets `max_depth`: how deep to go below each root.
+    #[must_use]
+    pub fn max_depth(mut self, v: Option<usize>) -> Self {
+        self.max_depth = v;
+        self
+    }
+
+    /// Sets `follow_links`: follow symbolic links.
+    #[must_use]
+    pub fn follow_links(mut self, v: bool) -> Self {
+        self.follow_links = v;
+        self
+    }
+
+    /// Checks that every glob compiles: a bad one is a usage error naming
+    /// it.
+    pub fn check(&self) -> Result<()> {
+        self.overrides(Path::new(".")).map(drop)
+    }
+
+    /// The globs of `root`, compiled (a bad one is a usage error).
+    fn overrides(&self, root: &Path) -> Result<Option<ignore::overrides::Override>> {
+        if self.globs.is_empty() {
+            return Ok(None);
+        }
+        let mut b = ignore::overrides::OverrideBuilder::new(root);
+        for g in &self.globs {
+            b.add(g).map_err(|e| Error::usage(format!("{e}")))?;
+        }
+        b.build()
+            .map(Some)
+            .map_err(|e| Error::usage(format!("--glob: {e}")))
+    }
+}
+
 /// How to scan.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ScanOptions {
+    /// How directories are walked (globs, depth, links).
+    pub walk: Walk,
     /// How each NEFF is opened (read mode, limits).
     pub open: Options,
     /// Worker threads (0: the library's worker count, [`crate::set_threads`],
@@ -126,6 +200,13 @@ pub struct ScanOptions {
 }
 
 impl ScanOptions {
+    /// Sets `walk`: how directories are walked (globs, depth, links).
+    #[must_use]
+    pub fn walk(mut self, v: Walk) -> Self {
+        self.walk = v;
+        self
+    }
+
     /// Sets `open`: how each NEFF is opened (read mode, limits).
     #[must_use]
     pub fn open(mut self, v: Options) -> Self {
@@ -191,8 +272,16 @@ pub fn path_list(mut r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<Pa
 /// symlink loop, an unreadable directory) come back as records, not
 /// failures.
 pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
-    let (paths, errors, _) = list_versions(roots, shard);
+    let (paths, errors, _) = list_versions(roots, shard, &Walk::default())
+        .expect("the default walk has no globs to refuse");
     (paths, errors)
+}
+
+/// [`list`] as `opts` says: its shard, and its [`Walk`] (globs, depth,
+/// links). `Err` only for a glob that does not compile.
+pub fn list_with(roots: &[PathBuf], opts: &ScanOptions) -> Result<(Vec<PathBuf>, Vec<Record>)> {
+    let (paths, errors, _) = list_versions(roots, opts.shard, &opts.walk)?;
+    Ok((paths, errors))
 }
 
 /// What a store's listing says of each remote object found (key, size,
@@ -204,13 +293,16 @@ pub(crate) type Versions = std::collections::HashMap<PathBuf, (u64, String)>;
 pub(crate) fn list_versions(
     roots: &[PathBuf],
     shard: Option<(usize, usize)>,
-) -> (Vec<PathBuf>, Vec<Record>, Versions) {
+    walk: &Walk,
+) -> Result<(Vec<PathBuf>, Vec<Record>, Versions)> {
     #[allow(unused_mut)]
     let mut versions = Versions::new();
     let found = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     // Compile-cache entries met: those holding no model.neff get a record.
     let entries = Mutex::new(Vec::new());
+    // The directories symlink loops led back to (each loop reported once).
+    let loops = Mutex::new(std::collections::HashSet::new());
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
@@ -267,34 +359,46 @@ pub(crate) fn list_versions(
             }
             Ok(_) => {}
         }
-        ignore::WalkBuilder::new(root)
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder
             .standard_filters(false)
             .hidden(false)
-            .follow_links(true)
-            .build_parallel()
-            .run(|| {
-                Box::new(|ent| {
-                    match ent {
-                        Ok(e) => {
-                            let kind = e.file_type();
-                            let is_file = kind.is_some_and(|t| t.is_file());
-                            if is_file && e.path().extension().is_some_and(|x| x == "neff") {
-                                found.lock().expect("lock").push(e.into_path());
-                            } else if kind.is_some_and(|t| t.is_dir())
-                                && e.file_name().to_str().is_some_and(cache::is_entry_name)
-                            {
-                                entries.lock().expect("lock").push(e.into_path());
-                            }
-                        }
-                        Err(err) => {
-                            let path = walk_error_path(&err).unwrap_or_else(|| root.clone());
-                            let msg = Error::Io(std::io::Error::other(err.to_string()));
-                            errors.lock().expect("lock").push(failed(&path, &msg, None));
+            .follow_links(walk.follow_links)
+            .max_depth(walk.max_depth);
+        if let Some(o) = walk.overrides(root)? {
+            builder.overrides(o);
+        }
+        builder.build_parallel().run(|| {
+            Box::new(|ent| {
+                match ent {
+                    Ok(e) => {
+                        let kind = e.file_type();
+                        let is_file = kind.is_some_and(|t| t.is_file());
+                        if is_file && e.path().extension().is_some_and(|x| x == "neff") {
+                            found.lock().expect("lock").push(e.into_path());
+                        } else if kind.is_some_and(|t| t.is_dir())
+                            && e.file_name().to_str().is_some_and(cache::is_entry_name)
+                        {
+                            entries.lock().expect("lock").push(e.into_path());
                         }
                     }
-                    ignore::WalkState::Continue
-                })
-            });
+                    Err(err) => {
+                        // A loop met again through another link is the
+                        // same loop: reported once.
+                        if let Some(a) = loop_ancestor(&err) {
+                            let a = std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
+                            if !loops.lock().expect("lock").insert(a) {
+                                return ignore::WalkState::Continue;
+                            }
+                        }
+                        let path = walk_error_path(&err).unwrap_or_else(|| root.clone());
+                        let msg = Error::Io(std::io::Error::other(err.to_string()));
+                        errors.lock().expect("lock").push(failed(&path, &msg, None));
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
     }
     let mut paths = found.into_inner().expect("lock");
     paths.sort();
@@ -313,11 +417,11 @@ pub(crate) fn list_versions(
     drop(parents);
     paths.extend(bare);
     paths.sort();
-    (
+    Ok((
         shard_of(paths, shard),
         errors.into_inner().expect("lock"),
         versions,
-    )
+    ))
 }
 
 /// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
@@ -331,6 +435,17 @@ pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Ve
             .map(|(_, p)| p)
             .collect(),
         None => paths,
+    }
+}
+
+/// The directory a symlink loop leads back to, if `e` is a loop.
+fn loop_ancestor(e: &ignore::Error) -> Option<&Path> {
+    match e {
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => {
+            loop_ancestor(err)
+        }
+        ignore::Error::Loop { ancestor, .. } => Some(ancestor),
+        _ => None,
     }
 }
 

@@ -458,7 +458,7 @@ pub fn scan_indexed(
 ) -> Result<Update> {
     use rayon::prelude::*;
     let mut conn = schema::open_rw(db, rebuild)?;
-    let (all, walk_errors, versions) = scan::list_versions(roots, None);
+    let (all, walk_errors, versions) = scan::list_versions(roots, None, &opts.walk)?;
     let pool = crate::pool::counting_pool(opts.jobs)
         .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
     // Every file's key (the removal of vanished rows needs all of them,

@@ -383,3 +383,98 @@ fn refused_question_is_not_a_failed_file() {
     let table = String::from_utf8(neff_ok(&["scan", "--no-progress", "--sorted", dir])).unwrap();
     assert!(table.contains("(refused: cc_world_size)"), "{table}");
 }
+
+/// A tree for the walk's flags: NEFFs at depths 1 to 4, a directory `old`
+/// holding a NEFF and a link to `a`, and a link loop.
+fn walk_tree(dir: &Path) -> std::path::PathBuf {
+    let t = dir.join("t");
+    let neff = root().join("fixtures/acc/cc-none-gz.neff");
+    for p in [
+        "top.neff",
+        "a/one.neff",
+        "a/b/two.neff",
+        "a/b/c/three.neff",
+        "old/x.neff",
+    ] {
+        let p = t.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(&neff, p).unwrap();
+    }
+    std::os::unix::fs::symlink("../a", t.join("old/link")).unwrap();
+    std::os::unix::fs::symlink("..", t.join("a/b/loop")).unwrap();
+    t
+}
+
+/// The paths a scan printed, relative to `t`, sorted; and its failed
+/// records' paths.
+fn walked(t: &Path, extra: &[&str]) -> (Vec<String>, Vec<String>) {
+    let (recs, err, code) = scan_json(&[&[t.to_str().unwrap()], extra].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let rel = |r: &serde_json::Value| {
+        let p = r["path"].as_str().unwrap();
+        p.strip_prefix(t.to_str().unwrap())
+            .unwrap()
+            .trim_start_matches('/')
+            .to_string()
+    };
+    let mut ok: Vec<String> = recs.iter().filter(|r| r["ok"] == true).map(rel).collect();
+    let mut bad: Vec<String> = recs.iter().filter(|r| r["ok"] == false).map(rel).collect();
+    ok.sort();
+    bad.sort();
+    (ok, bad)
+}
+
+#[test]
+fn glob_max_depth_and_no_follow_choose_the_files_as_fd_and_rg_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = walk_tree(tmp.path());
+    let all = [
+        "a/b/c/three.neff",
+        "a/b/two.neff",
+        "a/one.neff",
+        "old/link/b/c/three.neff",
+        "old/link/b/two.neff",
+        "old/link/one.neff",
+        "old/x.neff",
+        "top.neff",
+    ];
+    let (ok, bad) = walked(&t, &[]);
+    assert_eq!(ok, all);
+    // The loop, reported once (met first through a/ or through old/link).
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].ends_with("b/loop"), "{bad:?}");
+    assert_eq!(walked(&t, &["--max-depth", "1"]).0, ["top.neff"]);
+    assert_eq!(
+        walked(&t, &["--max-depth", "2"]).0,
+        ["a/one.neff", "old/x.neff", "top.neff"]
+    );
+    assert_eq!(
+        walked(&t, &["-g", "!old/"]).0,
+        ["a/b/c/three.neff", "a/b/two.neff", "a/one.neff", "top.neff"]
+    );
+    assert_eq!(
+        walked(&t, &["--glob", "a/**", "--glob", "!**/c/**"]).0,
+        ["a/b/two.neff", "a/one.neff"]
+    );
+    let (ok, bad) = walked(&t, &["--no-follow"]);
+    assert_eq!(
+        ok,
+        [
+            "a/b/c/three.neff",
+            "a/b/two.neff",
+            "a/one.neff",
+            "old/x.neff",
+            "top.neff"
+        ]
+    );
+    assert!(bad.is_empty(), "no link entered, so no loop: {bad:?}");
+    // The indexed scan walks the same way.
+    let db = tmp.path().join("t.db");
+    let (ok, _) = walked(&t, &["--max-depth", "2", "--index", db.to_str().unwrap()]);
+    assert_eq!(ok, ["a/one.neff", "old/x.neff", "top.neff"]);
+    // A glob that does not compile is a usage error, before any output.
+    let o = neff(&["scan", "-g", "[bad", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("neff: --glob: "));
+}

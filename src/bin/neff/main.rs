@@ -237,6 +237,18 @@ enum Cmd {
         /// Worker threads [default: -j/--threads, else one per core]
         #[arg(long, default_value_t = 0)]
         jobs: usize,
+        /// Keep the files matching GLOB (gitignore syntax, relative to each
+        /// root; repeatable); `!GLOB` excludes (a directory so excluded is
+        /// not entered)
+        #[arg(short = 'g', long = "glob", value_name = "GLOB")]
+        globs: Vec<String>,
+        /// Go at most N levels below each root (1: its own entries)
+        #[arg(long, value_name = "N")]
+        max_depth: Option<usize>,
+        /// Do not follow symbolic links (followed by default; a loop is
+        /// reported once)
+        #[arg(long)]
+        no_follow: bool,
         /// One JSON object per line (NDJSON) instead of a table
         #[arg(long)]
         json: bool,
@@ -546,6 +558,9 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             files_from,
             null,
             jobs,
+            globs,
+            max_depth,
+            no_follow,
             json,
             shard,
             no_progress,
@@ -561,7 +576,17 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 .open(*opts)
                 .jobs(jobs)
                 .shard(shard)
-                .verify(verify);
+                .verify(verify)
+                .walk(
+                    neff::scan::Walk::default()
+                        .globs(globs)
+                        .max_depth(max_depth)
+                        .follow_links(!no_follow),
+                );
+            sopts.walk.check().map_err(|err| Failure {
+                path: "--glob".into(),
+                err,
+            })?;
             let how = scan::How {
                 json,
                 sorted,

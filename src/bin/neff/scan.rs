@@ -116,7 +116,10 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     }
     // The indexed scan lists the files itself.
     let (paths, walk_errors) = match index {
-        None => scan::list(roots, opts.shard),
+        None => scan::list_with(roots, opts).map_err(|err| Failure {
+            path: PathBuf::from("scan"),
+            err,
+        })?,
         Some(_) => (Vec::new(), Vec::new()),
     };
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
