@@ -442,3 +442,98 @@ fn scan_reads_a_list_of_paths_from_a_file_or_stdin_one_a_line_or_nul_separated()
     // No path and no list: a usage error.
     assert_eq!(neff(&["scan"]).status.code(), Some(2));
 }
+
+/// Rows of CSV text, as Python's csv module reads them (a reader nobody
+/// here wrote), as JSON: a list of {column: text}.
+fn csv_rows(text: &[u8]) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import csv, json, sys; print(json.dumps(list(csv.DictReader(sys.stdin))))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every `--format` of a listing command gives the same rows: json (one
+/// array), ndjson (a line each), csv (a header, then a line each).
+fn formats_agree(args: &[&str]) -> usize {
+    let run = |f: &str| {
+        let o = neff(&[args, &["--format", f]].concat());
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{args:?} {f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o.stdout
+    };
+    let nd: Vec<serde_json::Value> = String::from_utf8(run("ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let json: Vec<serde_json::Value> = serde_json::from_slice(&run("json")).unwrap();
+    let sorted = |mut v: Vec<serde_json::Value>| {
+        v.sort_by_key(|x| x.to_string());
+        v
+    };
+    assert_eq!(
+        sorted(json),
+        sorted(nd.clone()),
+        "{args:?}: json and ndjson"
+    );
+    let csv = csv_rows(&run("csv"));
+    assert_eq!(csv.len(), nd.len(), "{args:?}: csv rows");
+    for row in &csv {
+        let key = if row.contains_key("path") {
+            "path"
+        } else {
+            "name"
+        };
+        let same = nd.iter().find(|r| r[key] == row[key]).unwrap();
+        for (k, v) in row {
+            let want = match &same[k] {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let got = v.as_str().unwrap();
+            // Nested values are JSON in a cell: compare them parsed.
+            if got.starts_with('{') || got.starts_with('[') {
+                assert_eq!(
+                    serde_json::from_str::<serde_json::Value>(got).unwrap(),
+                    same[k]
+                );
+            } else {
+                assert_eq!(got, want, "{args:?}: {k}");
+            }
+        }
+    }
+    nd.len()
+}
+
+#[test]
+fn listing_commands_print_the_same_rows_in_every_format() {
+    let acc = root().join("fixtures/acc");
+    assert_eq!(
+        formats_agree(&["scan", "--no-progress", acc.to_str().unwrap()]),
+        37
+    );
+    let f = root().join("fixtures/interop/gnutar-pax-gz.neff");
+    assert!(formats_agree(&["ls", "--all", f.to_str().unwrap()]) > 5);
+    let tmp = tempfile::tempdir().unwrap();
+    crate::cache::cache(tmp.path());
+    let root = tmp.path().to_str().unwrap();
+    assert_eq!(formats_agree(&["cache", "status", root]), 48);
+    assert_eq!(formats_agree(&["cache", "prune", root, "--failed"]), 8);
+    // --json keeps its meaning; with --format it is a usage error.
+    let o = neff(&["ls", "--json", "--format", "csv", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+}

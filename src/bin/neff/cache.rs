@@ -7,6 +7,7 @@ use std::path::Path;
 use neff::cache::{CacheStatus, PruneOptions, State};
 use neff::Error;
 
+use crate::format::{Format, Rows};
 use crate::{shown, stdout_err, AtPath, Failure};
 
 /// The cache root to read: the one given, else the compiler wrapper's (a
@@ -49,18 +50,20 @@ fn report_errors(status: &CacheStatus) {
 
 /// `neff cache status`: exit 0 when every entry is ok, 1 when some entry
 /// is not, 3 when part of the cache could not be read.
-pub(crate) fn status(root: Option<String>, json: bool) -> Result<u8, Failure> {
+pub(crate) fn status(root: Option<String>, format: Format) -> Result<u8, Failure> {
     let root = root_of(root)?;
     let path = Path::new(&root);
     let status = neff::cache::status(path).at(path)?;
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let written = if json {
-        status.entries.iter().try_for_each(|e| {
-            serde_json::to_writer(&mut out, e)?;
-            writeln!(out)
-        })
-    } else {
+    let written = if format == Format::Table {
         table(&status, path, &mut out)
+    } else {
+        let mut w = Rows::new(format, &mut out);
+        status
+            .entries
+            .iter()
+            .try_for_each(|e| w.row(e))
+            .and_then(|()| w.finish().map(drop))
     };
     written.and_then(|()| out.flush()).map_err(stdout_err)?;
     report_errors(&status);
@@ -121,7 +124,8 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
 
 /// `neff cache prune`: exit 0 when every selected entry was removed (or,
 /// dry, could be), 1 when one was left (it changed, or a removal failed).
-pub(crate) fn prune(root: String, opts: &PruneOptions, json: bool) -> Result<u8, Failure> {
+pub(crate) fn prune(root: String, opts: &PruneOptions, format: Format) -> Result<u8, Failure> {
+    let json = format != Format::Table;
     let root = root_of(Some(root))?;
     let path = Path::new(&root);
     if !opts.selects_any() {
@@ -138,6 +142,7 @@ pub(crate) fn prune(root: String, opts: &PruneOptions, json: bool) -> Result<u8,
     report_errors(&status);
     let done = neff::cache::prune(path, &status, opts);
     let mut out = BufWriter::new(io::stdout().lock());
+    let mut rows = json.then(|| Rows::new(format, Vec::new()));
     let mut left = false;
     let mut total = 0;
     for r in &done {
@@ -145,9 +150,8 @@ pub(crate) fn prune(root: String, opts: &PruneOptions, json: bool) -> Result<u8,
         if r.removed || !opts.apply {
             total += r.bytes;
         }
-        if json {
-            serde_json::to_writer(&mut out, r).map_err(|e| stdout_err(e.into()))?;
-            writeln!(out).map_err(stdout_err)?;
+        if let Some(w) = rows.as_mut() {
+            w.row(r).map_err(stdout_err)?;
             continue;
         }
         let what = match (&r.error, r.removed) {
@@ -165,7 +169,10 @@ pub(crate) fn prune(root: String, opts: &PruneOptions, json: bool) -> Result<u8,
         )
         .map_err(stdout_err)?;
     }
-    if !json {
+    if let Some(w) = rows {
+        out.write_all(&w.finish().map_err(stdout_err)?)
+            .map_err(stdout_err)?;
+    } else {
         let verb = if opts.apply {
             "removed"
         } else {

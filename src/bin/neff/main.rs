@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 mod cache;
+mod format;
 mod quote;
 mod scan;
 mod tools;
@@ -173,9 +174,14 @@ enum Cmd {
     /// List members in archive order
     Ls {
         file: PathBuf,
-        /// One JSON array of {name, kind, size, offset, mtime, mode, link}
-        #[arg(long)]
+        /// One JSON array of {name, kind, size, offset, mtime, mode, link}:
+        /// --format json
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// How to print the members: json, ndjson, csv (those fields), or
+        /// table (names, as `tar tf`) [default: table]
+        #[arg(long, value_enum)]
+        format: Option<format::Format>,
         /// Also list directories, links and other entries
         #[arg(long)]
         all: bool,
@@ -249,9 +255,13 @@ enum Cmd {
         /// reported once)
         #[arg(long)]
         no_follow: bool,
-        /// One JSON object per line (NDJSON) instead of a table
-        #[arg(long)]
+        /// One JSON object per line (NDJSON) instead of a table: --format
+        /// ndjson
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// How to print the records [default: table]
+        #[arg(long, value_enum)]
+        format: Option<format::Format>,
         /// Keep files whose sorted index i has i mod N = K-1
         #[arg(long, value_parser = parse_shard)]
         shard: Option<(usize, usize)>,
@@ -344,9 +354,14 @@ enum CacheCmd {
         /// The cache [default: --cache_dir= in $NEURON_CC_FLAGS, else
         /// $NEURON_COMPILE_CACHE_URL, else /var/tmp/neuron-compile-cache]
         root: Option<String>,
-        /// One JSON object per entry (NDJSON) instead of the summary
-        #[arg(long)]
+        /// One JSON object per entry (NDJSON) instead of the summary:
+        /// --format ndjson
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// How to print the entries (table: the summary per version)
+        /// [default: table]
+        #[arg(long, value_enum)]
+        format: Option<format::Format>,
     },
     /// Remove the entries selected: a dry run that lists them and their
     /// bytes unless --apply. Never an entry holding a fresh lock, never
@@ -373,9 +388,12 @@ enum CacheCmd {
         /// Remove them (else only list them)
         #[arg(long)]
         apply: bool,
-        /// One JSON object per selected entry (NDJSON)
-        #[arg(long)]
+        /// One JSON object per selected entry (NDJSON): --format ndjson
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// How to print the selected entries [default: table]
+        #[arg(long, value_enum)]
+        format: Option<format::Format>,
     },
 }
 
@@ -461,9 +479,15 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match cmd {
-        Cmd::Ls { file, json, all } => {
+        Cmd::Ls {
+            file,
+            json,
+            format,
+            all,
+        } => {
             let neff = Neff::open_with(&file, opts).at(&file)?;
-            ls(&neff, json, all, &mut out).map_err(stdout_err)?;
+            let format = format::chosen(format, json, format::Format::Json);
+            ls(&neff, format, all, &mut out).map_err(stdout_err)?;
         }
         Cmd::Cat { file, pattern } => {
             let pattern = neff::Pattern::new(&pattern).at(&file)?;
@@ -562,6 +586,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             max_depth,
             no_follow,
             json,
+            format,
             shard,
             no_progress,
             sorted,
@@ -588,7 +613,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 err,
             })?;
             let how = scan::How {
-                json,
+                format: format::chosen(format, json, format::Format::Ndjson),
                 sorted,
                 strict,
                 no_progress,
@@ -599,7 +624,9 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
         Cmd::Cache { what } => {
             drop(out);
             return match what {
-                CacheCmd::Status { root, json } => cache::status(root, json),
+                CacheCmd::Status { root, json, format } => {
+                    cache::status(root, format::chosen(format, json, format::Format::Ndjson))
+                }
                 CacheCmd::Prune {
                     root,
                     failed,
@@ -609,6 +636,7 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                     keep_versions,
                     apply,
                     json,
+                    format,
                 } => {
                     let mut p = neff::cache::PruneOptions::default()
                         .failed(failed)
@@ -623,7 +651,11 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                     if let Some(n) = keep_versions {
                         p = p.keep_versions(n);
                     }
-                    cache::prune(root, &p, json)
+                    cache::prune(
+                        root,
+                        &p,
+                        format::chosen(format, json, format::Format::Ndjson),
+                    )
                 }
             };
         }
@@ -712,12 +744,12 @@ fn man_pages(dir: &Path) -> io::Result<()> {
     write(&man_command(), dir)
 }
 
-fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()> {
+fn ls(neff: &Neff, format: format::Format, all: bool, out: &mut impl Write) -> io::Result<()> {
     let shown = neff
         .entries()
         .iter()
         .filter(|e| all || e.kind == Kind::File);
-    if json {
+    if format != format::Format::Table {
         #[derive(serde::Serialize)]
         struct Row<'a> {
             name: std::borrow::Cow<'a, str>,
@@ -729,19 +761,37 @@ fn ls(neff: &Neff, json: bool, all: bool, out: &mut impl Write) -> io::Result<()
             #[serde(skip_serializing_if = "Option::is_none")]
             link: Option<std::borrow::Cow<'a, str>>,
         }
-        let rows: Vec<Row> = shown
-            .map(|e| Row {
-                name: neff.name_str(e),
-                kind: e.kind.as_str(),
-                size: e.size,
-                offset: e.offset,
-                mtime: e.mtime,
-                mode: e.mode,
-                link: neff.link(e).map(String::from_utf8_lossy),
-            })
-            .collect();
-        serde_json::to_writer(&mut *out, &rows)?;
-        return writeln!(out);
+        /// A row with every column (CSV needs them all in every row).
+        #[derive(serde::Serialize)]
+        struct Full<'a> {
+            #[serde(flatten)]
+            row: Row<'a>,
+            link: Option<std::borrow::Cow<'a, str>>,
+        }
+        let rows = shown.map(|e| Row {
+            name: neff.name_str(e),
+            kind: e.kind.as_str(),
+            size: e.size,
+            offset: e.offset,
+            mtime: e.mtime,
+            mode: e.mode,
+            link: neff.link(e).map(String::from_utf8_lossy),
+        });
+        if format == format::Format::Json {
+            // One line, as it always was.
+            serde_json::to_writer(&mut *out, &rows.collect::<Vec<_>>())?;
+            return writeln!(out);
+        }
+        let mut w = format::Rows::new(format, out);
+        for mut row in rows {
+            if format == format::Format::Csv {
+                let link = row.link.take();
+                w.row(&Full { row, link })?;
+            } else {
+                w.row(&row)?;
+            }
+        }
+        return w.finish().map(drop);
     }
     for e in shown {
         out.write_all(quote(neff.name(e)).as_bytes())?;

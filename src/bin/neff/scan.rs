@@ -1,5 +1,6 @@
-//! Output of `neff scan`: NDJSON or an aligned table on stdout, a progress
-//! bar on a terminal's stderr, and a one-line summary at the end.
+//! Output of `neff scan`: NDJSON, JSON, CSV or an aligned table on stdout,
+//! a progress bar on a terminal's stderr, and a one-line summary at the
+//! end.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::time::Instant;
 use neff::scan::{self, Record, ScanOptions};
 
 use super::{stdout_err, Failure};
+use crate::format::{Format, Rows};
 
 fn table_row(r: &Record) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
@@ -80,7 +82,7 @@ pub fn with_lists(
 
 /// How to print a scan, and where its catalogue is.
 pub struct How<'a> {
-    pub json: bool,
+    pub format: Format,
     pub sorted: bool,
     pub strict: bool,
     pub no_progress: bool,
@@ -90,7 +92,7 @@ pub struct How<'a> {
 
 pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, Failure> {
     let &How {
-        json,
+        format,
         sorted,
         strict,
         no_progress,
@@ -134,12 +136,14 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         b.set_style(indicatif::ProgressStyle::with_template(template).expect("static template"));
         b
     });
+    let table = format == Format::Table;
     let out = Mutex::new(io::BufWriter::new(io::stdout()));
+    let rows = Mutex::new((!table).then(|| Rows::new(format, io::BufWriter::new(io::stdout()))));
     let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
     let (ok, failed, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
     let refused = AtomicUsize::new(0);
     let write_err: Mutex<Option<io::Error>> = Mutex::new(None);
-    if !json {
+    if table {
         let header = format!(
             "{:<4} {:<8} {:>5} {:>6} {:>7}  path",
             "ok", "arch", "cores", "world", "members"
@@ -147,13 +151,11 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         writeln!(out.lock().expect("lock"), "{header}").map_err(stdout_err)?;
     }
     let print = |r: &Record| {
-        let line = if json {
-            serde_json::to_string(r).expect("records serialize")
-        } else {
-            table_row(r)
+        let written = match rows.lock().expect("lock").as_mut() {
+            Some(w) => w.row(r),
+            None => writeln!(out.lock().expect("lock"), "{}", table_row(r)),
         };
-        let mut o = out.lock().expect("lock");
-        if let Err(e) = writeln!(o, "{line}") {
+        if let Err(e) = written {
             write_err.lock().expect("lock").get_or_insert(e);
         }
     };
@@ -199,6 +201,9 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     held.sort_by(|a, b| a.path.cmp(&b.path));
     for r in &held {
         print(r);
+    }
+    if let Some(w) = rows.into_inner().expect("lock") {
+        w.finish().map_err(stdout_err)?;
     }
     out.into_inner()
         .expect("lock")
