@@ -272,16 +272,16 @@ pub fn path_list(mut r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<Pa
 /// symlink loop, an unreadable directory) come back as records, not
 /// failures.
 pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
-    let (paths, errors, _) = list_versions(roots, shard, &Walk::default())
+    let found = list_versions(roots, shard, &Walk::default())
         .expect("the default walk has no globs to refuse");
-    (paths, errors)
+    (found.paths, found.errors)
 }
 
 /// [`list`] as `opts` says: its shard, and its [`Walk`] (globs, depth,
 /// links). `Err` only for a glob that does not compile.
 pub fn list_with(roots: &[PathBuf], opts: &ScanOptions) -> Result<(Vec<PathBuf>, Vec<Record>)> {
-    let (paths, errors, _) = list_versions(roots, opts.shard, &opts.walk)?;
-    Ok((paths, errors))
+    let found = list_versions(roots, opts.shard, &opts.walk)?;
+    Ok((found.paths, found.errors))
 }
 
 /// What a store's listing says of each remote object found (key, size,
@@ -290,11 +290,26 @@ pub(crate) type Versions = std::collections::HashMap<PathBuf, (u64, String)>;
 
 /// [`list`], with what the listings of remote prefixes said of each
 /// object (a catalogue keys its rows on it, and so needs no other request).
+/// What a walk found: the paths (sorted, sharded), the walk's errors as
+/// records, what remote listings said of each object, and the symbolic
+/// links the walk went through (a path below none of them is its root's
+/// real path joined with the rest).
+pub(crate) struct Found {
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) errors: Vec<Record>,
+    pub(crate) versions: Versions,
+    pub(crate) linked: std::collections::HashSet<PathBuf>,
+    /// What the walk met of each compile-cache entry (its files' names).
+    /// (Keyed by the directory's bytes: hashing them is cheaper than
+    /// hashing a path's components.)
+    pub(crate) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+}
+
 pub(crate) fn list_versions(
     roots: &[PathBuf],
     shard: Option<(usize, usize)>,
     walk: &Walk,
-) -> Result<(Vec<PathBuf>, Vec<Record>, Versions)> {
+) -> Result<Found> {
     #[allow(unused_mut)]
     let mut versions = Versions::new();
     let found = Mutex::new(Vec::new());
@@ -303,6 +318,8 @@ pub(crate) fn list_versions(
     let entries = Mutex::new(Vec::new());
     // The directories symlink loops led back to (each loop reported once).
     let loops = Mutex::new(std::collections::HashSet::new());
+    let linked = Mutex::new(std::collections::HashSet::new());
+    let met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>> = Mutex::default();
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
@@ -321,10 +338,13 @@ pub(crate) fn list_versions(
                         for part in o.url.split('/') {
                             at += part.len() + 1;
                             if cache::is_entry_name(part) && at <= o.url.len() {
-                                entries
-                                    .lock()
+                                let dir = PathBuf::from(&o.url[..at - 1]);
+                                met.lock()
                                     .expect("lock")
-                                    .push(PathBuf::from(&o.url[..at - 1]));
+                                    .entry(dir.clone().into_os_string())
+                                    .or_default()
+                                    .object(&o.url[at..], o.modified);
+                                entries.lock().expect("lock").push(dir);
                             }
                         }
                         if o.url.ends_with(".neff") {
@@ -372,13 +392,35 @@ pub(crate) fn list_versions(
             Box::new(|ent| {
                 match ent {
                     Ok(e) => {
+                        if e.path_is_symlink() {
+                            linked.lock().expect("lock").insert(e.path().to_path_buf());
+                        }
                         let kind = e.file_type();
+                        // What an entry holds, as this walk meets it.
+                        let parent = e.path().parent();
+                        if let Some(dir) = parent.filter(|d| {
+                            d.file_name()
+                                .and_then(|n| n.to_str())
+                                .is_some_and(cache::is_entry_name)
+                        }) {
+                            if let Some(name) = e.file_name().to_str() {
+                                met.lock()
+                                    .expect("lock")
+                                    .entry(dir.as_os_str().to_owned())
+                                    .or_default()
+                                    .file(name, e.path());
+                            }
+                        }
                         let is_file = kind.is_some_and(|t| t.is_file());
                         if is_file && e.path().extension().is_some_and(|x| x == "neff") {
                             found.lock().expect("lock").push(e.into_path());
                         } else if kind.is_some_and(|t| t.is_dir())
                             && e.file_name().to_str().is_some_and(cache::is_entry_name)
                         {
+                            met.lock()
+                                .expect("lock")
+                                .entry(e.path().as_os_str().to_owned())
+                                .or_default();
                             entries.lock().expect("lock").push(e.into_path());
                         }
                     }
@@ -417,11 +459,13 @@ pub(crate) fn list_versions(
     drop(parents);
     paths.extend(bare);
     paths.sort();
-    Ok((
-        shard_of(paths, shard),
-        errors.into_inner().expect("lock"),
+    Ok(Found {
+        paths: shard_of(paths, shard),
+        errors: errors.into_inner().expect("lock"),
         versions,
-    ))
+        linked: linked.into_inner().expect("lock"),
+        met: met.into_inner().expect("lock"),
+    })
 }
 
 /// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
@@ -525,7 +569,7 @@ pub(crate) fn record_with<T>(
             path: path.display().to_string(),
             ..Record::default()
         };
-        cache_entry(path, &mut r, &opts.open);
+        cache_entry(path, &mut r, &opts.open, None);
         let state = r.cache_state.map_or("unreadable", State::name);
         r.error = Some(match r.cache_state {
             Some(State::Ok) => {
@@ -555,7 +599,7 @@ pub(crate) fn record_with<T>(
             }
         }
     };
-    cache_entry(path, &mut r, &opts.open);
+    cache_entry(path, &mut r, &opts.open, None);
     (r, t)
 }
 
@@ -658,7 +702,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
 /// now, from one listing of the entry, with the record's own answer for
 /// its NEFF (an entry holding none has its NEFF read, should one have
 /// appeared since the walk): a warm catalogue hit judges it again too.
-pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options) {
+pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Option<cache::Met>) {
     let parent = path.parent();
     let dir = parent
         .and_then(Path::file_name)
@@ -695,7 +739,7 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options) {
             }
         }
     };
-    match cache::judge_entry(entry, read) {
+    match cache::judge_entry(entry, met, read) {
         Ok(s) => {
             r.cache_state = Some(s.state);
             r.cache_reason = s.reason;

@@ -79,7 +79,7 @@ impl std::fmt::Display for State {
 pub(super) type Obj = (String, u64, SystemTime);
 
 /// What one listing of an entry's directory holds.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Listing {
     pub(super) neff: bool,
     pub(super) done: bool,
@@ -98,6 +98,25 @@ pub(super) struct Listing {
 }
 
 impl Listing {
+    /// Lists `dir` once, by names only: what a state needs (a scan's
+    /// judgement), without the size and time of each file (`bytes` 0,
+    /// `newest` `None`); a lock's time is read when it is judged.
+    pub(super) fn names_of(dir: &Path) -> io::Result<Listing> {
+        let mut l = Listing::default();
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            let name = e.file_name();
+            match name.to_str() {
+                Some(NEFF) => l.neff = true,
+                Some(DONE) => l.done = true,
+                Some(LOG) => l.log = true,
+                Some(n) if n.ends_with(".lock") => l.locks.push(e.path()),
+                _ => {}
+            }
+        }
+        Ok(l)
+    }
+
     /// Lists `dir` once.
     pub(super) fn of(dir: &Path) -> io::Result<Listing> {
         let mut l = Listing::default();
@@ -340,7 +359,7 @@ pub(super) fn judge_with<T>(
 
 /// The last line of a compile log that says `error` (any case), else its
 /// last non-empty line; read from its last [`LOG_TAIL`] bytes.
-fn last_error_line(log: &Path) -> String {
+pub(super) fn last_error_line(log: &Path) -> String {
     use std::io::{Read as _, Seek, SeekFrom};
     let tail = (|| -> io::Result<String> {
         let mut f = std::fs::File::open(log)?;

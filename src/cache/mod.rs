@@ -28,7 +28,7 @@ mod prune;
 mod status;
 
 pub use entry::State;
-pub(crate) use for_scan::{compiler_of, entry_dir, is_entry_name, judge_entry, Read};
+pub(crate) use for_scan::{compiler_of, entry_dir, is_entry_name, judge_entry, Met, Read};
 pub use prune::{prune, PruneOptions, Removal};
 pub use status::{status, CacheEntry, CacheError, CacheStatus, VersionSummary};
 

@@ -66,6 +66,9 @@ impl Stat {
 /// its listing said (size, and the ETag folded into `ino`; the other
 /// fields 0), so that an unchanged object is known without a request.
 fn identity(p: &Path, versions: &scan::Versions) -> std::io::Result<Stat> {
+    if versions.is_empty() {
+        return Stat::of(p);
+    }
     match versions.get(p) {
         Some((size, version)) => {
             use sha2::{Digest, Sha256};
@@ -227,6 +230,24 @@ pub(crate) fn key_of(p: &Path) -> String {
             .display()
             .to_string(),
     }
+}
+
+/// [`key_of`] for a path the walk found: its root's real path joined with
+/// the rest when the walk went through no link to reach it (one realpath
+/// per root instead of one per file), else the path resolved whole.
+fn key_below(p: &Path, roots: &[(&PathBuf, Option<PathBuf>)], linked: &HashSet<PathBuf>) -> String {
+    if !linked.is_empty() && p.ancestors().any(|a| linked.contains(a)) {
+        return key_of(p);
+    }
+    for (root, real) in roots {
+        if let (Ok(rest), Some(real)) = (p.strip_prefix(root), real) {
+            if rest.as_os_str().is_empty() {
+                return real.display().to_string();
+            }
+            return real.join(rest).display().to_string();
+        }
+    }
+    key_of(p)
 }
 
 /// Now, as a row's `scanned_at` spells it: UTC, ISO 8601, to the second.
@@ -458,16 +479,38 @@ pub fn scan_indexed(
 ) -> Result<Update> {
     use rayon::prelude::*;
     let mut conn = schema::open_rw(db, rebuild)?;
-    let (all, walk_errors, versions) = scan::list_versions(roots, None, &opts.walk)?;
+    let scan::Found {
+        paths: all,
+        errors: walk_errors,
+        versions,
+        linked,
+        met,
+    } = scan::list_versions(roots, None, &opts.walk)?;
     let pool = crate::pool::counting_pool(opts.jobs)
         .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
     // Every file's key (the removal of vanished rows needs all of them,
     // not only this shard's).
-    let keys: HashMap<&PathBuf, String> =
-        pool.install(|| all.par_iter().map(|p| (p, key_of(p))).collect());
+    let real_roots: Vec<(&PathBuf, Option<PathBuf>)> = roots
+        .iter()
+        .map(|r| (r, std::fs::canonicalize(r).ok()))
+        .collect();
+    let key_list: Vec<String> = pool.install(|| {
+        all.par_iter()
+            .map(|p| key_below(p, &real_roots, &linked))
+            .collect()
+    });
+    // (By the path's bytes: cheaper to hash than its components.)
+    let keys: HashMap<&std::ffi::OsStr, &str> = all
+        .iter()
+        .zip(&key_list)
+        .map(|(p, k)| (p.as_os_str(), k.as_str()))
+        .collect();
     let mine = scan::shard_of(all.clone(), opts.shard);
     let options = options_key(opts);
-    let wanted: HashSet<String> = mine.iter().map(|p| keys[p].clone()).collect();
+    let wanted: HashSet<String> = mine
+        .iter()
+        .map(|p| keys[p.as_os_str()].to_string())
+        .collect();
     let cached = load(&conn, db, &wanted)?;
     drop(wanted);
     for r in walk_errors {
@@ -481,7 +524,7 @@ pub fn scan_indexed(
     let refreshed = Mutex::new(Vec::new());
     let hits = AtomicUsize::new(0);
     let check = |p: &PathBuf| {
-        let key = &keys[p];
+        let key = keys[p.as_os_str()];
         let hit = match (
             cached.get(key).and_then(Option::as_ref),
             identity(p, &versions),
@@ -500,12 +543,16 @@ pub fn scan_indexed(
             // The entry's state is not part of the file's identity: judge
             // it again.
             let before = (r.cache_state, r.cache_reason.clone());
-            scan::cache_entry(p, &mut r, &opts.open);
+            // From what this scan's walk met of the entry.
+            let seen = crate::cache::entry_dir(p)
+                .and_then(|d| met.get(d.as_os_str()))
+                .cloned();
+            scan::cache_entry(p, &mut r, &opts.open, seen);
             if (r.cache_state, r.cache_reason.clone()) != before {
                 refreshed
                     .lock()
                     .expect("lock")
-                    .push((key.clone(), r.clone()));
+                    .push((key.to_string(), r.clone()));
             }
         }
         hits.fetch_add(1, Ordering::Relaxed);
@@ -548,7 +595,7 @@ pub fn scan_indexed(
         read.fetch_add(1, Ordering::Relaxed);
         if let Some(stat) = stat {
             let fresh = Fresh {
-                key: keys[&p].clone(),
+                key: keys[p.as_os_str()].to_string(),
                 scanned_at,
                 stat,
                 json: json(&record),
@@ -607,11 +654,11 @@ pub fn scan_indexed(
     }
 
     // Rows of files gone from under the walked roots.
-    let found: HashSet<&String> = keys.values().collect();
+    let found: HashSet<&str> = key_list.iter().map(String::as_str).collect();
     let prefixes: Vec<(String, String)> = roots.iter().map(|r| under(r)).collect();
     let gone: Vec<&String> = cached
         .keys()
-        .filter(|k| !found.contains(*k))
+        .filter(|k| !found.contains(k.as_str()))
         .filter(|k| {
             prefixes
                 .iter()
