@@ -7,8 +7,14 @@ Three ways in:
   messages, memoized per instance), with the answers of ``neff get``.
 * :func:`open` / :class:`Neff`: the Pythonic API (header, members, bytes,
   accessors as methods; a context manager).
-* :func:`scan` / :func:`scan_table`: the records of ``neff scan --json`` for
-  whole zoos, streamed; :mod:`neff.ray` fans a scan out on Ray Data.
+* :func:`scan` / :func:`scan_batches` / :func:`scan_table`: the records of
+  ``neff scan --json`` for whole zoos, streamed (as dicts, or as Arrow
+  record batches in bounded memory); ``index=`` keeps an SQLite catalogue
+  that :class:`Catalog` queries; :mod:`neff.ray` fans a scan out on Ray
+  Data.
+* :func:`verify`, :func:`cache_status`, :func:`cache_prune`: ``neff
+  verify`` and ``neff cache``; :class:`Limits` caps resources wherever a
+  NEFF is read.
 
 Errors: a file the reader refuses raises a subclass of :class:`NeffError`
 (itself a subclass of ``Exception``), named after the library's error kind;
@@ -34,9 +40,10 @@ verbatim). The classes, all exported here::
           +-- RefusedError            refused for a reason outside the bytes (a FIFO, a device)
           +-- UsageError              (also ValueError) a malformed request (a bad regular expression)
 
-``HashError``, ``UnsafePathError`` and ``CatalogError`` come from library
-calls this package does not expose (verify, unpack, the scan catalogue);
-they are here so that every kind has its class. Operating-system errors
+``HashError`` comes from :func:`verify` (and ``scan(verify=True)``
+records), ``CatalogError`` from :class:`Catalog` and ``scan(index=...)``;
+``UnsafePathError`` from unpacking, which this package does not expose: it
+is here so that every kind has its class. Operating-system errors
 raise the matching ``OSError`` subclass
 (``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``, ...), not
 a NeffError. Python-level misuse raises the usual built-ins: ``KeyError``
@@ -96,9 +103,13 @@ __all__ = [
     "Neff",
     "Header",
     "Member",
+    "Limits",
     "open",
+    "verify",
     "scan",
+    "scan_batches",
     "scan_table",
+    "Catalog",
     "CacheStatus",
     "cache_status",
     "cache_prune",
@@ -154,6 +165,39 @@ class Header:
 
 
 @_dataclass(frozen=True)
+class Limits:
+    """Resource caps, as ``neff``'s ``--max-*`` flags set them: each field
+    left ``None`` keeps the library's default (``neff --help`` lists them).
+    A NEFF that needs more than a cap is refused with :class:`LimitError`."""
+
+    #: Largest inflated payload, bytes (default 4 GiB).
+    max_inflated: Optional[int] = None
+    #: Most archive entries (default 1,000,000).
+    max_members: Optional[int] = None
+    #: Largest PAX or GNU long-name extended header, bytes (default 1 MiB).
+    max_extended_header: Optional[int] = None
+    #: Longest member name or link target, bytes (default 64 KiB).
+    max_name_len: Optional[int] = None
+    #: Largest JSON member parsed, bytes (default 256 MiB).
+    max_json_size: Optional[int] = None
+    #: Deepest JSON nesting (default 512).
+    max_json_depth: Optional[int] = None
+    #: Largest gzip payload inflated whole; larger ones stream (default 64 MiB).
+    inflate_budget: Optional[int] = None
+    #: Most segments in an archive's GNU sparse maps (default 1,048,576).
+    max_sparse_segments: Optional[int] = None
+    #: Largest real size of one GNU sparse member, bytes (default 64 GiB).
+    max_sparse_size: Optional[int] = None
+
+    def _set(self) -> Dict[str, int]:
+        return {k: int(v) for k, v in self.__dict__.items() if v is not None}
+
+
+def _limits(limits: Optional[Limits]) -> Optional[Dict[str, int]]:
+    return None if limits is None else limits._set()
+
+
+@_dataclass(frozen=True)
 class Member:
     """One archive entry: its name, data size and kind (``file``, ``dir``, ...)."""
 
@@ -169,8 +213,15 @@ class Neff:
     valid after :meth:`close`.
     """
 
-    def __init__(self, path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False):
-        self._r = _neff.open(_os.fspath(path), early_cc)
+    def __init__(
+        self,
+        path: Union[str, "_os.PathLike[str]"],
+        *,
+        early_cc: bool = False,
+        limits: Optional[Limits] = None,
+        read_mode: str = "auto",
+    ):
+        self._r = _neff.open(_os.fspath(path), early_cc, _limits(limits), read_mode)
         self._header: Optional[Header] = None
 
     # ---- life cycle
@@ -292,12 +343,33 @@ class Neff:
         return self._r.num_cores()
 
 
-def open(path: Union[str, "_os.PathLike[str]"], *, early_cc: bool = False) -> Neff:  # noqa: A001
+def open(  # noqa: A001
+    path: Union[str, "_os.PathLike[str]"],
+    *,
+    early_cc: bool = False,
+    limits: Optional[Limits] = None,
+    read_mode: str = "auto",
+) -> Neff:
     """Opens and indexes a NEFF (GIL released): maps it, checks the header,
     inflates a gzip payload and walks the tar. ``early_cc=True``: on a raw
     NEFF, skim def.json's collective keys during the walk, for a caller whose
-    first question is :meth:`Neff.has_cc` or :meth:`Neff.cc_world_size`."""
-    return Neff(path, early_cc=early_cc)
+    first question is :meth:`Neff.has_cc` or :meth:`Neff.cc_world_size`.
+    ``limits`` caps resources (:class:`Limits`); ``read_mode`` is ``auto``,
+    ``map`` or ``read`` (``neff --read-mode``)."""
+    return Neff(path, early_cc=early_cc, limits=limits, read_mode=read_mode)
+
+
+def verify(
+    path: Union[str, "_os.PathLike[str]"],
+    *,
+    limits: Optional[Limits] = None,
+    read_mode: str = "auto",
+) -> None:
+    """Checks a NEFF as ``neff verify`` does: its header's sizes and its
+    payload's hash (every byte read). Returns ``None``; raises
+    :class:`HashError` when the hash differs, another :class:`NeffError`
+    when the file is refused, ``OSError`` when it cannot be read."""
+    _neff.verify(_os.fspath(path), _limits(limits), read_mode)
 
 
 # Getter name -> `neff get` accessor; the getters whose answer is JSON go
@@ -498,27 +570,130 @@ def scan(
     paths: Union[str, "_os.PathLike[str]", Iterable[Any]],
     jobs: Optional[int] = None,
     shard: Union[None, str, Tuple[int, int]] = None,
+    *,
+    limits: Optional[Limits] = None,
+    verify: bool = False,
+    glob: Optional[Iterable[str]] = None,
+    max_depth: Optional[int] = None,
+    follow: bool = True,
+    index: Union[None, str, "_os.PathLike[str]"] = None,
+    rebuild: bool = False,
 ) -> Iterator[Dict[str, Any]]:
     """Yields one record (a dict, the fields of ``neff scan --json``) per
     ``*.neff`` under ``paths`` (directories walked; files named directly kept
     whatever their name), as they are made, on ``jobs`` threads (default: one
     per core). ``shard`` ``"K/N"`` or ``(K, N)`` keeps every N-th file of the
-    sorted list from the K-th (``neff scan --shard``)."""
-    for line in _neff.scan(_paths(paths), jobs or 0, _shard(shard)):
+    sorted list from the K-th (``neff scan --shard``).
+
+    As ``neff scan``'s flags: ``limits`` (:class:`Limits`), ``verify`` (check
+    every payload's hash), ``glob`` (gitignore-syntax globs, ``!`` to
+    exclude), ``max_depth``, ``follow`` (``False``: ``--no-follow``), and
+    ``index``: an SQLite catalogue kept current (``rebuild`` starts it
+    over), from which unchanged files are answered; :class:`Catalog` reads it."""
+    lines = _neff.scan(
+        _paths(paths),
+        jobs or 0,
+        _shard(shard),
+        _limits(limits),
+        verify,
+        list(glob or []),
+        max_depth,
+        follow,
+        None if index is None else _os.fsdecode(index),
+        rebuild,
+    )
+    for line in lines:
         yield _json.loads(line)
+
+
+def scan_batches(
+    paths: Union[str, "_os.PathLike[str]", Iterable[Any]],
+    jobs: Optional[int] = None,
+    shard: Union[None, str, Tuple[int, int]] = None,
+    *,
+    batch_size: int = 1024,
+    **scan_options: Any,
+) -> Any:
+    """The records of :func:`scan` as a ``pyarrow.RecordBatchReader``
+    (schema :data:`neff.arrow.SCHEMA`), in batches of ``batch_size`` made
+    as the scan goes: memory holds one batch (and the scan's bounded
+    queue), whatever the number of NEFFs. ``scan_options`` are
+    :func:`scan`'s keywords. Needs pyarrow."""
+    import pyarrow as pa
+
+    from . import arrow
+
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+
+    def batches() -> Iterator[Any]:
+        batch: List[Dict[str, Any]] = []
+        for r in scan(paths, jobs=jobs, shard=shard, **scan_options):
+            batch.append(r)
+            if len(batch) >= batch_size:
+                yield arrow.batch(batch)
+                batch = []
+        if batch:
+            yield arrow.batch(batch)
+
+    return pa.RecordBatchReader.from_batches(arrow.SCHEMA, batches())
 
 
 def scan_table(
     paths: Union[str, "_os.PathLike[str]", Iterable[Any]],
     jobs: Optional[int] = None,
     shard: Union[None, str, Tuple[int, int]] = None,
+    **scan_options: Any,
 ) -> Any:
     """The records of :func:`scan` as a ``pyarrow.Table`` (schema:
-    :data:`neff.arrow.SCHEMA`), sorted by path. Needs pyarrow."""
-    from . import arrow
+    :data:`neff.arrow.SCHEMA`), sorted by path: the whole table in memory
+    (:func:`scan_batches` streams instead). Needs pyarrow."""
+    table = scan_batches(paths, jobs=jobs, shard=shard, **scan_options).read_all()
+    return table.sort_by("path")
 
-    records = sorted(scan(paths, jobs=jobs, shard=shard), key=lambda r: r["path"])
-    return arrow.table(records)
+
+class Catalog:
+    """A ``neff scan --index`` catalogue (an SQLite file), opened read-only
+    while scans may update it. Records are dicts, the fields of ``neff scan
+    --json``. Raises :class:`CatalogError` for a file that is not a
+    catalogue or one of another schema version."""
+
+    def __init__(self, path: Union[str, "_os.PathLike[str]"]):
+        self._c = _neff.Catalog(_os.fsdecode(path))
+
+    def by_path(self, path: Union[str, "_os.PathLike[str]"]) -> Optional[Dict[str, Any]]:
+        """The record of the file at ``path`` (however its path is typed:
+        rows are keyed by the real path), or ``None``."""
+        r = self._c.by_path(_os.fsdecode(path))
+        return None if r is None else _json.loads(r)
+
+    def query(
+        self,
+        *,
+        ok: Optional[bool] = None,
+        arch: Optional[str] = None,
+        min_cc_world_size: Optional[int] = None,
+        max_cc_world_size: Optional[int] = None,
+        path_prefix: Optional[str] = None,
+        input: Optional[str] = None,  # noqa: A002
+        input_shape: Optional[List[int]] = None,
+        uuid: Optional[str] = None,
+    ) -> List[Dict[str, Any]]:
+        """The records matching every condition given, in path order."""
+        rows = self._c.query(
+            ok,
+            arch,
+            min_cc_world_size,
+            max_cc_world_size,
+            path_prefix,
+            input,
+            input_shape,
+            uuid,
+        )
+        return [_json.loads(r) for r in rows]
+
+    def __len__(self) -> int:
+        return len(self._c)
 
 
 @_dataclass(frozen=True)

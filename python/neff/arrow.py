@@ -55,6 +55,11 @@ def _fit(r: Dict[str, Any]) -> Dict[str, Any]:
     return r
 
 
+def batch(records: List[Dict[str, Any]]) -> "pa.RecordBatch":
+    """One record batch of scan records (dicts as :func:`neff.scan` yields them)."""
+    return pa.RecordBatch.from_pylist([_fit(r) for r in records], schema=SCHEMA)
+
+
 def table(records: List[Dict[str, Any]]) -> "pa.Table":
     """A table of scan records (dicts as :func:`neff.scan` yields them)."""
     return pa.Table.from_pylist([_fit(r) for r in records], schema=SCHEMA)

@@ -11,12 +11,16 @@
 //! | [`open`] | the `Neff` class: one open NEFF |
 //! | [`scan`] | `scan()`: a streaming iterator of scan records |
 //! | [`cache`] | `cache_status()`, `cache_prune()`: the compile cache's entries |
+//! | [`catalog`] | `Catalog`: a scan catalogue, read-only |
+//! | [`options`] | `neff.Limits` and read modes as the library's `Options` |
 
 use pyo3::prelude::*;
 
 mod cache;
+mod catalog;
 mod errors;
 mod open;
+mod options;
 mod scan;
 
 /// The `neff._neff` module.
@@ -25,6 +29,8 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<open::Neff>()?;
     m.add_class::<scan::ScanIter>()?;
+    m.add_class::<catalog::Catalog>()?;
+    m.add_function(wrap_pyfunction!(open::verify, m)?)?;
     m.add_function(wrap_pyfunction!(open::open_path, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan_paths, m)?)?;
     m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;

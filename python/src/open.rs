@@ -27,10 +27,18 @@ pub struct Neff {
 /// `early_cc=True` starts skimming a raw NEFF's def.json for its collective
 /// keys during the walk (`neff::Options::early_cc`, as `neff get has-cc`
 /// and `cc-world-size` do): for a caller whose first question is one of those.
+/// `limits` caps resources (`neff.Limits` as a dict of the caps set);
+/// `read_mode` is `auto`, `map` or `read` (`neff --read-mode`).
 #[pyfunction]
-#[pyo3(name = "open", signature = (path, early_cc = false))]
-pub fn open_path(py: Python<'_>, path: PathBuf, early_cc: bool) -> PyResult<Neff> {
-    let opts = neff::Options::default().early_cc(early_cc);
+#[pyo3(name = "open", signature = (path, early_cc = false, limits = None, read_mode = "auto"))]
+pub fn open_path(
+    py: Python<'_>,
+    path: PathBuf,
+    early_cc: bool,
+    limits: Option<std::collections::HashMap<String, u64>>,
+    read_mode: &str,
+) -> PyResult<Neff> {
+    let opts = crate::options::options(limits, read_mode)?.early_cc(early_cc);
     let reader = py
         .allow_threads(|| Reader::open_with(&path, &opts))
         .map_err(to_py)?;
@@ -186,4 +194,20 @@ impl Neff {
     fn is_compressed(&self) -> PyResult<bool> {
         Ok(self.reader()?.is_compressed())
     }
+}
+
+/// Checks the NEFF at `path` as `neff verify` does: its header's sizes and
+/// its payload's hash (every byte read). Returns nothing; raises the
+/// library's refusal (`HashError` for a hash that differs).
+#[pyfunction]
+#[pyo3(signature = (path, limits = None, read_mode = "auto"))]
+pub fn verify(
+    py: Python<'_>,
+    path: PathBuf,
+    limits: Option<std::collections::HashMap<String, u64>>,
+    read_mode: &str,
+) -> PyResult<()> {
+    let opts = crate::options::options(limits, read_mode)?;
+    py.allow_threads(|| neff::verify(&path, &opts))
+        .map_err(to_py)
 }

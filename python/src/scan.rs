@@ -92,33 +92,62 @@ fn check_shard(shard: Option<(usize, usize)>) -> PyResult<()> {
 /// whatever their name) on `jobs` threads (0: one per core), keeping shard
 /// `k` of `n` of the sorted list when `shard=(k, n)`. Records come in
 /// completion order, walk errors first, as `neff scan --json` prints them.
+///
+/// As `neff scan`'s flags: `limits` (a dict of the caps set), `verify`
+/// (check every payload's hash), `globs`, `max_depth`, `follow` (the walk),
+/// and `index` (a catalogue file kept current, `rebuild` to start it
+/// over): records of unchanged files then come from it.
 #[pyfunction]
-#[pyo3(name = "scan", signature = (paths, jobs = 0, shard = None))]
+#[pyo3(name = "scan", signature = (paths, jobs = 0, shard = None, limits = None, verify = false, globs = Vec::new(), max_depth = None, follow = true, index = None, rebuild = false))]
+#[allow(clippy::too_many_arguments)]
 pub fn scan_paths(
     paths: Vec<PathBuf>,
     jobs: usize,
     shard: Option<(usize, usize)>,
+    limits: Option<std::collections::HashMap<String, u64>>,
+    verify: bool,
+    globs: Vec<String>,
+    max_depth: Option<usize>,
+    follow: bool,
+    index: Option<PathBuf>,
+    rebuild: bool,
 ) -> PyResult<ScanIter> {
     check_shard(shard)?;
-    let opts = ScanOptions::default().jobs(jobs).shard(shard);
+    let walk = scan::Walk::default()
+        .globs(globs)
+        .max_depth(max_depth)
+        .follow_links(follow);
+    walk.check().map_err(to_py)?;
+    let opts = ScanOptions::default()
+        .jobs(jobs)
+        .shard(shard)
+        .open(crate::options::options(limits, "auto")?)
+        .verify(verify)
+        .walk(walk);
     let (tx, rx) = sync_channel(QUEUE);
     std::thread::Builder::new()
         .name("neff-scan".into())
         .spawn(move || {
             let line =
                 |r: &scan::Record| serde_json::to_vec(r).map_err(|e| Failed::Record(e.to_string()));
-            let (files, walk_errors) = scan::list(&paths, opts.shard);
-            for r in &walk_errors {
-                if tx.send(line(r)).is_err() {
-                    return;
-                }
-            }
             let tx = Mutex::new(tx);
             let emit = |r: scan::Record| {
                 let l = line(&r);
                 let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(l);
             };
-            if let Err(e) = scan::scan(&files, &opts, &emit) {
+            let done = match &index {
+                Some(db) => {
+                    neff::catalog::scan_indexed(db, rebuild, &paths, &opts, &|r, _| emit(r))
+                        .map(drop)
+                }
+                None => scan::list_with(&paths, &opts).and_then(|(files, walk_errors)| {
+                    for r in walk_errors {
+                        emit(r);
+                    }
+                    scan::scan(&files, &opts, &emit)
+                }),
+            };
+            if let Err(e) = done {
                 let _ = tx
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
