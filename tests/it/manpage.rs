@@ -258,3 +258,23 @@ fn an_unknown_shell_is_a_usage_error() {
         "{err}"
     );
 }
+
+#[test]
+fn help_and_the_man_page_carry_the_exit_code_table_of_docs_cli() {
+    let help = String::from_utf8(neff_ok(&["--help"])).unwrap();
+    let man = String::from_utf8(neff_ok(&["man"])).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/CLI.md")).unwrap();
+    for code in [
+        "0  success",
+        "1  an input was read and refused",
+        "2  usage error",
+        "3  an input could not be read",
+    ] {
+        assert!(help.contains(code), "--help lacks {code:?}");
+        assert!(man.contains(code), "the man page lacks {code:?}");
+    }
+    // The codes are docs/CLI.md's.
+    for row in ["| 0 | success |", "| 2 | usage error", "| 3 | I/O error"] {
+        assert!(doc.contains(row), "docs/CLI.md lacks {row:?}");
+    }
+}

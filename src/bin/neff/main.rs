@@ -18,11 +18,27 @@ mod tools;
 use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
 use quote::{one_line as line, one_line_bytes, quote};
 
+/// The exit codes every command follows (docs/CLI.md), as `--help` and
+/// the man page print them.
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success
+  1  an input was read and refused (not a NEFF, corrupt, no member matches,
+     a guard fired, a hash mismatch); `diff`: the NEFFs differ; `scan
+     --strict`, `cache status`, `cache prune`: some file or entry is not ok
+  2  usage error (an unknown flag, a bad glob); `diff`: an input is not a
+     NEFF (trouble, as diff(1) says it)
+  3  an input could not be read (no such file, permission denied; a scan
+     root that cannot be opened, the other roots still scanned)
+A command of several inputs (scan, verify, mem, cache) reports each bad
+one, finishes the rest, and exits with the worst code it met.";
+
 #[derive(Parser)]
 #[command(
     name = "neff",
     version,
-    about = "Read AWS Neuron NEFF files fast and safely"
+    about = "Read AWS Neuron NEFF files fast and safely",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
