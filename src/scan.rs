@@ -294,6 +294,7 @@ pub(crate) type Versions = std::collections::HashMap<PathBuf, (u64, String)>;
 /// records, what remote listings said of each object, and the symbolic
 /// links the walk went through (a path below none of them is its root's
 /// real path joined with the rest).
+#[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 pub(crate) struct Found {
     pub(crate) paths: Vec<PathBuf>,
     pub(crate) errors: Vec<Record>,
