@@ -30,6 +30,12 @@
 //! debug log (`-vv`, `RUST_LOG=debug`) says when it happens, and names
 //! every request: its range, the bytes it brought and its time.
 //!
+//! Credentials as AWS users keep them: a profile of `~/.aws/config` and
+//! `~/.aws/credentials` (`--profile`, `AWS_PROFILE`; keys or a
+//! `credential_process`, `region`, `endpoint_url`: [`profile`]), then the
+//! environment's keys, then `object_store`'s chain (instance metadata, web
+//! identity). `--no-sign-request` and `--requester-pays`: [`set_access`].
+//!
 //! Environment (read once per process): the `AWS_*` variables users of
 //! `aws s3` and `object_store` set (`AWS_ENDPOINT_URL`, `AWS_REGION`,
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
@@ -53,6 +59,10 @@ use object_store::{
 };
 
 use crate::error::{Error, Result};
+
+mod profile;
+
+pub use profile::set_profile;
 
 /// Whether `s` names a remote object (`s3://`, `http://` or `https://`)
 /// rather than a local path.
@@ -122,6 +132,29 @@ fn client_config(kind: Timeout) -> (ClientOptions, RetryConfig) {
     (client, retry)
 }
 
+/// The AWS profile in use, read once per process ([`profile::load`]).
+fn aws_profile() -> Result<Option<&'static profile::Profile>> {
+    static P: OnceLock<std::result::Result<Option<profile::Profile>, String>> = OnceLock::new();
+    match P.get_or_init(|| profile::load().map_err(|e| e.to_string())) {
+        Ok(p) => Ok(p.as_ref()),
+        Err(e) => Err(remote(e.clone())),
+    }
+}
+
+/// `--no-sign-request` and `--requester-pays`, as set for this process.
+static ACCESS: OnceLock<(bool, bool)> = OnceLock::new();
+
+/// Sends S3 requests unsigned (`no_sign_request`: a public bucket, as the
+/// AWS CLI's `--no-sign-request`) and/or says the requester pays
+/// (`requester_pays`: a requester-pays bucket). Only the first call counts.
+pub fn set_access(no_sign_request: bool, requester_pays: bool) {
+    let _ = ACCESS.set((no_sign_request, requester_pays));
+}
+
+fn access() -> (bool, bool) {
+    ACCESS.get().copied().unwrap_or_default()
+}
+
 /// The store that serves `url`, with requests timed as `kind` says, and
 /// the object's path in it.
 fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
@@ -134,15 +167,43 @@ fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)
             if parsed.host_str().unwrap_or("").is_empty() {
                 return Err(remote("an s3:// URL needs a bucket (s3://BUCKET/KEY)"));
             }
-            let mut b = object_store::aws::AmazonS3Builder::from_env()
-                .with_url(url)
+            let mut client = client;
+            let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url);
+            let env = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+            let mut region = None;
+            if let Some(p) = aws_profile()? {
+                // A profile named with --profile wins over the environment's
+                // keys; AWS_PROFILE (or `default`) only fills what the
+                // environment leaves out, as with the AWS CLI.
+                if profile::chosen().is_some() || !env("AWS_ACCESS_KEY_ID") {
+                    if let Some(k) = p.keys()? {
+                        b = b
+                            .with_access_key_id(k.access_key_id)
+                            .with_secret_access_key(k.secret_access_key);
+                        if let Some(t) = k.session_token {
+                            b = b.with_token(t);
+                        }
+                    }
+                }
+                region = p.region.clone();
+                if !env("AWS_ENDPOINT_URL") {
+                    if let Some(e) = &p.endpoint_url {
+                        if e.starts_with("http://") {
+                            client = client.with_allow_http(true);
+                        }
+                        b = b.with_endpoint(e);
+                    }
+                }
+            }
+            if !env("AWS_REGION") && !env("AWS_DEFAULT_REGION") {
+                b = b.with_region(region.unwrap_or_else(|| "us-east-1".into()));
+            }
+            let (unsigned, payer) = access();
+            b = b
+                .with_skip_signature(unsigned)
+                .with_request_payer(payer)
                 .with_client_options(client)
                 .with_retry(retry);
-            if std::env::var_os("AWS_REGION").is_none()
-                && std::env::var_os("AWS_DEFAULT_REGION").is_none()
-            {
-                b = b.with_region("us-east-1");
-            }
             Arc::new(b.build().map_err(|e| remote(one_line(&e)))?)
         }
         "http" | "https" => {

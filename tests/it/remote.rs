@@ -865,3 +865,74 @@ fn a_scan_of_a_cache_in_a_bucket_gives_each_entry_the_state_it_has_on_disk() {
         }
     }
 }
+
+/// `neff ARGS` with only what a user's ~/.aws holds: HOME is `home`, and
+/// no AWS_* variable but those in `extra`.
+fn run_with_home(args: &[&str], home: &Path, extra: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neff"));
+    cmd.args(args)
+        .env("HOME", home)
+        .env("NEFF_REMOTE_TIMEOUT", "10");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn an_aws_profile_in_the_users_files_authenticates_and_names_the_endpoint() {
+    let s = servers();
+    let home = tempfile::tempdir().unwrap();
+    let aws = home.path().join(".aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    std::fs::write(
+        aws.join("config"),
+        format!(
+            "[default]\nregion = eu-west-1\n\n[profile zoo]\nregion = us-east-1\nendpoint_url = {}\n\n\
+             [profile proc]\nendpoint_url = {}\ncredential_process = printf '{{\"Version\": 1, \"AccessKeyId\": \"proc\", \"SecretAccessKey\": \"proc\"}}'\n",
+            s.s3, s.s3
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        aws.join("credentials"),
+        "[zoo]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .unwrap();
+    let rel = "acc/cc-none-gz.neff";
+    let local = neff_ok_status_raw(&["ls", s.seed.join(rel).to_str().unwrap()]);
+    let url = format!("s3://zoo/{rel}");
+    // AWS_PROFILE, and --profile; keys from the credentials file, or
+    // printed by a credential_process.
+    for (args, extra) in [
+        (vec!["ls", url.as_str()], vec![("AWS_PROFILE", "zoo")]),
+        (vec!["--profile", "zoo", "ls", url.as_str()], vec![]),
+        (vec!["--profile", "proc", "ls", url.as_str()], vec![]),
+    ] {
+        let o = run_with_home(&args, home.path(), &extra);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.stdout, local, "{args:?}");
+    }
+    // A profile that is not there: one line naming it, exit 3.
+    let o = run_with_home(&["--profile", "nosuch", "ls", &url], home.path(), &[]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("\"nosuch\"") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+/// `neff ARGS` on local files: its stdout, which must be a success.
+fn neff_ok_status_raw(args: &[&str]) -> Vec<u8> {
+    crate::common::neff_ok(args)
+}

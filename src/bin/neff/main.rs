@@ -60,6 +60,20 @@ struct Cli {
     /// [default: one per core]
     #[arg(short = 'j', long = "threads", global = true, value_name = "N")]
     threads: Option<usize>,
+    /// The AWS profile for s3:// URLs, from ~/.aws/config and
+    /// ~/.aws/credentials (keys, credential_process, region, endpoint_url)
+    /// [default: $AWS_PROFILE, else the environment's keys, else default]
+    #[cfg(feature = "remote")]
+    #[arg(long, global = true, value_name = "NAME")]
+    profile: Option<String>,
+    /// Send S3 requests unsigned (a public bucket)
+    #[cfg(feature = "remote")]
+    #[arg(long, global = true)]
+    no_sign_request: bool,
+    /// Agree to pay for requests to a requester-pays bucket
+    #[cfg(feature = "remote")]
+    #[arg(long, global = true)]
+    requester_pays: bool,
 }
 
 /// Installs the logger: warnings by default, `neff`'s own lines at the
@@ -452,6 +466,13 @@ fn main() -> ExitCode {
     init_log(cli.verbose);
     if let Some(n) = cli.threads {
         neff::set_threads(n);
+    }
+    #[cfg(feature = "remote")]
+    {
+        if let Some(p) = &cli.profile {
+            neff::set_aws_profile(p);
+        }
+        neff::set_s3_access(cli.no_sign_request, cli.requester_pays);
     }
     let opts = Options::default()
         .limits(cli.caps.limits())
