@@ -97,7 +97,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 /// How long a request may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Timeout {
     /// `NEFF_REMOTE_TIMEOUT` for the whole request, body included: the
     /// ranged GETs, of at most [`PART`] bytes each.
@@ -157,11 +157,32 @@ fn access() -> (bool, bool) {
 
 /// The store that serves `url`, with requests timed as `kind` says, and
 /// the object's path in it.
+///
+/// One store (and its connection pool) per bucket or host and kind, made
+/// at its first use and shared by every object of the process.
 fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
+    type Stores = std::collections::HashMap<(String, Timeout), Arc<dyn ObjectStore>>;
+    static STORES: OnceLock<Mutex<Stores>> = OnceLock::new();
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
-    let (client, retry) = client_config(kind);
     let path = ObjPath::from_url_path(parsed.path())
         .map_err(|e| remote(format!("not a valid object path: {e}")))?;
+    let origin = (
+        parsed[..url::Position::BeforePath].to_ascii_lowercase(),
+        kind,
+    );
+    let stores = STORES.get_or_init(Mutex::default);
+    if let Some(s) = stores.lock().unwrap_or_else(|p| p.into_inner()).get(&origin) {
+        return Ok((Arc::clone(s), path));
+    }
+    let store = new_store(url, &parsed, kind)?;
+    let mut map = stores.lock().unwrap_or_else(|p| p.into_inner());
+    let store = map.entry(origin).or_insert(store);
+    Ok((Arc::clone(store), path))
+}
+
+/// A new store for the bucket or host of `url`.
+fn new_store(url: &str, parsed: &url::Url, kind: Timeout) -> Result<Arc<dyn ObjectStore>> {
+    let (client, retry) = client_config(kind);
     let store: Arc<dyn ObjectStore> = match parsed.scheme() {
         "s3" => {
             if parsed.host_str().unwrap_or("").is_empty() {
@@ -228,7 +249,7 @@ fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)
         }
         other => return Err(remote(format!("unsupported URL scheme {other:?}"))),
     };
-    Ok((store, path))
+    Ok(store)
 }
 
 /// An `object_store` error as one line, in the words a user acts on.
