@@ -22,6 +22,8 @@ that upstream as /<rest>, with the fault <mode> applied:
             whether requests are in flight together)
   replace   the first request is passed through; later ones are answered
             from /<rest>.v2 (the object replaced between two reads)
+  presigned as a URL presigned for GET: a request other than GET, or one
+            whose query lacks `X-Amz-Signature=sig`, answers 403
 
 /health answers 200; every request is logged to STATE_DIR/proxy.log as
 `METHOD PATH RANGE STATUS BYTES` (BYTES `aborted` when the client closed
@@ -100,6 +102,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.plain(503, b"<Error><Code>SlowDown</Code></Error>")
         if mode == "403":
             return self.plain(403, b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")
+        if mode == "presigned":
+            query = rest.partition("?")[2]
+            if self.command != "GET" or "X-Amz-Signature=sig" not in query.split("&"):
+                return self.plain(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>")
         if mode == "stall":
             time.sleep(120)
             return self.plain(503)

@@ -166,12 +166,25 @@ fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
     let path = ObjPath::from_url_path(parsed.path())
         .map_err(|e| remote(format!("not a valid object path: {e}")))?;
-    let origin = (
-        parsed[..url::Position::BeforePath].to_ascii_lowercase(),
-        kind,
-    );
+    // A URL with a query string (a presigned URL, a hub token) is used
+    // exactly as given, query and all: its store is its own, the URL its
+    // base and the object's path empty.
+    let exact = matches!(parsed.scheme(), "http" | "https") && parsed.query().is_some();
+    let path = if exact { ObjPath::default() } else { path };
+    let origin = if exact {
+        (url.to_string(), kind)
+    } else {
+        (
+            parsed[..url::Position::BeforePath].to_ascii_lowercase(),
+            kind,
+        )
+    };
     let stores = STORES.get_or_init(Mutex::default);
-    if let Some(s) = stores.lock().unwrap_or_else(|p| p.into_inner()).get(&origin) {
+    if let Some(s) = stores
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&origin)
+    {
         return Ok((Arc::clone(s), path));
     }
     let store = new_store(url, &parsed, kind)?;
@@ -228,11 +241,15 @@ fn new_store(url: &str, parsed: &url::Url, kind: Timeout) -> Result<Arc<dyn Obje
             Arc::new(b.build().map_err(|e| remote(one_line(&e)))?)
         }
         "http" | "https" => {
-            let base = format!(
-                "{}://{}",
-                parsed.scheme(),
-                &parsed[url::Position::BeforeHost..url::Position::BeforePath]
-            );
+            let base = if parsed.query().is_some() {
+                url.to_string()
+            } else {
+                format!(
+                    "{}://{}",
+                    parsed.scheme(),
+                    &parsed[url::Position::BeforeHost..url::Position::BeforePath]
+                )
+            };
             let client = if parsed.scheme() == "http" {
                 client.with_allow_http(true)
             } else {

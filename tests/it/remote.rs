@@ -936,3 +936,59 @@ fn an_aws_profile_in_the_users_files_authenticates_and_names_the_endpoint() {
 fn neff_ok_status_raw(args: &[&str]) -> Vec<u8> {
     crate::common::neff_ok(args)
 }
+
+#[test]
+fn a_url_with_a_query_string_is_used_exactly_as_given_and_only_with_get() {
+    // The proxy's `presigned` mode answers 403 to anything but a GET whose
+    // query carries the signature, as a URL presigned for GET does.
+    let s = servers();
+    let rel = "acc/cc-replica-groups-gz.neff";
+    let url = format!(
+        "{}/http/presigned/{rel}?X-Amz-Expires=60&X-Amz-Signature=sig",
+        s.proxy
+    );
+    let file = s.seed.join(rel);
+    let file = file.to_str().unwrap();
+    for args in [
+        vec!["ls"],
+        vec!["get"],
+        vec!["info", "--json"],
+        vec!["verify"],
+    ] {
+        let mut local_args = args.clone();
+        local_args.push(file);
+        if args[0] == "get" {
+            local_args.push("cc-world-size");
+        }
+        let mut remote_args = args.clone();
+        remote_args.push(&url);
+        if args[0] == "get" {
+            remote_args.push("cc-world-size");
+        }
+        let local = crate::common::neff(&local_args);
+        let o = run(&remote_args);
+        assert!(
+            o.status.success(),
+            "{remote_args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let local = String::from_utf8_lossy(&local.stdout).replace(file, &url);
+        assert_eq!(String::from_utf8_lossy(&o.stdout), local, "{args:?}");
+    }
+    // Without the signature: refused in one line, exit 3.
+    let bare = format!("{}/http/presigned/{rel}", s.proxy);
+    let o = run(&["ls", &bare]);
+    assert_eq!(o.status.code(), Some(3));
+    // Every request the proxy saw for it was a GET carrying the query.
+    let log = std::fs::read_to_string(&s.proxy_log).unwrap();
+    let seen: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("/http/presigned/acc/cc-replica-groups-gz.neff?"))
+        .collect();
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter()
+            .all(|l| l.starts_with("GET ") && l.contains("X-Amz-Signature=sig")),
+        "{seen:?}"
+    );
+}
