@@ -20,6 +20,8 @@ that upstream as /<rest>, with the fault <mode> applied:
   stall     nothing is sent for 120 s (a slow server)
   slow      each request waits 1 s, then passes through (latency: shows
             whether requests are in flight together)
+  delayMS   each request waits MS milliseconds, then passes through (a
+            bucket MS ms away: `delay25`)
   replace   the first request is passed through; later ones are answered
             from /<rest>.v2 (the object replaced between two reads)
   presigned as a URL presigned for GET: a request other than GET, or one
@@ -111,6 +113,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.plain(503)
         if mode == "slow":
             time.sleep(1.0)
+        if mode.startswith("delay") and mode[5:].isdigit():
+            time.sleep(int(mode[5:]) / 1000)
         if mode == "replace" and n > 1:
             path, _, query = rest.partition("?")
             rest = path + ".v2" + ("?" + query if query else "")

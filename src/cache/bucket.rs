@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io;
 
 use super::entry::{self, Listing, Obj, LOG, LOG_TAIL};
-use super::status::{CacheError, Found, VERSION_PREFIX};
+use super::found::{CacheError, Found, VERSION_PREFIX};
 use crate::error::Result;
 use crate::remote;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::entry::{self, Listing, State, NEFF};
-use super::status::VERSION_PREFIX;
+use super::found::VERSION_PREFIX;
 
 pub(crate) use super::entry::Read;
 

@@ -24,13 +24,15 @@
 mod bucket;
 mod entry;
 mod for_scan;
+mod found;
 mod prune;
 mod status;
 
 pub use entry::State;
 pub(crate) use for_scan::{compiler_of, entry_dir, is_entry_name, judge_entry, Met, Read};
+pub use found::CacheError;
 pub use prune::{prune, PruneOptions, Removal};
-pub use status::{status, CacheEntry, CacheError, CacheStatus, VersionSummary};
+pub use status::{status, CacheEntry, CacheStatus, VersionSummary};
 
 /// Where the compiler wrapper keeps its cache when nothing says otherwise.
 pub const DEFAULT_ROOT: &str = "/var/tmp/neuron-compile-cache";

@@ -10,12 +10,10 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::entry::{self, Read, State};
+use super::found::{CacheError, Found, VERSION_PREFIX};
 use crate::accessors;
 use crate::error::{Error, Result};
 use crate::reader::{Neff, Options, Scratch};
-
-/// The prefix of a compiler version's directory.
-pub(super) const VERSION_PREFIX: &str = "neuronxcc-";
 
 /// One compile-cache entry: where it is, what its name says, its state.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -49,17 +47,6 @@ pub struct CacheEntry {
     pub num_cores: Option<u64>,
     /// The NEFF's collective world size.
     pub cc_world_size: Option<u128>,
-}
-
-/// A part of the cache that could not be read (an unreadable directory, a
-/// `MODULE_*` that is a file).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CacheError {
-    /// The path at fault.
-    pub path: String,
-    /// Why it could not be read.
-    pub reason: String,
 }
 
 /// Every entry of a cache, and what could not be read.
@@ -125,18 +112,6 @@ pub(super) fn version_order(a: Option<&str>, b: Option<&str>) -> std::cmp::Order
         (Some(a), Some(b)) => key(a).cmp(&key(b)),
         _ => a.is_some().cmp(&b.is_some()),
     }
-}
-
-/// An entry directory found by the walk, before it is judged.
-pub(super) struct Found {
-    /// Its directory (or, in a bucket, its URL).
-    pub(super) dir: PathBuf,
-    pub(super) compiler: Option<String>,
-    pub(super) graph_hash: String,
-    pub(super) flags_hash: Option<String>,
-    /// In a bucket, the objects its listing gave (`None` on disk).
-    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
-    pub(super) objects: Option<Vec<entry::Obj>>,
 }
 
 /// Finds the entries under `root`: `neuronxcc-*/MODULE_*` directories, and

@@ -36,6 +36,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod keys;
 mod schema;
 mod update;
 
@@ -166,7 +167,7 @@ impl Catalog {
                 "SELECT record FROM neffs WHERE key = ?1 OR path = ?2 ORDER BY key = ?1 DESC LIMIT 1",
             )
             .map_err(err(&self.path))?;
-        let key = update::key_of(Path::new(path));
+        let key = keys::key_of(Path::new(path));
         let mut rows = st.query([key.as_str(), path]).map_err(err(&self.path))?;
         match rows.next().map_err(err(&self.path))? {
             Some(row) => {

@@ -303,7 +303,7 @@ fn fix_up(conn: &Connection, path: &Path, to: i32) -> Result<()> {
     };
     let mut seen = std::collections::HashSet::new();
     for (id, p, options) in rows {
-        let key = super::update::key_of(Path::new(&p));
+        let key = super::keys::key_of(Path::new(&p));
         if !seen.insert(key.clone()) {
             // An older row of a file kept under its newest row.
             for t in ["members", "tensors", "aliases"] {
@@ -316,7 +316,7 @@ fn fix_up(conn: &Connection, path: &Path, to: i32) -> Result<()> {
         }
         conn.execute(
             "UPDATE neffs SET key = ?2, options = ?3 WHERE id = ?1",
-            rusqlite::params![id, key, super::update::options_from_v1(&options)],
+            rusqlite::params![id, key, super::keys::options_from_v1(&options)],
         )
         .map_err(err(path))?;
     }

@@ -10,9 +10,15 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-use super::remote;
+/// A failure to read the profile, in the words of the remote errors.
+fn remote(reason: impl Into<String>) -> Error {
+    Error::Remote {
+        reason: reason.into(),
+        io: std::io::ErrorKind::Other,
+    }
+}
 
 /// What a profile says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

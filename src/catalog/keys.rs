@@ -1,0 +1,62 @@
+//! How a catalogue row is keyed and compared: the key of a file (its real
+//! path, or a URL normalised), and the scan options a row was read with,
+//! as the JSON it stores (and as schema 1's text becomes it).
+
+use std::path::Path;
+
+use crate::scan::ScanOptions;
+
+/// The options that change a record, as the JSON object a row stores
+/// (`{"limits":{...},"verify":false}`, keys sorted): a row read with other
+/// caps, or without `--verify` when it is asked for now, is read again.
+pub fn options_key(opts: &ScanOptions) -> String {
+    let limits = serde_json::to_value(opts.open.limits).expect("plain data serializes");
+    options_json(limits, opts.verify)
+}
+
+fn options_json(limits: serde_json::Value, verify: bool) -> String {
+    let mut o = serde_json::Map::new();
+    o.insert("limits".into(), limits);
+    o.insert("verify".into(), verify.into());
+    serde_json::Value::Object(o).to_string()
+}
+
+/// Schema 1's options text (`Limits { max_inflated: 4294967296, ... }
+/// verify=false`, Rust's `Debug`) as schema 2's JSON; text of another
+/// shape is kept as it is (its rows are read again at the next scan).
+pub(super) fn options_from_v1(text: &str) -> String {
+    let parse = || -> Option<String> {
+        let inner = text.strip_prefix("Limits { ")?;
+        let (fields, rest) = inner.split_once(" } verify=")?;
+        let verify = match rest {
+            "true" => true,
+            "false" => false,
+            _ => return None,
+        };
+        let mut limits = serde_json::Map::new();
+        for f in fields.split(", ") {
+            let (k, v) = f.split_once(": ")?;
+            limits.insert(k.to_string(), v.parse::<u64>().ok()?.into());
+        }
+        Some(options_json(serde_json::Value::Object(limits), verify))
+    };
+    parse().unwrap_or_else(|| text.to_string())
+}
+
+/// The key of a file's row: its canonical path (symlinks and `.`/`..`
+/// resolved, as realpath gives it), or for a URL the URL normalised (scheme
+/// and host in lower case, dot segments resolved); a path that cannot be
+/// resolved (gone) is made absolute as it stands.
+pub(crate) fn key_of(p: &Path) -> String {
+    #[cfg(feature = "remote")]
+    if let Some(u) = p.to_str().filter(|s| crate::remote::is_url(s)) {
+        return url::Url::parse(u).map_or_else(|_| u.to_string(), |u| u.to_string());
+    }
+    match std::fs::canonicalize(p) {
+        Ok(c) => c.display().to_string(),
+        Err(_) => std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string(),
+    }
+}
