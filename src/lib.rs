@@ -92,7 +92,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use header::{Compression, Header, PayloadSpan};
 pub use limits::Limits;
 pub use map::ReadMode;
-pub use pool::set_threads;
+pub use pool::{set_io_depth, set_threads, DEFAULT_IO_DEPTH};
 pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
 pub use remote::{is_url, set_access as set_s3_access, set_profile as set_aws_profile};

@@ -524,8 +524,20 @@ pub(crate) fn scan_with<T: Send>(
     emit: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    let pool = crate::pool::counting_pool(jobs)
-        .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
+    // Remote objects are read by more workers than cores: each waits on
+    // its requests (`--io-depth`).
+    #[cfg(feature = "remote")]
+    let remote = paths
+        .iter()
+        .any(|p| p.to_str().is_some_and(crate::remote::is_url));
+    #[cfg(not(feature = "remote"))]
+    let remote = false;
+    let pool = if remote {
+        crate::pool::remote_pool(jobs)
+    } else {
+        crate::pool::counting_pool(jobs)
+    }
+    .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
     pool.install(|| {
         paths
             .par_iter()

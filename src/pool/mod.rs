@@ -38,6 +38,28 @@ pub(crate) fn threads() -> usize {
     }
 }
 
+/// Remote requests a scan keeps in flight ([`set_io_depth`]; 0: the default).
+static IO_DEPTH: AtomicUsize = AtomicUsize::new(0);
+
+/// What [`io_depth`] is unless [`set_io_depth`] says otherwise.
+pub const DEFAULT_IO_DEPTH: usize = 32;
+
+/// Sets how many remote objects a scan reads at once (`neff --io-depth`):
+/// its workers wait on the network, not on a core, so a scan of URLs runs
+/// at least this many of them, whatever the worker count. `0`: the
+/// default, [`DEFAULT_IO_DEPTH`].
+pub fn set_io_depth(n: usize) {
+    IO_DEPTH.store(n, Ordering::Relaxed);
+}
+
+/// The remote objects a scan reads at once.
+pub(crate) fn io_depth() -> usize {
+    match IO_DEPTH.load(Ordering::Relaxed) {
+        0 => DEFAULT_IO_DEPTH,
+        n => n,
+    }
+}
+
 /// `jobs` workers, or the worker count when `jobs` is 0.
 pub(crate) fn workers(jobs: usize) -> usize {
     if jobs == 0 {
@@ -62,9 +84,23 @@ thread_local! {
 pub(crate) fn counting_pool(
     jobs: usize,
 ) -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    counting_pool_of(workers(jobs))
+}
+
+/// A [`counting_pool`] for reading remote objects: [`workers`]`(jobs)`
+/// threads, and at least [`io_depth`] (each waits on its requests).
+pub(crate) fn remote_pool(
+    jobs: usize,
+) -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    counting_pool_of(workers(jobs).max(io_depth()))
+}
+
+fn counting_pool_of(
+    n: usize,
+) -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
     let count = InFlight::default();
     rayon::ThreadPoolBuilder::new()
-        .num_threads(workers(jobs))
+        .num_threads(n)
         .thread_name(|i| format!("neff-worker-{i}"))
         .start_handler(move |_| {
             IN_FLIGHT.with(|c| {

@@ -992,3 +992,69 @@ fn a_url_with_a_query_string_is_used_exactly_as_given_and_only_with_get() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn a_bucket_scan_keeps_io_depth_objects_in_flight_whatever_the_worker_count() {
+    // Through the proxy's `slow` mode (1 s before each answer), with one
+    // worker thread: the objects are still read many at once, `--io-depth`
+    // of them (their requests arrive together), and the records are the
+    // local scan's.
+    let s = servers();
+    let endpoint = format!("{}/s3/slow", s.proxy);
+    let log_before = std::fs::read_to_string(&s.proxy_log)
+        .unwrap()
+        .lines()
+        .count();
+    let o = run_env(
+        &[
+            "-j",
+            "1",
+            "--io-depth",
+            "16",
+            "scan",
+            "--json",
+            "--no-progress",
+            "--sorted",
+            "s3://zoo/acc/",
+        ],
+        &endpoint,
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let local = crate::common::neff_ok(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        s.seed.join("acc").to_str().unwrap(),
+    ]);
+    let base = s.seed.join("acc").display().to_string();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&local).replace(&base, "s3://zoo/acc")
+    );
+    let log = std::fs::read_to_string(&s.proxy_log).unwrap();
+    let mut arrived: Vec<f64> = log
+        .lines()
+        .skip(log_before)
+        .filter(|l| l.starts_with("GET /s3/slow/zoo/acc/"))
+        .filter_map(|l| l.split(' ').nth(4)?.parse().ok())
+        .collect();
+    arrived.sort_by(f64::total_cmp);
+    assert!(arrived.len() >= 37, "{} GETs", arrived.len());
+    // At some moment at least 8 requests were waiting together: arrivals
+    // within one second of each other.
+    let most = (0..arrived.len())
+        .map(|i| {
+            arrived[i..]
+                .iter()
+                .take_while(|&&t| t - arrived[i] < 1.0)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        most >= 8,
+        "at most {most} requests in flight together: {arrived:?}"
+    );
+}

@@ -66,6 +66,11 @@ struct Cli {
     #[cfg(feature = "remote")]
     #[arg(long, global = true, value_name = "NAME")]
     profile: Option<String>,
+    /// Remote objects a scan reads at once (each worker waits on its
+    /// requests, not on a core) [default: 32]
+    #[cfg(feature = "remote")]
+    #[arg(long, global = true, value_name = "N")]
+    io_depth: Option<usize>,
     /// Send S3 requests unsigned (a public bucket)
     #[cfg(feature = "remote")]
     #[arg(long, global = true)]
@@ -473,6 +478,9 @@ fn main() -> ExitCode {
             neff::set_aws_profile(p);
         }
         neff::set_s3_access(cli.no_sign_request, cli.requester_pays);
+        if let Some(n) = cli.io_depth {
+            neff::set_io_depth(n);
+        }
     }
     let opts = Options::default()
         .limits(cli.caps.limits())
