@@ -95,7 +95,10 @@ pub use map::ReadMode;
 pub use pool::{set_io_depth, set_threads, DEFAULT_IO_DEPTH};
 pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
-pub use remote::{is_url, set_access as set_s3_access, set_profile as set_aws_profile};
+pub use remote::{
+    is_url, set_access as set_s3_access, set_profile as set_aws_profile,
+    WHOLE_BELOW as REMOTE_WHOLE_BELOW,
+};
 pub use select::{Known, Pattern};
 pub use summary::Summary;
 pub use tar::{Entry, Kind, Piece, Segment};

@@ -174,8 +174,10 @@ impl Neff {
         }
         let header = Header::from_file_bytes(&first)?;
         let span = header.locate_payload_in(&first, object.size())?;
-        if span.compression == Compression::Gzip {
-            // Not readable by ranges: spooled to a temporary file as it
+        if span.compression == Compression::Gzip || object.size() <= remote::WHOLE_BELOW {
+            // Not readable by ranges (gzip), or small enough that one more
+            // request for the rest costs less than walking its headers by
+            // ranges, a round trip each: spooled to a temporary file as it
             // arrives and read from its map, with a local file's bounds
             // (never held whole in memory for what the server says it is).
             let (file, len) = object.spool(&first)?;

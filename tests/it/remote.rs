@@ -57,6 +57,27 @@ fn big(raw: bool) -> Vec<u8> {
     pack(&entries, &opts).unwrap()
 }
 
+/// A raw NEFF of 3 MiB (12 members of 256 KiB of noise): below
+/// `remote::WHOLE_BELOW`.
+const MID_RAW: &str = "mid/raw.neff";
+
+fn mid_raw() -> Vec<u8> {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let mut entries = vec![PackEntry::file("neff.json", br#"{"tvm":[]}"#.to_vec(), 0)];
+    for i in 0..12 {
+        entries.push(PackEntry::file(
+            &format!("sg00/w{i:02}.bin"),
+            noise(256 << 10, 100 + i),
+            0,
+        ));
+    }
+    pack(
+        &entries,
+        &PackOptions::default().no_gzip(true).mtime(Some(0)),
+    )
+    .unwrap()
+}
+
 /// The servers, started once for this test binary (a watchdog stops them
 /// when it exits), over a seed of fixtures and generated NEFFs.
 fn servers() -> &'static Servers {
@@ -87,6 +108,9 @@ fn servers() -> &'static Servers {
             .unwrap()
             .set_modified(std::time::SystemTime::now() - Duration::from_secs(86400))
             .unwrap();
+        // A raw NEFF of 3 MiB: small enough to be fetched whole.
+        std::fs::create_dir_all(seed.join("mid")).unwrap();
+        std::fs::write(seed.join(MID_RAW), mid_raw()).unwrap();
         // A compile cache of every state, twice: one read, one pruned.
         crate::cache::cache(&seed.join("cache"));
         crate::cache::cache(&seed.join("cache-prune"));
@@ -1057,4 +1081,31 @@ fn a_bucket_scan_keeps_io_depth_objects_in_flight_whatever_the_worker_count() {
         most >= 8,
         "at most {most} requests in flight together: {arrived:?}"
     );
+}
+
+#[test]
+fn a_small_raw_neff_is_fetched_whole_in_two_requests_not_walked_by_ranges() {
+    let s = servers();
+    let size = std::fs::metadata(s.seed.join(MID_RAW)).unwrap().len();
+    assert!(size > 2 << 20 && size <= neff::REMOTE_WHOLE_BELOW);
+    let url = format!("{}/http/ok/{MID_RAW}", s.proxy);
+    let path = format!("/http/ok/{MID_RAW}");
+    for args in [vec!["ls", "--all"], vec!["info", "--json"]] {
+        let before = log_requests(&s.proxy_log, &path);
+        let got = run(&[args.as_slice(), &[url.as_str()]].concat());
+        assert!(
+            got.status.success(),
+            "{}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+        let local_path = s.seed.join(MID_RAW);
+        let want =
+            crate::common::neff_ok(&[args.as_slice(), &[local_path.to_str().unwrap()]].concat());
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&want).replace(local_path.to_str().unwrap(), &url)
+        );
+        // The first 256 KiB, then the rest in one request.
+        assert_eq!(log_requests(&s.proxy_log, &path) - before, 2, "{args:?}");
+    }
 }
