@@ -41,7 +41,7 @@ pub(crate) fn threads() -> usize {
 /// Remote requests a scan keeps in flight ([`set_io_depth`]; 0: the default).
 static IO_DEPTH: AtomicUsize = AtomicUsize::new(0);
 
-/// What [`io_depth`] is unless [`set_io_depth`] says otherwise.
+/// How many remote objects a scan reads at once unless [`set_io_depth`] says otherwise.
 pub const DEFAULT_IO_DEPTH: usize = 32;
 
 /// Sets how many remote objects a scan reads at once (`neff --io-depth`):
