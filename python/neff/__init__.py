@@ -113,6 +113,10 @@ __all__ = [
     "CacheStatus",
     "cache_status",
     "cache_prune",
+    "set_threads",
+    "set_io_depth",
+    "set_aws_profile",
+    "set_s3_access",
     "ACCESSORS",
 ]
 
@@ -753,3 +757,31 @@ def cache_prune(
         apply,
     )
     return [_json.loads(r) for r in removals]
+
+
+def set_threads(n: int) -> None:
+    """Sets the library's worker count (``neff -j``): a scan's workers and a
+    large payload's parallel inflate. ``0``: one per core (the default)."""
+    _neff.set_threads(n)
+
+
+def set_io_depth(n: int) -> None:
+    """Sets how many remote objects a scan reads at once (``neff
+    --io-depth``, default 32): its workers wait on the network, not on a
+    core. ``0``: the default."""
+    _neff.set_io_depth(n)
+
+
+def set_aws_profile(name: str) -> None:
+    """Uses the AWS profile ``name`` of ``~/.aws/config`` and
+    ``~/.aws/credentials`` for every S3 request of this process (``neff
+    --profile``; without it, ``AWS_PROFILE``, then the environment's keys,
+    then ``default``). Only the first call counts."""
+    _neff.set_aws_profile(name)
+
+
+def set_s3_access(*, no_sign_request: bool = False, requester_pays: bool = False) -> None:
+    """Sends S3 requests unsigned (a public bucket: ``--no-sign-request``)
+    and/or agrees to pay for a requester-pays bucket (``--requester-pays``).
+    Only the first call counts."""
+    _neff.set_s3_access(no_sign_request, requester_pays)

@@ -35,12 +35,46 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::scan_paths, m)?)?;
     m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
     m.add_function(wrap_pyfunction!(is_url, m)?)?;
+    m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_io_depth, m)?)?;
+    m.add_function(wrap_pyfunction!(set_aws_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(set_s3_access, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_prune, m)?)?;
     m.add("ACCESSORS", neff::Accessor::ALL.map(|a| a.name()).to_vec())?;
     // The binding's version, which is the neff crate's (python/Cargo.toml).
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
+}
+
+/// Sets the library's worker count (`neff -j`): a scan's workers, a large
+/// payload's parallel inflate. 0: one per core.
+#[pyfunction]
+fn set_threads(n: usize) {
+    neff::set_threads(n);
+}
+
+/// Sets how many remote objects a scan reads at once (`neff --io-depth`).
+/// 0: the default.
+#[pyfunction]
+fn set_io_depth(n: usize) {
+    neff::set_io_depth(n);
+}
+
+/// Uses the AWS profile `name` of `~/.aws` for every S3 request of this
+/// process (`neff --profile`); only the first call counts.
+#[pyfunction]
+fn set_aws_profile(name: &str) {
+    neff::set_aws_profile(name);
+}
+
+/// Sends S3 requests unsigned and/or agrees to pay for a requester-pays
+/// bucket (`neff --no-sign-request`, `--requester-pays`); only the first
+/// call counts.
+#[pyfunction]
+#[pyo3(signature = (no_sign_request = false, requester_pays = false))]
+fn set_s3_access(no_sign_request: bool, requester_pays: bool) {
+    neff::set_s3_access(no_sign_request, requester_pays);
 }
 
 /// Whether `path` names a remote object (`s3://`, `http://`, `https://`)

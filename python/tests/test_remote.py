@@ -120,3 +120,27 @@ def test_ray_scan_of_an_s3_prefix_equals_the_local_scan(ray_with_s3_env):
     want = strip(neff.scan([ACC]), ACC + "/")
     assert len(got) == len(NAMES)
     assert got == want
+
+
+def test_an_aws_profile_set_from_python_authenticates_and_names_the_endpoint(servers, tmp_path):
+    # In a process of its own: the profile is the process's, and set once.
+    aws = tmp_path / ".aws"
+    aws.mkdir()
+    (aws / "config").write_text("[profile zoo]\nregion = us-east-1\nendpoint_url = %s\n" % servers["s3"])
+    (aws / "credentials").write_text("[zoo]\naws_access_key_id = test\naws_secret_access_key = test\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["HOME"] = str(tmp_path)
+    name = NAMES[0]
+    code = (
+        "import neff, sys\n"
+        "neff.set_aws_profile('zoo')\n"
+        "neff.set_io_depth(4)\n"
+        "neff.set_threads(1)\n"
+        "with neff.open(sys.argv[1]) as n:\n"
+        "    print([m.name for m in n.members()])\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, "s3://zoo/acc/%s" % name],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    with neff.open(os.path.join(ACC, name)) as n:
+        assert p.stdout.strip() == str([m.name for m in n.members()])
