@@ -279,9 +279,52 @@ pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, 
 
 /// [`list`] as `opts` says: its shard, and its [`Walk`] (globs, depth,
 /// links). `Err` only for a glob that does not compile.
-pub fn list_with(roots: &[PathBuf], opts: &ScanOptions) -> Result<(Vec<PathBuf>, Vec<Record>)> {
+pub fn list_with(roots: &[PathBuf], opts: &ScanOptions) -> Result<Walked> {
     let found = list_versions(roots, opts.shard, &opts.walk)?;
-    Ok((found.paths, found.errors))
+    Ok(Walked {
+        paths: found.paths,
+        errors: found.errors,
+        met: found.met,
+    })
+}
+
+/// What [`list_with`] found: the paths to read and the walk's errors, and
+/// what the walk saw of each compile-cache entry, so that
+/// [`Walked::scan`] judges the entries without listing them again (a
+/// request per entry, in a bucket).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Walked {
+    /// The files (and compile-cache entries holding no NEFF) to read,
+    /// sorted and sharded.
+    pub paths: Vec<PathBuf>,
+    /// The walk's errors (a symlink loop, an unreadable directory), as
+    /// records.
+    pub errors: Vec<Record>,
+    met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+}
+
+impl Walked {
+    /// [`scan`] of [`paths`](Self::paths), each compile-cache entry judged
+    /// from what the walk saw of it.
+    pub fn scan(&self, opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
+        scan_with(
+            &self.paths,
+            opts.jobs,
+            &|p, scratch| record_with(p, opts, scratch, met_of(&self.met, p), |_| ()).0,
+            emit,
+        )
+    }
+}
+
+/// What a walk met of the compile-cache entry `path` belongs to.
+pub(crate) fn met_of(
+    met: &std::collections::HashMap<std::ffi::OsString, cache::Met>,
+    path: &Path,
+) -> Option<cache::Met> {
+    cache::entry_dir(path)
+        .and_then(|d| met.get(d.as_os_str()))
+        .cloned()
 }
 
 /// What a store's listing says of each remote object found (key, size,
@@ -315,11 +358,11 @@ pub(crate) fn list_versions(
     let mut versions = Versions::new();
     let found = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
-    // Compile-cache entries met: those holding no model.neff get a record.
-    let entries = Mutex::new(Vec::new());
     // The directories symlink loops led back to (each loop reported once).
     let loops = Mutex::new(std::collections::HashSet::new());
     let linked = Mutex::new(std::collections::HashSet::new());
+    // What the walk met of each compile-cache entry, by the entry's
+    // directory: every entry is a key (those holding no NEFF get a record).
     let met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>> = Mutex::default();
     for root in roots {
         #[cfg(feature = "remote")]
@@ -332,26 +375,22 @@ pub(crate) fn list_versions(
             match crate::remote::list_all(url) {
                 Ok(objects) => {
                     let mut found = found.lock().expect("lock");
-                    let mut keys = std::collections::HashSet::new();
                     for o in objects {
                         // Each MODULE_* prefix above the key is an entry.
                         let mut at = 0;
                         for part in o.url.split('/') {
                             at += part.len() + 1;
                             if cache::is_entry_name(part) && at <= o.url.len() {
-                                let dir = PathBuf::from(&o.url[..at - 1]);
                                 met.lock()
                                     .expect("lock")
-                                    .entry(dir.clone().into_os_string())
+                                    .entry(o.url[..at - 1].into())
                                     .or_default()
                                     .object(&o.url[at..], o.modified);
-                                entries.lock().expect("lock").push(dir);
                             }
                         }
                         if o.url.ends_with(".neff") {
                             let p = PathBuf::from(&o.url);
                             versions.insert(p.clone(), (o.size, o.version));
-                            keys.insert(p.clone());
                             found.push(p);
                         }
                     }
@@ -422,7 +461,6 @@ pub(crate) fn list_versions(
                                 .expect("lock")
                                 .entry(e.path().as_os_str().to_owned())
                                 .or_default();
-                            entries.lock().expect("lock").push(e.into_path());
                         }
                     }
                     Err(err) => {
@@ -446,26 +484,27 @@ pub(crate) fn list_versions(
     let mut paths = found.into_inner().expect("lock");
     paths.sort();
     paths.dedup();
-    let mut entries = entries.into_inner().expect("lock");
-    entries.sort();
-    entries.dedup();
+    let met = met.into_inner().expect("lock");
     // An entry holding any NEFF (its model.neff, or an older layout's
     // graph_*.neff) is that NEFF's record; one holding none gets its own.
     let parents: std::collections::HashSet<&Path> =
         paths.iter().filter_map(|p| p.parent()).collect();
-    let bare: Vec<PathBuf> = entries
-        .into_iter()
+    let bare: Vec<PathBuf> = met
+        .keys()
+        .map(PathBuf::from)
         .filter(|d| !parents.contains(d.as_path()))
         .collect();
     drop(parents);
-    paths.extend(bare);
-    paths.sort();
+    if !bare.is_empty() {
+        paths.extend(bare);
+        paths.sort();
+    }
     Ok(Found {
         paths: shard_of(paths, shard),
         errors: errors.into_inner().expect("lock"),
         versions,
         linked: linked.into_inner().expect("lock"),
-        met: met.into_inner().expect("lock"),
+        met,
     })
 }
 
@@ -509,7 +548,7 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync
     scan_with(
         paths,
         opts.jobs,
-        &|p, scratch| record(p, opts, scratch),
+        &|p, scratch| record_with(p, opts, scratch, None, |_| ()).0,
         emit,
     )
 }
@@ -563,18 +602,15 @@ fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
     }
 }
 
-/// Reads one NEFF into its record.
-pub(crate) fn record(path: &Path, opts: &ScanOptions, scratch: &mut Scratch) -> Record {
-    record_with(path, opts, scratch, |_| ()).0
-}
-
 /// Reads one NEFF into its record, and, when it opens, runs `extra` on it
 /// too (the index reads its member, tensor and alias rows this way, from
-/// the same single open).
+/// the same single open). `met`: what the walk saw of the compile-cache
+/// entry the NEFF belongs to (`None`: the entry is listed now).
 pub(crate) fn record_with<T>(
     path: &Path,
     opts: &ScanOptions,
     scratch: &mut Scratch,
+    met: Option<cache::Met>,
     extra: impl FnOnce(&Neff) -> T,
 ) -> (Record, Option<T>) {
     if is_bare_entry(path) {
@@ -582,7 +618,7 @@ pub(crate) fn record_with<T>(
             path: path.display().to_string(),
             ..Record::default()
         };
-        cache_entry(path, &mut r, &opts.open, None);
+        cache_entry(path, &mut r, &opts.open, met);
         let state = r.cache_state.map_or("unreadable", State::name);
         r.error = Some(match r.cache_state {
             Some(State::Ok) => {
@@ -612,7 +648,7 @@ pub(crate) fn record_with<T>(
             }
         }
     };
-    cache_entry(path, &mut r, &opts.open, None);
+    cache_entry(path, &mut r, &opts.open, met);
     (r, t)
 }
 

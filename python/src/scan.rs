@@ -140,11 +140,11 @@ pub fn scan_paths(
                     neff::catalog::scan_indexed(db, rebuild, &paths, &opts, &|r, _| emit(r))
                         .map(drop)
                 }
-                None => scan::list_with(&paths, &opts).and_then(|(files, walk_errors)| {
-                    for r in walk_errors {
+                None => scan::list_with(&paths, &opts).and_then(|mut walked| {
+                    for r in std::mem::take(&mut walked.errors) {
                         emit(r);
                     }
-                    scan::scan(&files, &opts, &emit)
+                    walked.scan(&opts, &emit)
                 }),
             };
             if let Err(e) = done {

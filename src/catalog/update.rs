@@ -490,10 +490,7 @@ pub fn scan_indexed(
             // it again.
             let before = (r.cache_state, r.cache_reason.clone());
             // From what this scan's walk met of the entry.
-            let seen = crate::cache::entry_dir(p)
-                .and_then(|d| met.get(d.as_os_str()))
-                .cloned();
-            scan::cache_entry(p, &mut r, &opts.open, seen);
+            scan::cache_entry(p, &mut r, &opts.open, scan::met_of(&met, p));
             if (r.cache_state, r.cache_reason.clone()) != before {
                 refreshed
                     .lock()
@@ -528,7 +525,7 @@ pub fn scan_indexed(
         // read gets a new identity, so the next scan reads it again.
         let stat = identity(p, &versions).ok();
         let scanned_at = now_utc();
-        let (record, rows) = scan::record_with(p, opts, scratch, Rows::of);
+        let (record, rows) = scan::record_with(p, opts, scratch, scan::met_of(&met, p), Rows::of);
         (p.to_path_buf(), stat, scanned_at, record, rows)
     };
     let done = |(p, stat, scanned_at, record, rows): (

@@ -883,7 +883,13 @@ pub fn read_tail(url: &str, n: u64) -> Result<Vec<u8>> {
             .get_opts(&path, opts)
             .await
             .map_err(|e| describe(&e, None))?;
+        // At most the n bytes asked for, whatever range the answer claims.
         let want = r.range.end - r.range.start;
+        if want > n {
+            return Err(remote(format!(
+                "the server answered {want} bytes for the last {n} asked"
+            )));
+        }
         collect(r, want).await
     })
 }

@@ -117,18 +117,18 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         }
     }
     // The indexed scan lists the files itself.
-    let (paths, walk_errors) = match index {
-        None => scan::list_with(roots, opts).map_err(|err| Failure {
+    let mut walked = match index {
+        None => Some(scan::list_with(roots, opts).map_err(|err| Failure {
             path: PathBuf::from("scan"),
             err,
-        })?,
-        Some(_) => (Vec::new(), Vec::new()),
+        })?),
+        Some(_) => None,
     };
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
         // The indexed scan lists the files inside the library: no length.
         let (b, template) = match index {
             None => (
-                indicatif::ProgressBar::new(paths.len() as u64),
+                indicatif::ProgressBar::new(walked.as_ref().map_or(0, |w| w.paths.len()) as u64),
                 "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}",
             ),
             Some(_) => (indicatif::ProgressBar::no_length(), "{pos} NEFFs {per_sec}"),
@@ -177,10 +177,11 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     let mut from_index = None;
     match index {
         None => {
-            for r in walk_errors {
+            let walked = walked.as_mut().expect("listed above");
+            for r in std::mem::take(&mut walked.errors) {
                 emit(r);
             }
-            scan::scan(&paths, opts, &emit).map_err(|err| Failure {
+            walked.scan(opts, &emit).map_err(|err| Failure {
                 path: PathBuf::from("scan"),
                 err,
             })?;
