@@ -444,11 +444,14 @@ pub(crate) fn list_versions(
                                 .is_some_and(cache::is_entry_name)
                         }) {
                             if let Some(name) = e.file_name().to_str() {
-                                met.lock()
-                                    .expect("lock")
-                                    .entry(dir.as_os_str().to_owned())
-                                    .or_default()
-                                    .file(name, e.path());
+                                let mut met = met.lock().expect("lock");
+                                match met.get_mut(dir.as_os_str()) {
+                                    Some(m) => m.file(name, e.path()),
+                                    None => met
+                                        .entry(dir.as_os_str().to_owned())
+                                        .or_default()
+                                        .file(name, e.path()),
+                                }
                             }
                         }
                         let is_file = kind.is_some_and(|t| t.is_file());

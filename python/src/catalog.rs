@@ -65,30 +65,14 @@ impl Catalog {
         uuid: Option<String>,
     ) -> PyResult<Vec<String>> {
         let mut f = Filter::default();
-        if let Some(v) = ok {
-            f = f.ok(v);
-        }
-        if let Some(v) = arch {
-            f = f.arch(v);
-        }
-        if let Some(v) = min_cc_world_size {
-            f = f.min_cc_world_size(v);
-        }
-        if let Some(v) = max_cc_world_size {
-            f = f.max_cc_world_size(v);
-        }
-        if let Some(v) = path_prefix {
-            f = f.path_prefix(v);
-        }
-        if let Some(v) = input {
-            f = f.input(v);
-        }
-        if let Some(v) = input_shape {
-            f = f.input_shape(v);
-        }
-        if let Some(v) = uuid {
-            f = f.uuid(v);
-        }
+        f.ok = ok;
+        f.arch = arch;
+        f.min_cc_world_size = min_cc_world_size;
+        f.max_cc_world_size = max_cc_world_size;
+        f.path_prefix = path_prefix;
+        f.input = input;
+        f.input_shape = input_shape;
+        f.uuid = uuid;
         let records = py
             .allow_threads(|| {
                 self.inner
