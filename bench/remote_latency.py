@@ -7,7 +7,13 @@ come from the proxy's log.
 
     python3 bench/remote_latency.py [--bin target/release/neff [--bin OTHER]]
         [--zoo /tmp/neff-bench/small_subset200] [--count 200]
-        [--delays 0,20,50] [--runs 3]
+        [--delays 0,20,50] [--runs 3] [--big /tmp/neff-bench/large/big_pkg1.neff]
+
+With --big (a large raw NEFF), `neff ls` of it over HTTP (nginx behind the
+proxy) is timed against downloading the whole object with 8 ranged
+requests of 8 MiB in flight. The "ideal" row of each zoo is the larger of
+the fastest download alone and the scan of the copy alone: transfer and
+parse fully overlapped.
 
 The download is done with boto3 and 10 requests in flight (what `aws s3 cp
 --recursive` does by default) and, when `s5cmd` is on the PATH, with s5cmd;
@@ -50,6 +56,7 @@ def main():
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--delays", default="0,20,50")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--big")
     a = ap.parse_args()
     bins = [os.path.abspath(b) for b in (a.bin or [os.path.join(ROOT, "target", "release", "neff")])]
     neff = bins[0]
@@ -64,8 +71,13 @@ def main():
             os.makedirs(os.path.join(seed, kind), exist_ok=True)
         shutil.copy(f, os.path.join(seed, "gz", "%04d.neff" % i))
         sh([neff, "optimize", "--keep-debug", f, "-o", os.path.join(seed, "raw", "%04d.neff" % i)])
+    if a.big:
+        os.makedirs(os.path.join(seed, "big"), exist_ok=True)
+        os.link(a.big, os.path.join(seed, "big", "big.neff"))
     sizes = {k: sum(os.path.getsize(os.path.join(seed, k, n)) for n in os.listdir(os.path.join(seed, k)))
              for k in ("gz", "raw")}
+    if a.big:
+        sizes["big"] = os.path.getsize(a.big)
     state = os.path.join(tmp, "state")
     info = json.loads(sh([sys.executable, os.path.join(ROOT, "scripts", "servers"), "start", state, seed]).stdout)
     try:
@@ -106,11 +118,16 @@ def run(a, bins, info, tmp, sizes):
             ways = [("neff scan s3://" + ("" if len(bins) == 1 else " (%s)" % os.path.relpath(b)), bucket_scan(b))
                     for b in bins]
             ways.append(("download (10 in flight), then scan", download_then_scan))
+            parts = {"download": [], "scan": []}
             if shutil.which("s5cmd"):
                 def s5():
                     dest = tempfile.mkdtemp(dir=tmp)
+                    t0 = time.monotonic()
                     sh(["s5cmd", "--endpoint-url", endpoint, "cp", "s3://zoo/%s/*" % kind, dest + "/"], env=env)
+                    t1 = time.monotonic()
                     sh([neff, "scan", "--no-progress", "--json", dest])
+                    parts["download"].append(t1 - t0)
+                    parts["scan"].append(time.monotonic() - t1)
                     shutil.rmtree(dest)
                 ways.append(("s5cmd, then scan", s5))
             for name, fn in ways:
@@ -126,6 +143,68 @@ def run(a, bins, info, tmp, sizes):
                 print("| %d ms | %s (%.0f MiB) | %s | %.2f | %d | %.1f |" % (
                     delay, kind, sizes[kind] / 2**20, name, statistics.median(times),
                     statistics.median(reqs), statistics.median(moved) / 2**20), flush=True)
+            if parts["download"]:
+                d, sc = statistics.median(parts["download"]), statistics.median(parts["scan"])
+                print("| %d ms | %s (%.0f MiB) | ideal: max(s5cmd's download %.2f, the copy's scan %.2f) | %.2f | | |" % (
+                    delay, kind, sizes[kind] / 2**20, d, sc, max(d, sc)), flush=True)
+        if a.big:
+            big(a, bins, info, log, delay, sizes["big"])
+
+
+def download_whole(url, inflight=8, part=8 << 20):
+    """The whole object at `url`, read with `inflight` ranged GETs of `part`
+    bytes at a time (what `aws s3 cp` does for one large object), dropped."""
+    import http.client
+    import threading
+    import urllib.parse
+    u = urllib.parse.urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname, u.port)
+    c.request("GET", u.path, headers={"Range": "bytes=0-0"})
+    r = c.getresponse()
+    r.read()
+    size = int(r.getheader("Content-Range").rsplit("/", 1)[1])
+    todo = list(range(0, size, part))
+    lock = threading.Lock()
+
+    def worker():
+        c = http.client.HTTPConnection(u.hostname, u.port)
+        while True:
+            with lock:
+                if not todo:
+                    return
+                at = todo.pop(0)
+            c.request("GET", u.path, headers={"Range": "bytes=%d-%d" % (at, min(size, at + part) - 1)})
+            r = c.getresponse()
+            while r.read(1 << 20):
+                pass
+
+    ts = [threading.Thread(target=worker) for _ in range(inflight)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def big(a, bins, info, log, delay, size):
+    mode = "delay%d" % delay if delay else "ok"
+    url = "%s/http/%s/big/big.neff" % (info["proxy"], mode)
+    # The last binary only: before issue 34 this took a round trip per
+    # member (63 s at 20 ms).
+    ways = [("neff ls", lambda: sh([bins[-1], "ls", url]))]
+    ways.append(("whole object, 8 ranged GETs of 8 MiB in flight", lambda: download_whole(url)))
+    for name, fn in ways:
+        times, reqs, moved = [], [], []
+        for _ in range(a.runs):
+            before = len(log_lines(log))
+            t0 = time.monotonic()
+            fn()
+            times.append(time.monotonic() - t0)
+            lines = log_lines(log)[before:]
+            reqs.append(len(lines))
+            moved.append(sum(int(l.rsplit(" ", 1)[1]) for l in lines if l.rsplit(" ", 1)[1].strip().isdigit()))
+        print("| %d ms | big raw (%.0f MiB) | %s | %.2f | %d | %.1f |" % (
+            delay, size / 2**20, name, statistics.median(times),
+            statistics.median(reqs), statistics.median(moved) / 2**20), flush=True)
 
 
 if __name__ == "__main__":

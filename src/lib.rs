@@ -96,8 +96,8 @@ pub use pool::{set_io_depth, set_threads, DEFAULT_IO_DEPTH};
 pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
 pub use remote::{
-    is_url, set_access as set_s3_access, set_profile as set_aws_profile,
-    WHOLE_BELOW as REMOTE_WHOLE_BELOW,
+    is_url, set_access as set_s3_access, set_byte_cap as set_remote_byte_cap,
+    set_profile as set_aws_profile, WHOLE_BELOW as REMOTE_WHOLE_BELOW,
 };
 pub use select::{Known, Pattern};
 pub use summary::Summary;

@@ -43,10 +43,14 @@ enum Tar {
         spare: Option<Vec<u8>>,
     },
     /// A raw payload of a remote object, read by ranges: the file bytes
-    /// held are its first [`remote::FIRST`]; members past them are fetched
-    /// when asked for.
+    /// held are its first [`remote::FIRST`], and the accessors' members
+    /// the walk kept as it passed them; other members are fetched when
+    /// asked for.
     #[cfg(feature = "remote")]
-    Remote(remote::Object),
+    Remote {
+        object: remote::Object,
+        retained: Retained,
+    },
 }
 
 /// Options for opening a NEFF.
@@ -184,14 +188,18 @@ impl Neff {
             let bytes = FileBytes::from_open(file, len, opts.read_mode, first)?;
             return Neff::from_file_bytes(bytes, opts, None);
         }
-        let index = Index::build_from(
-            tar::RangeSource::new(&object, span.start as u64, span.len, &first),
+        let (index, retained) = tar::walk_ranged(
+            &object,
+            span.start as u64,
+            span.len,
+            &first,
+            select::Retention::new(&opts.limits),
             &opts.limits,
         )?;
         Ok(Neff {
             file: FileBytes::Owned(first),
             span,
-            tar: Tar::Remote(object),
+            tar: Tar::Remote { object, retained },
             index,
             limits: opts.limits,
             sorted: OnceLock::new(),
@@ -206,7 +214,7 @@ impl Neff {
     /// only).
     pub fn is_ranged(&self) -> bool {
         #[cfg(feature = "remote")]
-        if let Tar::Remote(_) = self.tar {
+        if let Tar::Remote { .. } = self.tar {
             return true;
         }
         false
@@ -391,7 +399,7 @@ impl Neff {
         let held = self.stored_payload();
         sink(held)?;
         #[cfg(feature = "remote")]
-        if let Tar::Remote(object) = &self.tar {
+        if let Tar::Remote { object, .. } = &self.tar {
             let from = (self.span.start + held.len()) as u64;
             return object.stream(from..(self.span.start + self.span.len) as u64, sink);
         }
@@ -401,7 +409,7 @@ impl Neff {
     /// The size of the whole file (or remote object) in bytes.
     pub fn file_len(&self) -> u64 {
         #[cfg(feature = "remote")]
-        if let Tar::Remote(object) = &self.tar {
+        if let Tar::Remote { object, .. } = &self.tar {
             return object.size();
         }
         self.file.len() as u64
@@ -421,7 +429,7 @@ impl Neff {
             Tar::Whole(b) => Some(b),
             Tar::Streamed { .. } => None,
             #[cfg(feature = "remote")]
-            Tar::Remote(_) => None,
+            Tar::Remote { .. } => None,
         }
     }
 
@@ -430,7 +438,7 @@ impl Neff {
         match &self.tar {
             Tar::Streamed { len, .. } => *len,
             #[cfg(feature = "remote")]
-            Tar::Remote(_) => self.span.len as u64,
+            Tar::Remote { .. } => self.span.len as u64,
             _ => self.tar_bytes().len() as u64,
         }
     }
@@ -497,7 +505,10 @@ impl Neff {
             Tar::Streamed { .. } if self.index.stored_len(e) == 0 => Some(&[]),
             Tar::Streamed { retained, .. } => retained.get(e.offset),
             #[cfg(feature = "remote")]
-            Tar::Remote(_) => {
+            Tar::Remote { retained, .. } => {
+                if let Some(kept) = retained.get(e.offset) {
+                    return Some(kept);
+                }
                 // Inside the first bytes fetched at open, else not held.
                 let start = (self.span.start as u64).checked_add(e.offset)?;
                 let end = start.checked_add(self.index.stored_len(e))?;
@@ -782,7 +793,7 @@ impl<'n> DataCursor<'n> {
     ) -> Result<()> {
         let neff = self.neff;
         #[cfg(feature = "remote")]
-        if let Tar::Remote(object) = &neff.tar {
+        if let Tar::Remote { object, .. } = &neff.tar {
             let start = neff.span.start as u64 + offset;
             return object.stream(start..start + len, sink);
         }
@@ -835,6 +846,19 @@ fn walk_stream(
 impl tar::Fetch for remote::Object {
     fn fetch(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>> {
         self.read(range)
+    }
+    fn through_below(&self) -> u64 {
+        remote::through_below()
+    }
+    fn ahead<'s>(
+        &'s self,
+        range: std::ops::Range<u64>,
+        first: u64,
+    ) -> Result<Box<dyn tar::Ahead + 's>> {
+        self.read_ahead(range, first)
+    }
+    fn budget(&self) -> Option<u64> {
+        remote::Object::budget(self)
     }
 }
 

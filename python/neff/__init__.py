@@ -115,6 +115,7 @@ __all__ = [
     "cache_prune",
     "set_threads",
     "set_io_depth",
+    "set_max_bytes_moved",
     "set_aws_profile",
     "set_s3_access",
     "ACCESSORS",
@@ -770,6 +771,14 @@ def set_io_depth(n: int) -> None:
     --io-depth``, default 32): its workers wait on the network, not on a
     core. ``0``: the default."""
     _neff.set_io_depth(n)
+
+
+def set_max_bytes_moved(n: Optional[int] = None) -> None:
+    """Caps the bytes moved per remote object (``neff --max-bytes-moved``),
+    for users who pay for egress: the walk of a raw payload then hops from
+    header to header in small windows, and a read that would pass the cap
+    raises, naming the object. ``None`` lifts the cap."""
+    _neff.set_max_bytes_moved(n)
 
 
 def set_aws_profile(name: str) -> None:

@@ -37,6 +37,7 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_url, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_io_depth, m)?)?;
+    m.add_function(wrap_pyfunction!(set_max_bytes_moved, m)?)?;
     m.add_function(wrap_pyfunction!(set_aws_profile, m)?)?;
     m.add_function(wrap_pyfunction!(set_s3_access, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
@@ -59,6 +60,14 @@ fn set_threads(n: usize) {
 #[pyfunction]
 fn set_io_depth(n: usize) {
     neff::set_io_depth(n);
+}
+
+/// Caps the bytes moved per remote object (`neff --max-bytes-moved`);
+/// `None` lifts the cap.
+#[pyfunction]
+#[pyo3(signature = (n=None))]
+fn set_max_bytes_moved(n: Option<u64>) {
+    neff::set_remote_byte_cap(n);
 }
 
 /// Uses the AWS profile `name` of `~/.aws` for every S3 request of this

@@ -122,6 +122,29 @@ def test_ray_scan_of_an_s3_prefix_equals_the_local_scan(ray_with_s3_env):
     assert got == want
 
 
+def test_a_cap_on_bytes_moved_set_from_python_refuses_what_passes_it(servers):
+    # In a process of its own: the cap is the process's.
+    name = NAMES[0]
+    code = (
+        "import neff, sys\n"
+        "neff.set_max_bytes_moved(100)\n"
+        "try:\n"
+        "    neff.open(sys.argv[1])\n"
+        "except neff.NeffError as e:\n"
+        "    print(e)\n"
+        "neff.set_max_bytes_moved(None)\n"
+        "with neff.open(sys.argv[1]) as n:\n"
+        "    print(len(n.members()))\n"
+    )
+    url = "%s/http/ok/acc/%s" % (servers["proxy"], name)
+    p = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    refused, count = p.stdout.strip().splitlines()
+    assert "--max-bytes-moved" in refused and "over the cap of 100" in refused, refused
+    with neff.open(os.path.join(ACC, name)) as n:
+        assert int(count) == len(n.members())
+
+
 def test_an_aws_profile_set_from_python_authenticates_and_names_the_endpoint(servers, tmp_path):
     # In a process of its own: the profile is the process's, and set once.
     aws = tmp_path / ".aws"

@@ -3,9 +3,11 @@
 //!
 //! A remote object is one more source of bytes, beside [`crate::map`]: the
 //! layers above read it through [`Object::read`] (a ranged GET) and, for the
-//! tar walk, through `tar::RangeSource`, which fetches windows of the raw
-//! tar around its headers (growing while the walk reads on, small again
-//! after a jump over a large member). A gzip payload, which cannot be read
+//! tar walk, through `tar::RangeSource`, which at each skip over member
+//! data reads through it ([`Object::read_ahead`]: parts in flight, in
+//! order) or hops over it with a new request, as the link's measured cost
+//! says ([`link`]: a round trip's worth of bytes; a cap on the bytes moved
+//! per object, [`set_byte_cap`]). A gzip payload, which cannot be read
 //! by ranges, is spooled ([`Object::spool`]) to an unlinked temporary file
 //! and read from its map as a local file is. The client is the `object_store` crate (S3 with the
 //! standard AWS environment and credential chain; plain HTTP(S) with Range
@@ -60,8 +62,11 @@ use object_store::{
 
 use crate::error::{Error, Result};
 
+mod ahead;
+mod link;
 mod profile;
 
+pub use link::{set_cap as set_byte_cap, through_below};
 pub use profile::set_profile;
 
 /// Whether `s` names a remote object (`s3://`, `http://` or `https://`)
@@ -458,14 +463,24 @@ pub struct Listed {
     pub modified: std::time::SystemTime,
 }
 
-/// An object, pinned to the version (ETag) the first response came from.
-#[derive(Debug)]
-pub struct Object {
+/// What every request for one version of an object needs: where it is,
+/// its size and its ETag (`If-Match` on each ranged GET). Cheap to clone,
+/// for requests that outlive a borrow (the read-ahead's).
+#[derive(Debug, Clone)]
+struct Pinned {
     url: String,
     store: Arc<dyn ObjectStore>,
     path: ObjPath,
     size: u64,
     etag: Option<String>,
+}
+
+/// An object, pinned to the version (ETag) the first response came from.
+#[derive(Debug)]
+pub struct Object {
+    pin: Pinned,
+    /// Bytes asked of the object so far ([`link::cap`] bounds them).
+    moved: std::sync::atomic::AtomicU64,
     /// The whole object in an unlinked temporary file, once its server
     /// ignored a Range: every read after is served from it.
     whole: OnceLock<File>,
@@ -494,8 +509,22 @@ impl Object {
     /// [`take_whole`](Self::take_whole) then gives it.
     pub fn open(url: &str) -> Result<(Object, Vec<u8>)> {
         let (store, path) = store_for(url, Timeout::PerRequest)?;
+        // An object a listing said is small is asked for whole: one
+        // request, where a walk would cost several round trips.
+        let asked = listed_size(url)
+            .filter(|&n| n <= link::whole_below(WHOLE_BELOW))
+            .map_or(FIRST, |n| n.max(FIRST))
+            .min(link::cap().unwrap_or(u64::MAX));
+        if asked < crate::header::HEADER_SIZE as u64 {
+            // Not even the header fits under the cap.
+            return Err(Error::Limit {
+                what: "bytes moved from this object (--max-bytes-moved)",
+                found: crate::header::HEADER_SIZE as u64,
+                cap: asked,
+            });
+        }
         let opts = GetOptions {
-            range: Some(GetRange::Bounded(0..FIRST)),
+            range: Some(GetRange::Bounded(0..asked)),
             ..Default::default()
         };
         let rt = runtime()?;
@@ -506,9 +535,11 @@ impl Object {
                 Err(e) if ignores_range(&e) => return Ok(None),
                 Err(e) => return Err(describe(&e, None)),
             };
+            let headers = t0.elapsed();
             let meta = r.meta.clone();
             let range = r.range.clone();
             let body = collect(r, range.end - range.start).await?;
+            link::observe(headers, body.len() as u64, t0.elapsed() - headers);
             log::debug!(
                 "{url}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
                 range.start,
@@ -524,39 +555,79 @@ impl Object {
             let mut first = vec![0u8; FIRST.min(size) as usize];
             file.read_exact_at(&mut first, 0)?;
             let object = Object {
-                url: url.to_string(),
-                store,
-                path,
-                size,
-                etag,
+                pin: Pinned {
+                    url: url.to_string(),
+                    store,
+                    path,
+                    size,
+                    etag,
+                },
                 whole: OnceLock::from(file),
                 fetching: Mutex::new(()),
+                moved: size.into(),
             };
             return Ok((object, first));
         };
         let object = Object {
-            url: url.to_string(),
-            store,
-            path,
-            size: meta.size,
-            etag: meta.e_tag,
+            pin: Pinned {
+                url: url.to_string(),
+                store,
+                path,
+                size: meta.size,
+                etag: meta.e_tag,
+            },
             whole: OnceLock::new(),
             fetching: Mutex::new(()),
+            moved: (bytes.len() as u64).into(),
         };
-        let want = FIRST.min(object.size);
+        let want = asked.min(object.pin.size);
         if bytes.len() as u64 != want {
             return Err(remote(format!(
                 "the server sent {} bytes for the first {want} of a {}-byte object",
                 bytes.len(),
-                object.size
+                object.pin.size
             )));
         }
         Ok((object, bytes))
     }
 
+    /// Counts `n` more bytes asked of the object, refused past the cap on
+    /// bytes moved per object ([`set_byte_cap`]).
+    pub(crate) fn charge(&self, n: u64) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let moved = self.moved.fetch_add(n, Ordering::Relaxed) + n;
+        match link::cap() {
+            Some(cap) if moved > cap => Err(Error::Limit {
+                what: "bytes moved from this object (--max-bytes-moved)",
+                found: moved,
+                cap,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Bytes that may still be asked of the object under the cap (`None`:
+    /// no cap).
+    pub fn budget(&self) -> Option<u64> {
+        let moved = self.moved.load(std::sync::atomic::Ordering::Relaxed);
+        link::cap().map(|cap| cap.saturating_sub(moved))
+    }
+
+    /// The parts of `range` (the first `first` bytes long, then growing)
+    /// fetched with several in flight and handed on in order: the tar
+    /// walk reads through member data so.
+    pub fn read_ahead(
+        &self,
+        range: Range<u64>,
+        first: u64,
+    ) -> Result<Box<dyn crate::tar::Ahead + '_>> {
+        self.check_range(&range)?;
+        Ok(Box::new(ahead::ReadAhead::start(self, range, first)?))
+    }
+
     /// The object's size, as its first response said.
     pub fn size(&self) -> u64 {
-        self.size
+        self.pin.size
     }
 
     /// The whole object in an unlinked temporary file, if its server
@@ -578,9 +649,9 @@ impl Object {
             return Ok(f);
         }
         let (file, _, _) = fetch_whole(
-            &self.url,
-            &self.path,
-            Some((self.size, self.etag.as_deref())),
+            &self.pin.url,
+            &self.pin.path,
+            Some((self.pin.size, self.pin.etag.as_deref())),
         )?;
         Ok(self.whole.get_or_init(|| file))
     }
@@ -600,6 +671,7 @@ impl Object {
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         self.check_range(&range)?;
+        self.charge(range.end - range.start)?;
         if let Some(file) = self.whole.get() {
             return read_local(file, range, sink);
         }
@@ -627,17 +699,18 @@ impl Object {
         use futures_util::TryStreamExt;
         let rt = runtime()?;
         if range.end - range.start <= PART {
-            return rt.block_on(self.get(range, sink));
+            return rt.block_on(self.pin.get(range, sink));
         }
         let parts = (range.start..range.end).step_by(PART as usize).map(|at| {
             let part = at..(at + PART).min(range.end);
             async move {
                 let mut held = Vec::with_capacity((part.end - part.start) as usize);
-                self.get(part, &mut |c| {
-                    held.extend_from_slice(c);
-                    Ok(())
-                })
-                .await?;
+                self.pin
+                    .get(part, &mut |c| {
+                        held.extend_from_slice(c);
+                        Ok(())
+                    })
+                    .await?;
                 Ok::<_, Miss>(held)
             }
         });
@@ -651,23 +724,88 @@ impl Object {
     }
 
     fn check_range(&self, range: &Range<u64>) -> Result<()> {
-        if range.end > self.size || range.start > range.end {
+        if range.end > self.pin.size || range.start > range.end {
             return Err(remote(format!(
                 "bytes {}..{} asked of a {}-byte object",
-                range.start, range.end, self.size
+                range.start, range.end, self.pin.size
             )));
         }
         Ok(())
     }
 
+    /// A local copy of the whole object, for a payload that cannot be read
+    /// by ranges (gzip): `first` (its first bytes, as [`open`](Self::open)
+    /// gave them) and then the rest in [`PART`]-sized GETs,
+    /// `NEFF_REMOTE_CONCURRENCY` in flight, each pinned to the ETag and
+    /// written at its place in an unlinked temporary file (in `$TMPDIR`,
+    /// gone when closed) as its bytes arrive. Memory holds the chunks in
+    /// flight, never a part or the object. Returns the file and its length.
+    /// From a server that ignores Range, the file is the whole object read
+    /// by one GET instead (see [`stream`](Self::stream)).
+    pub fn spool(&self, first: &[u8]) -> Result<(File, u64)> {
+        use futures_util::TryStreamExt;
+        if let Some(file) = self.whole.get() {
+            return Ok((file.try_clone()?, self.pin.size));
+        }
+        let file = tempfile::tempfile()?;
+        file.write_all_at(first, 0)?;
+        let rest = first.len() as u64..self.pin.size;
+        self.check_range(&rest)?;
+        self.charge(rest.end - rest.start)?;
+        let file_ref = &file;
+        let parts = rest.clone().step_by(PART as usize).map(|at| {
+            let part = at..(at + PART).min(rest.end);
+            async move {
+                let mut pos = part.start;
+                self.pin
+                    .get(part, &mut |c| {
+                        file_ref.write_all_at(c, pos).map_err(Error::Io)?;
+                        pos += c.len() as u64;
+                        Ok(())
+                    })
+                    .await
+            }
+        });
+        let got = runtime()?.block_on(
+            futures_util::stream::iter(parts)
+                .buffer_unordered(concurrency())
+                .try_collect::<()>(),
+        );
+        match got {
+            Ok(()) => Ok((file, self.pin.size)),
+            Err(Miss::Failed(e)) => Err(e),
+            Err(Miss::IgnoredRange) => {
+                drop(file);
+                Ok((self.whole()?.try_clone()?, self.pin.size))
+            }
+        }
+    }
+
+    /// The bytes at `range`, in memory.
+    pub fn read(&self, range: Range<u64>) -> Result<Vec<u8>> {
+        let mut v = Vec::new();
+        let n = range.end.saturating_sub(range.start);
+        v.try_reserve_exact(usize::try_from(n).unwrap_or(usize::MAX))
+            .map_err(|_| Error::OutOfMemory {
+                what: "a range of a remote object",
+            })?;
+        self.stream(range, &mut |c| {
+            v.extend_from_slice(c);
+            Ok(())
+        })?;
+        Ok(v)
+    }
+}
+
+impl Pinned {
     /// One GET of `range` (within the object), pinned to the ETag, its
     /// body handed to `sink` as it arrives and checked to be exactly the
     /// bytes asked for ([`Miss::IgnoredRange`], before any byte, when the
     /// server answers with the whole object).
-    async fn get(
+    async fn get<S: FnMut(&[u8]) -> Result<()> + ?Sized>(
         &self,
         range: Range<u64>,
-        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+        sink: &mut S,
     ) -> std::result::Result<(), Miss> {
         if range.start >= range.end {
             return Ok(());
@@ -685,6 +823,7 @@ impl Object {
             Err(e) if ignores_range(&e) => return Err(Miss::IgnoredRange),
             Err(e) => return Err(describe(&e, etag).into()),
         };
+        let headers = t0.elapsed();
         if r.meta.size != self.size {
             return Err(Error::ObjectChanged {
                 etag: etag.unwrap_or("").to_string(),
@@ -718,6 +857,7 @@ impl Object {
             ))
             .into());
         }
+        link::observe(headers, got, t0.elapsed() - headers);
         log::debug!(
             "{}: GET bytes {}..{}: {got} bytes in {:.1} ms",
             self.url,
@@ -726,67 +866,6 @@ impl Object {
             t0.elapsed().as_secs_f64() * 1e3
         );
         Ok(())
-    }
-
-    /// A local copy of the whole object, for a payload that cannot be read
-    /// by ranges (gzip): `first` (its first bytes, as [`open`](Self::open)
-    /// gave them) and then the rest in [`PART`]-sized GETs,
-    /// `NEFF_REMOTE_CONCURRENCY` in flight, each pinned to the ETag and
-    /// written at its place in an unlinked temporary file (in `$TMPDIR`,
-    /// gone when closed) as its bytes arrive. Memory holds the chunks in
-    /// flight, never a part or the object. Returns the file and its length.
-    /// From a server that ignores Range, the file is the whole object read
-    /// by one GET instead (see [`stream`](Self::stream)).
-    pub fn spool(&self, first: &[u8]) -> Result<(File, u64)> {
-        use futures_util::TryStreamExt;
-        if let Some(file) = self.whole.get() {
-            return Ok((file.try_clone()?, self.size));
-        }
-        let file = tempfile::tempfile()?;
-        file.write_all_at(first, 0)?;
-        let rest = first.len() as u64..self.size;
-        self.check_range(&rest)?;
-        let file_ref = &file;
-        let parts = rest.clone().step_by(PART as usize).map(|at| {
-            let part = at..(at + PART).min(rest.end);
-            async move {
-                let mut pos = part.start;
-                self.get(part, &mut |c| {
-                    file_ref.write_all_at(c, pos).map_err(Error::Io)?;
-                    pos += c.len() as u64;
-                    Ok(())
-                })
-                .await
-            }
-        });
-        let got = runtime()?.block_on(
-            futures_util::stream::iter(parts)
-                .buffer_unordered(concurrency())
-                .try_collect::<()>(),
-        );
-        match got {
-            Ok(()) => Ok((file, self.size)),
-            Err(Miss::Failed(e)) => Err(e),
-            Err(Miss::IgnoredRange) => {
-                drop(file);
-                Ok((self.whole()?.try_clone()?, self.size))
-            }
-        }
-    }
-
-    /// The bytes at `range`, in memory.
-    pub fn read(&self, range: Range<u64>) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        let n = range.end.saturating_sub(range.start);
-        v.try_reserve_exact(usize::try_from(n).unwrap_or(usize::MAX))
-            .map_err(|_| Error::OutOfMemory {
-                what: "a range of a remote object",
-            })?;
-        self.stream(range, &mut |c| {
-            v.extend_from_slice(c);
-            Ok(())
-        })?;
-        Ok(v)
     }
 }
 
@@ -867,7 +946,37 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
         Ok::<_, Error>(out)
     })?;
     out.sort_by(|a, b| a.url.cmp(&b.url));
+    note_listed(&out);
     Ok(out)
+}
+
+/// Objects' sizes as the latest listing gave them, by URL: an open of one
+/// asks for the whole of a small object in its first request.
+fn listed() -> &'static Mutex<std::collections::HashMap<String, u64>> {
+    static LISTED: OnceLock<Mutex<std::collections::HashMap<String, u64>>> = OnceLock::new();
+    LISTED.get_or_init(Default::default)
+}
+
+/// Most objects whose listed size is remembered (about 100 MiB of them).
+const LISTED_MAX: usize = 1 << 20;
+
+fn note_listed(objects: &[Listed]) {
+    let mut map = listed().lock().unwrap_or_else(|p| p.into_inner());
+    for o in objects.iter().filter(|o| o.url.ends_with(".neff")) {
+        if map.len() >= LISTED_MAX {
+            break;
+        }
+        map.insert(o.url.clone(), o.size);
+    }
+}
+
+/// The size a listing gave for the object at `url`, if one did.
+fn listed_size(url: &str) -> Option<u64> {
+    listed()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(url)
+        .copied()
 }
 
 /// The last `n` bytes of the object at `url` (all of it when shorter), in

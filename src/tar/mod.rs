@@ -87,7 +87,9 @@ mod stream;
 pub use block::{Block, BLOCK};
 pub use index::{Entry, FileSource, Index, Kind};
 #[cfg(feature = "remote")]
-pub use ranged::{Fetch, RangeSource};
+pub(crate) use ranged::walk as walk_ranged;
+#[cfg(feature = "remote")]
+pub use ranged::{Ahead, Fetch, Parts};
 pub(crate) use sparse::Expander;
 pub use sparse::{Piece, Segment};
 pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};

@@ -191,6 +191,12 @@ impl Retained {
     pub fn release(&mut self, offset: u64) {
         self.members.remove(&offset);
     }
+
+    /// Keeps `data` as the member whose data starts at `offset`.
+    #[cfg(feature = "remote")]
+    pub(crate) fn keep(&mut self, offset: u64, data: Box<[u8]>) {
+        self.members.insert(offset, data);
+    }
 }
 
 /// A tar stream walked as it is produced.

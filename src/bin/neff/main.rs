@@ -71,6 +71,12 @@ struct Cli {
     #[cfg(feature = "remote")]
     #[arg(long, global = true, value_name = "N")]
     io_depth: Option<usize>,
+    /// Most bytes moved per remote object (index, members and all;
+    /// reading through member data is chosen only under it, and a read
+    /// past it fails naming the object), e.g. 16M [default: no cap]
+    #[cfg(feature = "remote")]
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    max_bytes_moved: Option<u64>,
     /// Send S3 requests unsigned (a public bucket)
     #[cfg(feature = "remote")]
     #[arg(long, global = true)]
@@ -481,6 +487,7 @@ fn main() -> ExitCode {
         if let Some(n) = cli.io_depth {
             neff::set_io_depth(n);
         }
+        neff::set_remote_byte_cap(cli.max_bytes_moved);
     }
     let opts = Options::default()
         .limits(cli.caps.limits())

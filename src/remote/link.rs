@@ -1,0 +1,136 @@
+//! What a request costs on the link in use, measured as the process goes:
+//! the round trip (the time to a response's first byte) and the bytes a
+//! connection brings per second once its body flows. The walk of a raw
+//! payload by ranges decides from them whether to read through a member's
+//! data or hop over it, and whether to fetch a small object whole
+//! ([`through_below`], [`whole_below`]); users who pay for egress cap the
+//! bytes moved per object ([`set_cap`]).
+//!
+//! The throughput is measured per connection, as it is while other
+//! requests share the link: with many objects in flight each connection
+//! gets its share, reading through costs more, and hopping from header to
+//! header wins; one object alone gets the whole link and reads through.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Round trip assumed before one is measured: a bucket in the same region.
+const RTT_GUESS_US: u64 = 20_000;
+/// Per-connection throughput assumed before one is measured (bytes/s).
+const BW_GUESS: u64 = 50_000_000;
+/// Bodies shorter than this say little about throughput (their time is
+/// mostly the round trip's jitter): not measured.
+const MEASURED_FROM: u64 = 128 << 10;
+/// The most a skip is read through, whatever the link: a member larger
+/// than this is hopped over.
+const MAX_THROUGH: u64 = 64 << 20;
+
+/// Round trip, microseconds (moving average; 0 until measured).
+static RTT_US: AtomicU64 = AtomicU64::new(0);
+/// Bytes per second per connection (moving average; 0 until measured).
+static BW: AtomicU64 = AtomicU64::new(0);
+/// Most bytes moved per object (0: no cap).
+static CAP: AtomicU64 = AtomicU64::new(0);
+
+/// A moving average that weighs the newest observation by 1/4.
+fn blend(slot: &AtomicU64, x: u64) {
+    let old = slot.load(Ordering::Relaxed);
+    let new = if old == 0 { x } else { (old * 3 + x) / 4 };
+    slot.store(new.max(1), Ordering::Relaxed);
+}
+
+/// Notes one response: `first` from the request to its headers, then
+/// `bytes` of body in `body`.
+pub(crate) fn observe(first: Duration, bytes: u64, body: Duration) {
+    blend(&RTT_US, first.as_micros().min(u64::MAX as u128) as u64);
+    if bytes >= MEASURED_FROM {
+        let us = body.as_micros().max(50) as u64;
+        blend(&BW, bytes.saturating_mul(1_000_000) / us);
+    }
+}
+
+/// The round trip and per-connection throughput as measured (or assumed
+/// before any response).
+pub(crate) fn estimate() -> (Duration, u64) {
+    let rtt = match RTT_US.load(Ordering::Relaxed) {
+        0 => RTT_GUESS_US,
+        r => r,
+    };
+    let bw = match BW.load(Ordering::Relaxed) {
+        0 => BW_GUESS,
+        b => b,
+    };
+    (Duration::from_micros(rtt), bw)
+}
+
+/// The bytes a connection brings in one round trip: a skip over member
+/// data shorter than this costs less to read through than to hop over
+/// (a new request waits a round trip; reading on waits for the bytes).
+pub fn through_below() -> u64 {
+    let (rtt, bw) = estimate();
+    let bytes = (rtt.as_secs_f64() * bw as f64) as u64;
+    bytes.min(MAX_THROUGH)
+}
+
+/// Objects no larger than this are fetched whole in one request rather
+/// than walked: a few round trips' worth of bytes (a walk costs at least
+/// that many), and at most `most` (the caller's memory bound).
+pub(crate) fn whole_below(most: u64) -> u64 {
+    let by_cost = through_below().saturating_mul(4);
+    let cap = cap().unwrap_or(u64::MAX);
+    by_cost.min(most).min(cap)
+}
+
+/// Caps the bytes moved for one object (index, members and all): a read
+/// that would pass it fails, naming the object. `None` lifts the cap.
+/// Reading through member data is chosen only while it stays under it.
+pub fn set_cap(bytes: Option<u64>) {
+    CAP.store(bytes.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The cap of [`set_cap`], if any.
+pub(crate) fn cap() -> Option<u64> {
+    match CAP.load(Ordering::Relaxed) {
+        0 => None,
+        c => Some(c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_round_trip_on_a_fast_link_reads_through_more_than_a_fast_one() {
+        // One test owns the process-wide estimates (tests run in threads).
+        RTT_US.store(0, Ordering::Relaxed);
+        BW.store(0, Ordering::Relaxed);
+        let guess = through_below();
+        assert_eq!(
+            guess,
+            (RTT_GUESS_US * BW_GUESS / 1_000_000).min(MAX_THROUGH)
+        );
+        // 25 ms away, 8 MiB in 80 ms on this connection (~100 MB/s).
+        for _ in 0..20 {
+            observe(
+                Duration::from_millis(25),
+                8 << 20,
+                Duration::from_millis(80),
+            );
+        }
+        let far = through_below();
+        assert!((2_400_000..2_800_000).contains(&far), "{far}");
+        // Small bodies move the round trip, not the throughput.
+        for _ in 0..20 {
+            observe(Duration::from_millis(1), 2048, Duration::from_micros(10));
+        }
+        let near = through_below();
+        assert!(near < far / 10, "{near} vs {far}");
+        assert_eq!(whole_below(8 << 20), (near * 4).min(8 << 20));
+        set_cap(Some(1000));
+        assert_eq!(whole_below(8 << 20), 1000.min(near * 4));
+        set_cap(None);
+        RTT_US.store(0, Ordering::Relaxed);
+        BW.store(0, Ordering::Relaxed);
+    }
+}
