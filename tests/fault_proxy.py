@@ -26,6 +26,14 @@ that upstream as /<rest>, with the fault <mode> applied:
             from /<rest>.v2 (the object replaced between two reads)
   presigned as a URL presigned for GET: a request other than GET, or one
             whose query lacks `X-Amz-Signature=sig`, answers 403
+  reset     half the body is sent, then the connection is reset (RST)
+  resetxN   the first N requests for this path are reset mid-body, then
+            passed through
+  bwN       bodies are sent at N MB/s in all (one budget shared by every
+            connection of this mode: a link of that bandwidth)
+
+Modes combine with `+`: `delay25+503x2`, `delay50+reset`, `delay25+bw100`
+(a bucket 25 ms away on a 100 MB/s link).
 
 /health answers 200; every request is logged to STATE_DIR/proxy.log as
 `METHOD PATH RANGE STATUS BYTES` (BYTES `aborted` when the client closed
@@ -34,6 +42,8 @@ the connection before the body was sent).
 
 import http.client
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -46,6 +56,27 @@ COUNTS = {}
 LOCK = threading.Lock()
 LOG = open(os.path.join(STATE, "proxy.log"), "a", buffering=1)
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
+
+
+# Bandwidth budgets of the `bwN` modes, by mode: the time (monotonic) at
+# which the link is next free.
+LINKS = {}
+
+
+def paced(mode, mb_per_s, data, out):
+    """Writes `data` to `out` in 64 KiB chunks, each waiting its turn on
+    the link of `mode` (shared by every connection of it) at `mb_per_s`."""
+    chunk = 64 << 10
+    per_byte = 1.0 / (mb_per_s * 1e6)
+    for at in range(0, len(data), chunk):
+        piece = data[at:at + chunk]
+        with LOCK:
+            now = time.monotonic()
+            start = max(now, LINKS.get(mode, now))
+            LINKS[mode] = start + len(piece) * per_byte
+        if start > now:
+            time.sleep(start - now)
+        out.write(piece)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -94,33 +125,44 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) < 4 or parts[1] not in UPSTREAMS:
             return self.plain(404, b"no such route")
         upstream, mode, rest = UPSTREAMS[parts[1]], parts[2], "/" + parts[3]
+        modes = mode.split("+")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         with LOCK:
             key = (mode, rest.split("?")[0])
             COUNTS[key] = COUNTS.get(key, 0) + 1
             n = COUNTS[key]
-        if mode == "503" or (mode.startswith("503x") and n <= int(mode[4:])):
+        def has(name):
+            return name in modes
+
+        def counted(prefix):
+            # The N of a mode `prefixN` (`503x2`: 2), or None.
+            for m in modes:
+                if m.startswith(prefix) and m[len(prefix):].split("-")[0].isdigit():
+                    return int(m[len(prefix):].split("-")[0])
+            return None
+
+        for m in modes:
+            if m.startswith("delay") and m[5:].isdigit():
+                time.sleep(int(m[5:]) / 1000)
+        if has("503") or (counted("503x") is not None and n <= counted("503x")):
             return self.plain(503, b"<Error><Code>SlowDown</Code></Error>")
-        if mode == "403":
+        if has("403"):
             return self.plain(403, b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")
-        if mode == "presigned":
+        if has("presigned"):
             query = rest.partition("?")[2]
             if self.command != "GET" or "X-Amz-Signature=sig" not in query.split("&"):
                 return self.plain(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>")
-        if mode == "stall":
+        if has("stall"):
             time.sleep(120)
             return self.plain(503)
-        if mode == "slow":
+        if has("slow"):
             time.sleep(1.0)
-        if mode.startswith("delay") and mode[5:].isdigit():
-            time.sleep(int(mode[5:]) / 1000)
-        if mode == "replace" and n > 1:
+        if has("replace") and n > 1:
             path, _, query = rest.partition("?")
             rest = path + ".v2" + ("?" + query if query else "")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-        if mode == "norange" or (mode.startswith("rangex")
-                                 and n > int(mode[6:].split("-")[0])):
+        if has("norange") or (counted("rangex") is not None and n > counted("rangex")):
             headers.pop("Range", None)
             headers.pop("range", None)
         conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
@@ -132,26 +174,40 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if k.lower() in HOP or k.lower() == "content-length":
                 continue
-            if k.lower() == "content-range" and mode == "liesize":
+            if k.lower() == "content-range" and has("liesize"):
                 head, _, total = v.rpartition("/")
                 if total.isdigit():
                     v = f"{head}/{int(total) * 2}"
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
-        if mode == "truncate":
+        reset = has("reset") or (counted("resetx") is not None and n <= counted("resetx"))
+        if has("truncate"):
             self.send_header("Connection", "close")
         self.end_headers()
         if self.command == "HEAD":
             return self.note(resp.status, 0)
-        if mode == "truncate":
+        if has("truncate"):
             data = data[: len(data) // 2]
             self.wfile.write(data)
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(2)
+        elif reset and len(data) > 1:
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            # SO_LINGER 0: close sends RST, not FIN (a connection reset
+            # mid-body, as a load balancer or a NAT does).
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return self.note(resp.status, "reset")
         else:
             try:
-                self.wfile.write(data)
+                rate = counted("bw")
+                if rate:
+                    paced(mode, rate, data, self.wfile)
+                else:
+                    self.wfile.write(data)
             except OSError:
                 # The client closed before the body was sent (it refused
                 # the response on its headers): logged all the same.

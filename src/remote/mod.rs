@@ -529,16 +529,31 @@ impl Object {
         };
         let rt = runtime()?;
         let t0 = std::time::Instant::now();
+        let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
         let first = rt.block_on(async {
-            let r = match store.get_opts(&path, opts).await {
-                Ok(r) => r,
-                Err(e) if ignores_range(&e) => return Ok(None),
-                Err(e) => return Err(describe(&e, None)),
+            let mut tries = 0u64;
+            let (r, body, headers) = loop {
+                let r = match store.get_opts(&path, opts.clone()).await {
+                    Ok(r) => r,
+                    Err(e) if ignores_range(&e) => return Ok(None),
+                    Err(e) => return Err(describe(&e, None)),
+                };
+                let headers = t0.elapsed();
+                let meta = r.meta.clone();
+                let range = r.range.clone();
+                match collect(r, range.end - range.start).await {
+                    Ok(body) => break ((meta, range), body, headers),
+                    // A body cut or reset: the first request again (no
+                    // version is pinned yet), a bounded number of times.
+                    Err((e, true)) if tries < retries => {
+                        tries += 1;
+                        log::debug!("{url}: the first GET's body failed ({e}): again");
+                        tokio::time::sleep(Duration::from_millis(50 << tries.min(6))).await;
+                    }
+                    Err((e, _)) => return Err(e),
+                }
             };
-            let headers = t0.elapsed();
-            let meta = r.meta.clone();
-            let range = r.range.clone();
-            let body = collect(r, range.end - range.start).await?;
+            let (meta, range) = r;
             link::observe(headers, body.len() as u64, t0.elapsed() - headers);
             log::debug!(
                 "{url}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
@@ -810,6 +825,39 @@ impl Pinned {
         if range.start >= range.end {
             return Ok(());
         }
+        // A body cut or reset after some bytes is asked for again from
+        // where it stopped (the same version: If-Match), a bounded number
+        // of times; the client retries what fails before a body.
+        let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
+        let mut at = range.start;
+        let mut tries = 0u64;
+        loop {
+            match self.get_once(at..range.end, sink).await {
+                Ok(()) => return Ok(()),
+                Err((Miss::Failed(e), Some(n))) if tries < retries => {
+                    tries += 1;
+                    at += n;
+                    log::debug!(
+                        "{}: GET bytes {}..{} stopped after {n} bytes ({e}): again from {at}",
+                        self.url,
+                        at - n,
+                        range.end
+                    );
+                    tokio::time::sleep(Duration::from_millis(50 << tries.min(6))).await;
+                }
+                Err((miss, _)) => return Err(miss),
+            }
+        }
+    }
+
+    /// One GET of `range`; on a failure of its body (cut, reset), also how
+    /// many bytes went to `sink` before it (`None`: a failure that asking
+    /// again would not mend).
+    async fn get_once<S: FnMut(&[u8]) -> Result<()> + ?Sized>(
+        &self,
+        range: Range<u64>,
+        sink: &mut S,
+    ) -> std::result::Result<(), (Miss, Option<u64>)> {
         let opts = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             if_match: self.etag.clone(),
@@ -820,42 +868,42 @@ impl Pinned {
         let t0 = std::time::Instant::now();
         let r = match self.store.get_opts(&self.path, opts).await {
             Ok(r) => r,
-            Err(e) if ignores_range(&e) => return Err(Miss::IgnoredRange),
-            Err(e) => return Err(describe(&e, etag).into()),
+            Err(e) if ignores_range(&e) => return Err((Miss::IgnoredRange, None)),
+            Err(e) => return Err((describe(&e, etag).into(), None)),
         };
         let headers = t0.elapsed();
         if r.meta.size != self.size {
-            return Err(Error::ObjectChanged {
+            let changed = Error::ObjectChanged {
                 etag: etag.unwrap_or("").to_string(),
-            }
-            .into());
+            };
+            return Err((changed.into(), None));
         }
         if r.range != range {
-            return Err(remote(format!(
+            let e = remote(format!(
                 "asked for bytes {}..{}, the server sent {}..{}",
                 range.start, range.end, r.range.start, r.range.end
-            ))
-            .into());
+            ));
+            return Err((e.into(), None));
         }
         let mut got = 0u64;
         let mut body = r.into_stream();
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| describe(&e, etag))?;
-            got += chunk.len() as u64;
-            if got > want {
-                return Err(remote(format!(
+            let chunk = chunk.map_err(|e| (describe(&e, etag).into(), Some(got)))?;
+            if got + chunk.len() as u64 > want {
+                let e = remote(format!(
                     "the server sent more than the {want} bytes asked for"
-                ))
-                .into());
+                ));
+                return Err((e.into(), None));
             }
-            sink(&chunk)?;
+            sink(&chunk).map_err(|e| (e.into(), None))?;
+            got += chunk.len() as u64;
         }
         if got != want {
-            return Err(remote(format!(
+            let e = remote(format!(
                 "truncated body: {got} of {want} bytes at offset {}",
                 range.start
-            ))
-            .into());
+            ));
+            return Err((e.into(), Some(got)));
         }
         link::observe(headers, got, t0.elapsed() - headers);
         log::debug!(
@@ -879,24 +927,29 @@ fn concurrency() -> usize {
     *N.get_or_init(|| env_u64("NEFF_REMOTE_CONCURRENCY", 4).clamp(1, 64) as usize)
 }
 
-/// The body of a first response, checked against its announced length.
-async fn collect(r: object_store::GetResult, want: u64) -> Result<Vec<u8>> {
+/// The body of a first response, checked against its announced length;
+/// an error says whether asking again may mend it (a body cut or reset).
+async fn collect(
+    r: object_store::GetResult,
+    want: u64,
+) -> std::result::Result<Vec<u8>, (Error, bool)> {
     let mut v = Vec::with_capacity(want.min(FIRST) as usize);
     let mut body = r.into_stream();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| describe(&e, None))?;
+        let chunk = chunk.map_err(|e| (describe(&e, None), true))?;
         if (v.len() + chunk.len()) as u64 > want {
-            return Err(remote(format!(
-                "the server sent more than the {want} bytes it announced"
-            )));
+            return Err((
+                remote(format!(
+                    "the server sent more than the {want} bytes it announced"
+                )),
+                false,
+            ));
         }
         v.extend_from_slice(&chunk);
     }
     if (v.len() as u64) < want {
-        return Err(remote(format!(
-            "truncated body: {} of {want} bytes",
-            v.len()
-        )));
+        let e = remote(format!("truncated body: {} of {want} bytes", v.len()));
+        return Err((e, true));
     }
     Ok(v)
 }
@@ -925,25 +978,62 @@ fn s3_prefix(url: &str) -> Result<(String, Arc<dyn ObjectStore>, ObjPath)> {
 fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
     let (bucket, store, prefix) = s3_prefix(url)?;
     let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+    // A page that fails (a reset, a cut body, a 5xx past the client's own
+    // retries) is asked for again, after the last key listed, a bounded
+    // number of times; not found and access denied are answers.
+    let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
     let mut out = runtime()?.block_on(async {
-        let mut out = Vec::new();
-        let mut s = store.list(prefix.as_ref());
-        while let Some(m) = s.next().await {
-            let m = m.map_err(|e| describe(&e, None))?;
-            if !keep(m.location.as_ref()) {
-                continue;
+        let mut out: Vec<Listed> = Vec::new();
+        let mut last: Option<ObjPath> = None;
+        let mut tries = 0u64;
+        loop {
+            let mut s = match &last {
+                None => store.list(prefix.as_ref()),
+                Some(after) => store.list_with_offset(prefix.as_ref(), after),
+            };
+            let mut failed = None;
+            while let Some(m) = s.next().await {
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                };
+                last = Some(m.location.clone());
+                if !keep(m.location.as_ref()) {
+                    continue;
+                }
+                out.push(Listed {
+                    url: format!("s3://{bucket}/{}", m.location),
+                    size: m.size,
+                    version: m
+                        .e_tag
+                        .clone()
+                        .unwrap_or_else(|| m.last_modified.to_rfc3339()),
+                    modified: m.last_modified.into(),
+                });
             }
-            out.push(Listed {
-                url: format!("s3://{bucket}/{}", m.location),
-                size: m.size,
-                version: m
-                    .e_tag
-                    .clone()
-                    .unwrap_or_else(|| m.last_modified.to_rfc3339()),
-                modified: m.last_modified.into(),
-            });
+            let Some(e) = failed else {
+                return Ok::<_, Error>(out);
+            };
+            let answer = matches!(
+                e,
+                object_store::Error::NotFound { .. }
+                    | object_store::Error::PermissionDenied { .. }
+                    | object_store::Error::Unauthenticated { .. }
+            );
+            if answer || tries >= retries {
+                return Err(describe(&e, None));
+            }
+            tries += 1;
+            log::debug!(
+                "{url}: listing failed ({}): again after {} keys",
+                one_line(&e),
+                out.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50 << tries.min(6))).await;
         }
-        Ok::<_, Error>(out)
     })?;
     out.sort_by(|a, b| a.url.cmp(&b.url));
     note_listed(&out);
@@ -999,7 +1089,7 @@ pub fn read_tail(url: &str, n: u64) -> Result<Vec<u8>> {
                 "the server answered {want} bytes for the last {n} asked"
             )));
         }
-        collect(r, want).await
+        collect(r, want).await.map_err(|(e, _)| e)
     })
 }
 

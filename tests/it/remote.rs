@@ -1149,3 +1149,126 @@ fn a_small_raw_neff_is_fetched_whole_in_two_requests_not_walked_by_ranges() {
         );
     }
 }
+
+/// Whether `got` (for `url`) is the local answer `want` (for `local`), or
+/// else one line naming the object: what every fault must end in.
+fn local_answer_or_one_line(got: &Output, want: &Output, url: &str, local: &str, what: &str) {
+    let err = String::from_utf8_lossy(&got.stderr);
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    if got.status.success() {
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout).replace(url, "<file>"),
+            String::from_utf8_lossy(&want.stdout).replace(local, "<file>"),
+            "{what}: not the local answer"
+        );
+    } else {
+        assert_eq!(err.lines().count(), 1, "{what}: not one line: {err}");
+        assert!(err.starts_with(&format!("neff: {url}: ")), "{what}: {err}");
+        assert!(got.stdout.is_empty(), "{what}: printed before failing");
+    }
+}
+
+#[test]
+fn faults_twenty_to_fifty_ms_away_end_in_the_local_answer_or_one_line_naming_the_object() {
+    let s = servers();
+    let few = [("NEFF_REMOTE_RETRIES", "2"), ("NEFF_REMOTE_TIMEOUT", "5")];
+    let objects = [BIG_RAW, MID_RAW, "acc/cc-replica-groups-gz.neff"];
+    // Each ends in the local answer: the delay alone, throttling, and a
+    // body reset once (asked for again from where it stopped).
+    let recover = [
+        "delay20",
+        "delay50",
+        "delay25+503x2",
+        "delay30+resetx1",
+        "delay20+resetx3",
+    ];
+    // Each may end in one line: every body reset or cut, a replaced
+    // object, a lying size, a server that stops honouring Range.
+    let may_fail = [
+        "delay50+reset",
+        "delay25+truncate",
+        "delay20+replace",
+        "delay40+liesize",
+        "delay20+rangex1",
+    ];
+    for mode in recover.iter().chain(&may_fail) {
+        for rel in objects {
+            let local = s.seed.join(rel);
+            let local = local.to_str().unwrap();
+            let url = format!("{}/http/{mode}/{rel}", s.proxy);
+            for args in [
+                &["ls", "--json", "FILE"][..],
+                &["get", "FILE", "cc-world-size"],
+            ] {
+                let with = |f: &str| -> Vec<String> {
+                    args.iter()
+                        .map(|a| if *a == "FILE" { f } else { a }.to_string())
+                        .collect()
+                };
+                let (w, g) = (with(local), with(&url));
+                let want = run(&w.iter().map(String::as_str).collect::<Vec<_>>());
+                let t = Instant::now();
+                let got = run_env(
+                    &g.iter().map(String::as_str).collect::<Vec<_>>(),
+                    &s.s3,
+                    &few,
+                );
+                let what = format!("{mode} {args:?} {rel}");
+                local_answer_or_one_line(&got, &want, &url, local, &what);
+                if recover.contains(mode) {
+                    assert_eq!(got.status.code(), want.status.code(), "{what}");
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(45),
+                    "{what}: {:?}",
+                    t.elapsed()
+                );
+            }
+        }
+    }
+    // A bucket 25 ms away that throttles, then resets a body: the scan's
+    // records are the local scan's, or each failed object is named.
+    let local = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        s.seed.join("acc").to_str().unwrap(),
+    ]);
+    assert!(local.status.success());
+    let name = |v: &serde_json::Value| {
+        let p = v["path"].as_str().unwrap();
+        p.rsplit('/').next().unwrap().to_string()
+    };
+    let mut local_records = ndjson(&local.stdout);
+    local_records.sort_by_key(|r| name(r));
+    for mode in ["delay25+503x2", "delay25+resetx1"] {
+        let endpoint = format!("{}/s3/{mode}", s.proxy);
+        let got = run_env(
+            &["scan", "--json", "--no-progress", "s3://zoo/acc/"],
+            &endpoint,
+            &few,
+        );
+        let err = String::from_utf8_lossy(&got.stderr);
+        assert!(!err.contains("panicked"), "{mode}: {err}");
+        let mut records = ndjson(&got.stdout);
+        records.sort_by_key(|r| name(r));
+        assert_eq!(records.len(), local_records.len(), "{mode}: {err}");
+        for (r, l) in records.iter().zip(&local_records) {
+            assert_eq!(name(r), name(l), "{mode}");
+            if r["ok"] == true {
+                let strip = |v: &serde_json::Value| {
+                    let mut v = v.clone();
+                    v.as_object_mut().unwrap().remove("path");
+                    v.as_object_mut().unwrap().remove("bytes");
+                    v
+                };
+                assert_eq!(strip(r), strip(l), "{mode}: {}", name(r));
+            } else {
+                let e = r["error"].as_str().unwrap();
+                assert!(!e.contains('\n'), "{mode}: {e}");
+            }
+        }
+        // Throttled or reset once, every object is read in the end.
+        assert!(got.status.success(), "{mode}: {err}");
+    }
+}
