@@ -97,7 +97,8 @@ pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
 pub use remote::{
     is_url, set_access as set_s3_access, set_byte_cap as set_remote_byte_cap,
-    set_profile as set_aws_profile, WHOLE_BELOW as REMOTE_WHOLE_BELOW,
+    set_profile as set_aws_profile, stats as remote_stats, Stats as RemoteStats,
+    WHOLE_BELOW as REMOTE_WHOLE_BELOW,
 };
 pub use select::{Known, Pattern};
 pub use summary::Summary;

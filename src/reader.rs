@@ -166,6 +166,14 @@ impl Neff {
     /// `NEFF_REMOTE_RETRIES`, …) is in docs/GUIDE.md.
     #[cfg(feature = "remote")]
     pub fn open_url(url: &str, opts: &Options) -> Result<Neff> {
+        if let Some(cap) = remote::byte_cap().filter(|&c| c < crate::header::HEADER_SIZE as u64) {
+            // Not even the header fits under the cap on bytes moved.
+            return Err(Error::Limit {
+                what: "bytes moved from this object (--max-bytes-moved)",
+                found: crate::header::HEADER_SIZE as u64,
+                cap,
+            });
+        }
         let (mut object, first) = remote::Object::open(url)?;
         if first.len() as u64 >= object.size() {
             return Neff::from_file_bytes(FileBytes::Owned(first), opts, None);
@@ -855,10 +863,19 @@ impl tar::Fetch for remote::Object {
         range: std::ops::Range<u64>,
         first: u64,
     ) -> Result<Box<dyn tar::Ahead + 's>> {
-        self.read_ahead(range, first)
+        let parts = remote::Parts::new(range.clone(), first, tar::MAX_PART);
+        Ok(Box::new(self.read_ahead(range, parts)?))
     }
     fn budget(&self) -> Option<u64> {
         remote::Object::budget(self)
+    }
+}
+
+/// A remote read-ahead is what the tar walk reads through.
+#[cfg(feature = "remote")]
+impl tar::Ahead for remote::ReadAhead<'_> {
+    fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
+        remote::ReadAhead::next_part(self)
     }
 }
 

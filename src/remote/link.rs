@@ -25,6 +25,55 @@ const MEASURED_FROM: u64 = 128 << 10;
 /// than this is hopped over.
 const MAX_THROUGH: u64 = 64 << 20;
 
+/// Requests made, in flight, and body bytes received, for the process
+/// ([`stats`]).
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// What the process asked of remote servers so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Requests sent (each GET, and each listing of a prefix).
+    pub requests: u64,
+    /// Requests sent and not yet answered in full.
+    pub in_flight: u64,
+    /// Bytes of response bodies received.
+    pub bytes: u64,
+}
+
+/// The process's remote requests and bytes so far: what a progress line
+/// shows.
+pub fn stats() -> Stats {
+    Stats {
+        requests: REQUESTS.load(Ordering::Relaxed),
+        in_flight: IN_FLIGHT.load(Ordering::Relaxed),
+        bytes: BYTES.load(Ordering::Relaxed),
+    }
+}
+
+/// A request in flight, counted from [`Request::start`] until dropped.
+pub(crate) struct Request;
+
+impl Request {
+    pub(crate) fn start() -> Request {
+        REQUESTS.fetch_add(1, Ordering::Relaxed);
+        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        Request
+    }
+    /// Notes `n` more body bytes received.
+    pub(crate) fn got(&self, n: u64) {
+        BYTES.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Round trip, microseconds (moving average; 0 until measured).
 static RTT_US: AtomicU64 = AtomicU64::new(0);
 /// Bytes per second per connection (moving average; 0 until measured).
@@ -89,7 +138,7 @@ pub fn set_cap(bytes: Option<u64>) {
 }
 
 /// The cap of [`set_cap`], if any.
-pub(crate) fn cap() -> Option<u64> {
+pub fn cap() -> Option<u64> {
     match CAP.load(Ordering::Relaxed) {
         0 => None,
         c => Some(c),

@@ -66,7 +66,8 @@ mod ahead;
 mod link;
 mod profile;
 
-pub use link::{set_cap as set_byte_cap, through_below};
+pub use ahead::Parts;
+pub use link::{cap as byte_cap, set_cap as set_byte_cap, stats, through_below, Stats};
 pub use profile::set_profile;
 
 /// Whether `s` names a remote object (`s3://`, `http://` or `https://`)
@@ -375,6 +376,7 @@ fn fetch_whole(
     let file = tempfile::tempfile()?;
     runtime()?
         .block_on(async {
+            let counted = link::Request::start();
             let r = store
                 .get_opts(path, opts)
                 .await
@@ -406,6 +408,7 @@ fn fetch_whole(
                 }
                 file.write_all_at(&chunk, at)?;
                 at += chunk.len() as u64;
+                counted.got(chunk.len() as u64);
             }
             if at != size {
                 return Err(remote(format!("truncated body: {at} of {size} bytes")));
@@ -515,14 +518,6 @@ impl Object {
             .filter(|&n| n <= link::whole_below(WHOLE_BELOW))
             .map_or(FIRST, |n| n.max(FIRST))
             .min(link::cap().unwrap_or(u64::MAX));
-        if asked < crate::header::HEADER_SIZE as u64 {
-            // Not even the header fits under the cap.
-            return Err(Error::Limit {
-                what: "bytes moved from this object (--max-bytes-moved)",
-                found: crate::header::HEADER_SIZE as u64,
-                cap: asked,
-            });
-        }
         let opts = GetOptions {
             range: Some(GetRange::Bounded(0..asked)),
             ..Default::default()
@@ -533,6 +528,7 @@ impl Object {
         let first = rt.block_on(async {
             let mut tries = 0u64;
             let (r, body, headers) = loop {
+                let counted = link::Request::start();
                 let r = match store.get_opts(&path, opts.clone()).await {
                     Ok(r) => r,
                     Err(e) if ignores_range(&e) => return Ok(None),
@@ -542,7 +538,10 @@ impl Object {
                 let meta = r.meta.clone();
                 let range = r.range.clone();
                 match collect(r, range.end - range.start).await {
-                    Ok(body) => break ((meta, range), body, headers),
+                    Ok(body) => {
+                        counted.got(body.len() as u64);
+                        break ((meta, range), body, headers);
+                    }
                     // A body cut or reset: the first request again (no
                     // version is pinned yet), a bounded number of times.
                     Err((e, true)) if tries < retries => {
@@ -555,7 +554,7 @@ impl Object {
             };
             let (meta, range) = r;
             link::observe(headers, body.len() as u64, t0.elapsed() - headers);
-            log::debug!(
+            log::info!(
                 "{url}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
                 range.start,
                 range.end,
@@ -628,16 +627,12 @@ impl Object {
         link::cap().map(|cap| cap.saturating_sub(moved))
     }
 
-    /// The parts of `range` (the first `first` bytes long, then growing)
-    /// fetched with several in flight and handed on in order: the tar
-    /// walk reads through member data so.
-    pub fn read_ahead(
-        &self,
-        range: Range<u64>,
-        first: u64,
-    ) -> Result<Box<dyn crate::tar::Ahead + '_>> {
+    /// The parts of `range` (sized by `parts`) fetched with several in
+    /// flight and handed on in order: the tar walk reads through member
+    /// data so.
+    pub fn read_ahead(&self, range: Range<u64>, parts: Parts) -> Result<ReadAhead<'_>> {
         self.check_range(&range)?;
-        Ok(Box::new(ahead::ReadAhead::start(self, range, first)?))
+        ReadAhead::start(self, range, parts)
     }
 
     /// The object's size, as its first response said.
@@ -866,6 +861,7 @@ impl Pinned {
         let want = range.end - range.start;
         let etag = self.etag.as_deref();
         let t0 = std::time::Instant::now();
+        let counted = link::Request::start();
         let r = match self.store.get_opts(&self.path, opts).await {
             Ok(r) => r,
             Err(e) if ignores_range(&e) => return Err((Miss::IgnoredRange, None)),
@@ -897,6 +893,7 @@ impl Pinned {
             }
             sink(&chunk).map_err(|e| (e.into(), None))?;
             got += chunk.len() as u64;
+            counted.got(chunk.len() as u64);
         }
         if got != want {
             let e = remote(format!(
@@ -906,7 +903,7 @@ impl Pinned {
             return Err((e.into(), Some(got)));
         }
         link::observe(headers, got, t0.elapsed() - headers);
-        log::debug!(
+        log::info!(
             "{}: GET bytes {}..{}: {got} bytes in {:.1} ms",
             self.url,
             range.start,
@@ -914,6 +911,114 @@ impl Pinned {
             t0.elapsed().as_secs_f64() * 1e3
         );
         Ok(())
+    }
+}
+
+/// Parts of a range of an [`Object`] in flight, handed on in order
+/// ([`Object::read_ahead`]).
+pub struct ReadAhead<'o> {
+    object: &'o Object,
+    /// The parts not yet handed on, in order (the task's, mirrored).
+    parts: std::collections::VecDeque<Range<u64>>,
+    rx: tokio::sync::mpsc::Receiver<std::result::Result<Vec<u8>, Miss>>,
+    task: tokio::task::JoinHandle<()>,
+    /// Once the server ignored a Range: the rest comes from the whole copy.
+    local: bool,
+    _alive: ahead::Alive,
+}
+
+impl<'o> ReadAhead<'o> {
+    /// Starts fetching the parts of `range` (`parts`' sizes).
+    pub(crate) fn start(object: &'o Object, range: Range<u64>, parts: Parts) -> Result<Self> {
+        let parts: std::collections::VecDeque<Range<u64>> =
+            parts.take_while(|p| p.start < range.end).collect();
+        if object.whole.get().is_some() {
+            // The server ignores Range: every part from the whole copy.
+            return Ok(ReadAhead {
+                object,
+                parts,
+                rx: tokio::sync::mpsc::channel(1).1,
+                task: runtime()?.spawn(async {}),
+                local: true,
+                _alive: ahead::Alive::start(),
+            });
+        }
+        let depth = ahead::depth();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let pin: Pinned = object.pin.clone();
+        let todo: Vec<Range<u64>> = parts.iter().cloned().collect();
+        log::debug!(
+            "{}: reading ahead {} parts from byte {}, {depth} in flight",
+            object.pin.url,
+            todo.len(),
+            todo.first().map_or(0, |r| r.start)
+        );
+        let task = runtime()?.spawn(async move {
+            let pin = &pin;
+            let fetches = futures_util::stream::iter(todo).map(|r| async move {
+                let mut held = Vec::with_capacity((r.end - r.start) as usize);
+                pin.get(r, &mut |c| {
+                    held.extend_from_slice(c);
+                    Ok(())
+                })
+                .await
+                .map(|()| held)
+            });
+            let mut fetches = std::pin::pin!(fetches.buffered(depth));
+            while let Some(part) = fetches.next().await {
+                let failed = part.is_err();
+                if tx.send(part).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Ok(ReadAhead {
+            object,
+            parts,
+            rx,
+            task,
+            local: false,
+            _alive: ahead::Alive::start(),
+        })
+    }
+}
+
+impl ReadAhead<'_> {
+    /// The next part (`None` once the range is done).
+    pub fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
+        let Some(range) = self.parts.pop_front() else {
+            return Ok(None);
+        };
+        self.object.charge(range.end - range.start)?;
+        if !self.local {
+            let got = runtime()?.block_on(self.rx.recv());
+            match got {
+                Some(Ok(part)) => return Ok(Some(part)),
+                Some(Err(Miss::Failed(e))) => return Err(e),
+                Some(Err(Miss::IgnoredRange)) => {
+                    self.task.abort();
+                    self.local = true;
+                }
+                None => {
+                    return Err(Error::Remote {
+                        reason: "the read-ahead ended before its range".into(),
+                        io: std::io::ErrorKind::UnexpectedEof,
+                    })
+                }
+            }
+        }
+        let mut part = Vec::with_capacity((range.end - range.start) as usize);
+        read_local(self.object.whole()?, range, &mut |c| {
+            part.extend_from_slice(c);
+            Ok(())
+        })?;
+        Ok(Some(part))
+    }
+}
+
+impl Drop for ReadAhead<'_> {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
@@ -987,6 +1092,7 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
         let mut last: Option<ObjPath> = None;
         let mut tries = 0u64;
         loop {
+            let _counted = link::Request::start();
             let mut s = match &last {
                 None => store.list(prefix.as_ref()),
                 Some(after) => store.list_with_offset(prefix.as_ref(), after),

@@ -33,6 +33,7 @@ use super::index::{data_in, Arena, Index, Kind, Name, Source};
 use super::stream::{Keep, Retained};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
+use crate::remote::Parts;
 
 /// Walks the raw tar of `len` bytes at `base` of what `from` fetches
 /// (`first`: the object's first bytes, already fetched), keeping the data
@@ -73,7 +74,7 @@ pub trait Fetch {
     fn ahead<'s>(&'s self, range: Range<u64>, first: u64) -> Result<Box<dyn Ahead + 's>> {
         Ok(Box::new(OneByOne {
             from: self,
-            parts: Parts::new(range, first),
+            parts: Parts::new(range, first, MAX_PART),
         }))
     }
 
@@ -89,40 +90,6 @@ pub trait Fetch {
 pub trait Ahead {
     /// The next part (`None` once the range is done).
     fn next_part(&mut self) -> Result<Option<Vec<u8>>>;
-}
-
-/// The parts of a read-ahead: `first` bytes, then each twice the one
-/// before, up to [`MAX_PART`], to the end of the range. A read-ahead
-/// dropped early so wastes little; a long one reaches full-size parts.
-#[derive(Debug, Clone)]
-pub struct Parts {
-    at: u64,
-    end: u64,
-    next: u64,
-}
-
-impl Parts {
-    /// The parts of `range`, the first of `first` bytes (at least one).
-    pub fn new(range: Range<u64>, first: u64) -> Parts {
-        Parts {
-            at: range.start,
-            end: range.end,
-            next: first.clamp(1, MAX_PART),
-        }
-    }
-}
-
-impl Iterator for Parts {
-    type Item = Range<u64>;
-    fn next(&mut self) -> Option<Range<u64>> {
-        if self.at >= self.end {
-            return None;
-        }
-        let part = self.at..self.end.min(self.at + self.next);
-        self.at = part.end;
-        self.next = (self.next * 2).min(MAX_PART);
-        Some(part)
-    }
 }
 
 /// [`Fetch::ahead`]'s default: one part fetched at a time, when asked.

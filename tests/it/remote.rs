@@ -1272,3 +1272,63 @@ fn faults_twenty_to_fifty_ms_away_end_in_the_local_answer_or_one_line_naming_the
         assert!(got.status.success(), "{mode}: {err}");
     }
 }
+
+#[test]
+fn a_bucket_scan_on_a_terminal_shows_objects_bytes_and_requests_in_flight() {
+    // util-linux's `script` gives neff a terminal for stderr (and stdout,
+    // sent to /dev/null inside it); what it drew comes back on our stdout.
+    let s = servers();
+    let endpoint = format!("{}/s3/delay50", s.proxy);
+    let command = format!(
+        "{} scan --io-depth 2 s3://zoo/acc/ > /dev/null",
+        env!("CARGO_BIN_EXE_neff")
+    );
+    let o = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .expect("script (util-linux)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let drawn = String::from_utf8_lossy(&o.stdout).replace('\r', "\n");
+    let n = seed_files("acc").len();
+    let lines: Vec<&str> = drawn.lines().filter(|l| l.contains(" moved, ")).collect();
+    assert!(!lines.is_empty(), "no progress line: {drawn}");
+    let last = lines.last().unwrap();
+    assert!(last.contains(&format!("/{n} NEFFs")), "{last}");
+    assert!(
+        last.contains(" requests, ") && last.contains(" in flight"),
+        "{last}"
+    );
+    // The bytes moved grow as the objects are read.
+    assert!(lines.iter().any(|l| l.contains("KiB moved")), "{drawn}");
+}
+
+#[test]
+fn dash_v_logs_each_request_with_its_range_bytes_and_time() {
+    let s = servers();
+    let url = format!("{}/http/ok/{BIG_RAW}", s.proxy);
+    let o = run(&["-v", "ls", &url]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let gets: Vec<&str> = err.lines().filter(|l| l.contains(": GET bytes ")).collect();
+    assert!(!gets.is_empty(), "{err}");
+    for l in &gets {
+        assert!(
+            l.starts_with(&format!("neff: info: {url}: GET bytes ")),
+            "{l}"
+        );
+        assert!(l.ends_with(" ms"), "{l}");
+    }
+    // Without -v, nothing.
+    let o = run(&["ls", &url]);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

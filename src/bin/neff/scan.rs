@@ -124,6 +124,10 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         })?),
         Some(_) => None,
     };
+    #[cfg(feature = "remote")]
+    let remote = roots.iter().any(|r| r.to_str().is_some_and(neff::is_url));
+    #[cfg(not(feature = "remote"))]
+    let remote = false;
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
         // The indexed scan lists the files inside the library: no length.
         let (b, template) = match index {
@@ -133,9 +137,19 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             ),
             Some(_) => (indicatif::ProgressBar::no_length(), "{pos} NEFFs {per_sec}"),
         };
-        b.set_style(indicatif::ProgressStyle::with_template(template).expect("static template"));
+        // A scan of remote objects also shows what the network does.
+        let template = if remote {
+            format!("{template} {{msg}}")
+        } else {
+            template.to_string()
+        };
+        b.set_style(indicatif::ProgressStyle::with_template(&template).expect("static template"));
         b
     });
+    let ticker = bar
+        .as_ref()
+        .filter(|_| remote)
+        .map(|b| Ticker::start(b.clone()));
     let table = format == Format::Table;
     let out = Mutex::new(io::BufWriter::new(io::stdout()));
     let rows = Mutex::new((!table).then(|| Rows::new(format, io::BufWriter::new(io::stdout()))));
@@ -195,6 +209,7 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             from_index = Some(up.from_index);
         }
     }
+    drop(ticker);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -241,4 +256,54 @@ fn is_url(root: &Path) -> bool {
         let _ = root;
         false
     }
+}
+
+/// Updates a remote scan's progress line five times a second with the
+/// process's requests and bytes ([`neff::remote_stats`]), until dropped.
+struct Ticker {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(bar: indicatif::ProgressBar) -> Ticker {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                bar.set_message(remote_line());
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        Ticker {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// "12.3 MiB moved, 420 requests, 31 in flight".
+#[cfg(feature = "remote")]
+fn remote_line() -> String {
+    let s = neff::remote_stats();
+    format!(
+        "{} moved, {} requests, {} in flight",
+        indicatif::HumanBytes(s.bytes),
+        s.requests,
+        s.in_flight
+    )
+}
+
+#[cfg(not(feature = "remote"))]
+fn remote_line() -> String {
+    String::new()
 }
