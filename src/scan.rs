@@ -367,7 +367,7 @@ pub(crate) fn list_versions(
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
-            if url.ends_with(".neff") || !url.starts_with("s3://") {
+            if url.ends_with(".neff") || !crate::remote::is_listable(url) {
                 // One object, named as a file is.
                 found.lock().expect("lock").push(root.clone());
                 continue;

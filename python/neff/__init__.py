@@ -116,6 +116,7 @@ __all__ = [
     "set_threads",
     "set_io_depth",
     "set_max_bytes_moved",
+    "remote_stats",
     "set_aws_profile",
     "set_s3_access",
     "ACCESSORS",
@@ -779,6 +780,14 @@ def set_max_bytes_moved(n: Optional[int] = None) -> None:
     header to header in small windows, and a read that would pass the cap
     raises, naming the object. ``None`` lifts the cap."""
     _neff.set_max_bytes_moved(n)
+
+
+def remote_stats() -> Dict[str, int]:
+    """What this process asked of remote servers so far: ``requests`` sent
+    (each GET and listing), ``in_flight`` now, and body ``bytes`` received
+    (what ``neff scan``'s progress line shows)."""
+    requests, in_flight, moved = _neff.remote_stats()
+    return {"requests": requests, "in_flight": in_flight, "bytes": moved}
 
 
 def set_aws_profile(name: str) -> None:

@@ -38,6 +38,7 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_io_depth, m)?)?;
     m.add_function(wrap_pyfunction!(set_max_bytes_moved, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_stats, m)?)?;
     m.add_function(wrap_pyfunction!(set_aws_profile, m)?)?;
     m.add_function(wrap_pyfunction!(set_s3_access, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
@@ -68,6 +69,13 @@ fn set_io_depth(n: usize) {
 #[pyo3(signature = (n=None))]
 fn set_max_bytes_moved(n: Option<u64>) {
     neff::set_remote_byte_cap(n);
+}
+
+/// The process's remote requests so far: `(requests, in_flight, bytes)`.
+#[pyfunction]
+fn remote_stats() -> (u64, u64, u64) {
+    let s = neff::remote_stats();
+    (s.requests, s.in_flight, s.bytes)
 }
 
 /// Uses the AWS profile `name` of `~/.aws` for every S3 request of this

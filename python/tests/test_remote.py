@@ -135,11 +135,15 @@ def test_a_cap_on_bytes_moved_set_from_python_refuses_what_passes_it(servers):
         "neff.set_max_bytes_moved(None)\n"
         "with neff.open(sys.argv[1]) as n:\n"
         "    print(len(n.members()))\n"
+        "s = neff.remote_stats()\n"
+        "print(s['requests'], s['in_flight'], s['bytes'])\n"
     )
     url = "%s/http/ok/acc/%s" % (servers["proxy"], name)
     p = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    refused, count = p.stdout.strip().splitlines()
+    refused, count, stats = p.stdout.strip().splitlines()
+    requests, in_flight, moved = (int(x) for x in stats.split())
+    assert requests >= 1 and in_flight == 0 and moved > 0, stats
     assert "--max-bytes-moved" in refused and "over the cap of 100" in refused, refused
     with neff.open(os.path.join(ACC, name)) as n:
         assert int(count) == len(n.members())

@@ -63,6 +63,7 @@ use object_store::{
 use crate::error::{Error, Result};
 
 mod ahead;
+mod hf;
 mod link;
 mod profile;
 
@@ -70,11 +71,27 @@ pub use ahead::Parts;
 pub use link::{cap as byte_cap, set_cap as set_byte_cap, stats, through_below, Stats};
 pub use profile::set_profile;
 
-/// Whether `s` names a remote object (`s3://`, `http://` or `https://`)
-/// rather than a local path.
+/// Whether `s` names a remote object (`s3://`, `gs://`, `az://`, `hf://`,
+/// `http://` or `https://`) rather than a local path.
 pub fn is_url(s: &str) -> bool {
     let lower = |p: &str| s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p);
-    lower("s3://") || lower("http://") || lower("https://")
+    BUCKETS.iter().any(|b| lower(b)) || lower("http://") || lower("https://")
+}
+
+/// The schemes of stores that list their objects (a bucket or container):
+/// a URL of one that does not end in `.neff` is a prefix a scan lists.
+const BUCKETS: [&str; 4] = ["s3://", "gs://", "az://", "hf://"];
+
+/// Whether `url` names a store that can be listed (`s3://`, `gs://`,
+/// `az://`, `hf://`), not one object behind an HTTP server.
+pub fn is_listable(url: &str) -> bool {
+    let lower = |p: &str| url.len() >= p.len() && url[..p.len()].eq_ignore_ascii_case(p);
+    BUCKETS.iter().any(|b| lower(b))
+}
+
+fn is_hf(url: &str) -> bool {
+    url.get(..5)
+        .is_some_and(|s| s.eq_ignore_ascii_case("hf://"))
 }
 
 /// The runtime the async client runs on, one for the process
@@ -169,6 +186,14 @@ fn access() -> (bool, bool) {
 fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
     type Stores = std::collections::HashMap<(String, Timeout), Arc<dyn ObjectStore>>;
     static STORES: OnceLock<Mutex<Stores>> = OnceLock::new();
+    // A file of a hub repository is read from the hub's resolve URL.
+    let resolved;
+    let url = if is_hf(url) {
+        resolved = hf::HfUrl::parse(url)?.resolve();
+        resolved.as_str()
+    } else {
+        url
+    };
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
     let path = ObjPath::from_url_path(parsed.path())
         .map_err(|e| remote(format!("not a valid object path: {e}")))?;
@@ -246,6 +271,67 @@ fn new_store(url: &str, parsed: &url::Url, kind: Timeout) -> Result<Arc<dyn Obje
                 .with_retry(retry);
             Arc::new(b.build().map_err(|e| remote(one_line(&e)))?)
         }
+        "gs" => {
+            if parsed.host_str().unwrap_or("").is_empty() {
+                return Err(remote("a gs:// URL needs a bucket (gs://BUCKET/KEY)"));
+            }
+            // GOOGLE_SERVICE_ACCOUNT, GOOGLE_APPLICATION_CREDENTIALS,
+            // GOOGLE_BASE_URL (an emulator), … as object_store reads them.
+            let emulator = std::env::var("GOOGLE_BASE_URL").unwrap_or_default();
+            let client = if emulator.starts_with("http://") {
+                client.with_allow_http(true)
+            } else {
+                client
+            };
+            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(url)
+                .with_client_options(client)
+                .with_retry(retry);
+            if access().0 {
+                // --no-sign-request; else the environment's setting.
+                b = b.with_skip_signature(true);
+            }
+            Arc::new(b.build().map_err(|e| remote(one_line(&e)))?)
+        }
+        "az" => {
+            if parsed.host_str().unwrap_or("").is_empty() {
+                return Err(remote(
+                    "an az:// URL needs a container (az://CONTAINER/KEY)",
+                ));
+            }
+            // AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY,
+            // AZURE_STORAGE_SAS_KEY, AZURE_STORAGE_USE_EMULATOR (Azurite,
+            // AZURITE_BLOB_STORAGE_URL), … as object_store reads them.
+            let truthy = |k: &str| {
+                std::env::var(k).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+            };
+            let plain = truthy("AZURE_ALLOW_HTTP") || truthy("AZURE_STORAGE_USE_EMULATOR");
+            let client = if plain {
+                client.with_allow_http(true)
+            } else {
+                client
+            };
+            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_client_options(client)
+                .with_retry(retry);
+            if access().0 {
+                // --no-sign-request; else the environment's setting.
+                b = b.with_skip_signature(true);
+            }
+            let built = b.build().map_err(|e| {
+                let why = one_line(&e);
+                if why.contains("Account must be specified") {
+                    remote(
+                        "an az:// URL needs the storage account: AZURE_STORAGE_ACCOUNT_NAME \
+                         (or AZURE_STORAGE_USE_EMULATOR=true for Azurite)",
+                    )
+                } else {
+                    remote(why)
+                }
+            })?;
+            Arc::new(built)
+        }
         "http" | "https" => {
             let base = if parsed.query().is_some() {
                 url.to_string()
@@ -256,11 +342,22 @@ fn new_store(url: &str, parsed: &url::Url, kind: Timeout) -> Result<Arc<dyn Obje
                     &parsed[url::Position::BeforeHost..url::Position::BeforePath]
                 )
             };
-            let client = if parsed.scheme() == "http" {
+            let mut client = if parsed.scheme() == "http" {
                 client.with_allow_http(true)
             } else {
                 client
             };
+            // The hub's token, to the hub only (a redirect to its CDN
+            // drops it, as reqwest does for another host).
+            if base.starts_with(&hf::endpoint()) {
+                if let Some(t) = hf::token() {
+                    let mut h = http::HeaderMap::new();
+                    let v = http::HeaderValue::from_str(&format!("Bearer {t}"))
+                        .map_err(|_| remote("the hub token is not a valid header value"))?;
+                    h.insert(http::header::AUTHORIZATION, v);
+                    client = client.with_default_headers(h);
+                }
+            }
             Arc::new(
                 object_store::http::HttpBuilder::new()
                     .with_url(base)
@@ -1068,20 +1165,28 @@ pub fn list_all(url: &str) -> Result<Vec<Listed>> {
 }
 
 /// The bucket of an `s3://` URL, and its store and prefix.
-fn s3_prefix(url: &str) -> Result<(String, Arc<dyn ObjectStore>, ObjPath)> {
+/// The store of a bucket URL, the URL of its root (`s3://bucket`) and the
+/// prefix the URL names in it.
+fn bucket_prefix(url: &str) -> Result<(String, Arc<dyn ObjectStore>, ObjPath)> {
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
-    if parsed.scheme() != "s3" {
+    if !is_listable(url) {
         return Err(remote(
-            "only s3:// prefixes can be listed (an HTTP server has no listing)",
+            "only s3://, gs:// and az:// prefixes can be listed (an HTTP server has no listing)",
         ));
     }
-    let bucket = parsed.host_str().unwrap_or("").to_string();
+    let root = format!("{}://{}", parsed.scheme(), parsed.host_str().unwrap_or(""));
     let (store, prefix) = store_for(url, Timeout::PerRequest)?;
-    Ok((bucket, store, prefix))
+    Ok((root, store, prefix))
 }
 
 fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
-    let (bucket, store, prefix) = s3_prefix(url)?;
+    if is_hf(url) {
+        let mut out = list_hf(url, keep)?;
+        out.sort_by(|a, b| a.url.cmp(&b.url));
+        note_listed(&out);
+        return Ok(out);
+    }
+    let (root, store, prefix) = bucket_prefix(url)?;
     let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
     // A page that fails (a reset, a cut body, a 5xx past the client's own
     // retries) is asked for again, after the last key listed, a bounded
@@ -1111,7 +1216,7 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                     continue;
                 }
                 out.push(Listed {
-                    url: format!("s3://{bucket}/{}", m.location),
+                    url: format!("{root}/{}", m.location),
                     size: m.size,
                     version: m
                         .e_tag
@@ -1144,6 +1249,96 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
     out.sort_by(|a, b| a.url.cmp(&b.url));
     note_listed(&out);
     Ok(out)
+}
+
+/// The files under an `hf://` prefix, from the hub's tree API, page after
+/// page; a page that fails is asked for again, a bounded number of times.
+fn list_hf(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
+    let repo = hf::HfUrl::parse(url)?;
+    let timeout = Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1));
+    let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
+    let http = reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .build()
+        .map_err(|e| remote(format!("cannot make an HTTP client: {}", one_line(&e))))?;
+    let token = hf::token();
+    let ours = hf::endpoint();
+    runtime()?.block_on(async {
+        let mut out = Vec::new();
+        let mut next = Some(repo.tree());
+        let mut pages = 0u32;
+        while let Some(page_url) = next.take() {
+            pages += 1;
+            if pages > 100_000 {
+                return Err(remote("the hub's listing did not end after 100,000 pages"));
+            }
+            let mut tries = 0u64;
+            let (body, link) = loop {
+                let _counted = link::Request::start();
+                let mut req = http.get(&page_url);
+                if let Some(t) = token.as_deref().filter(|_| page_url.starts_with(&ours)) {
+                    req = req.bearer_auth(t);
+                }
+                let got = async {
+                    let r = req.send().await.map_err(|e| (one_line(&e), true))?;
+                    let status = r.status();
+                    if !status.is_success() {
+                        let transient = status.is_server_error() || status.as_u16() == 429;
+                        let why = match status.as_u16() {
+                            401 | 403 => format!("access denied ({status}): a gated or private repository wants HF_TOKEN"),
+                            404 => "no such repository, revision or path".to_string(),
+                            _ => format!("the hub answered {status}"),
+                        };
+                        return Err((why, transient));
+                    }
+                    let link = r
+                        .headers()
+                        .get(http::header::LINK)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(hf::next_link);
+                    // A page of a listing is bounded: 64 MiB.
+                    if r.content_length().is_some_and(|n| n > 64 << 20) {
+                        return Err(("a listing page over 64 MiB".to_string(), false));
+                    }
+                    let body = r.bytes().await.map_err(|e| (one_line(&e), true))?;
+                    Ok((body, link))
+                }
+                .await;
+                match got {
+                    Ok(x) => break x,
+                    Err((why, true)) if tries < retries => {
+                        tries += 1;
+                        log::debug!("{page_url}: {why}: again");
+                        tokio::time::sleep(Duration::from_millis(100 << tries.min(6))).await;
+                    }
+                    Err((why, _)) => {
+                        let io = if why.starts_with("no such") {
+                            std::io::ErrorKind::NotFound
+                        } else if why.starts_with("access denied") {
+                            std::io::ErrorKind::PermissionDenied
+                        } else {
+                            std::io::ErrorKind::Other
+                        };
+                        return Err(remote_as(io, why));
+                    }
+                }
+            };
+            for f in hf::page(&body).map_err(remote)? {
+                if !keep(&f.path) {
+                    continue;
+                }
+                out.push(Listed {
+                    url: repo.file(&f.path),
+                    size: f.size,
+                    version: f.version,
+                    modified: std::time::SystemTime::UNIX_EPOCH,
+                });
+            }
+            next = link;
+        }
+        Ok(out)
+    })
 }
 
 /// Objects' sizes as the latest listing gave them, by URL: an open of one
@@ -1206,7 +1401,7 @@ pub fn delete(urls: &[String]) -> Vec<Result<()>> {
     let Some(first) = urls.first() else {
         return Vec::new();
     };
-    let store = match s3_prefix(first) {
+    let store = match bucket_prefix(first) {
         Ok((_, store, _)) => store,
         Err(e) => {
             let why = e.to_string();
@@ -1256,6 +1451,32 @@ mod tests {
         assert!(!is_url("./s3://b/k.neff"));
         assert!(!is_url("s3:/b"));
         assert!(!is_url("model.neff"));
+        for u in [
+            "gs://b/k.neff",
+            "az://c/k.neff",
+            "hf://org/repo/k.neff",
+            "HF://o/r",
+        ] {
+            assert!(is_url(u) && is_listable(u), "{u}");
+        }
+        assert!(!is_listable("https://h/k.neff"));
+    }
+
+    #[test]
+    fn a_gs_or_az_url_names_the_object_in_its_buckets_store() {
+        // Built from the URL alone (no request): the key is the URL's path.
+        let (_, path) = store_for("gs://zoo/acc/a.neff", Timeout::PerRequest).unwrap();
+        assert_eq!(path.as_ref(), "acc/a.neff");
+        if std::env::var_os("AZURE_STORAGE_ACCOUNT_NAME").is_none()
+            && std::env::var_os("AZURE_STORAGE_USE_EMULATOR").is_none()
+        {
+            let e = Object::open("az://zoo/m/x.neff").unwrap_err().to_string();
+            assert!(e.contains("AZURE_STORAGE_ACCOUNT_NAME"), "{e}");
+        }
+        let e = Object::open("gs:///key.neff").unwrap_err().to_string();
+        assert!(e.contains("needs a bucket"), "{e}");
+        let e = Object::open("az:///key.neff").unwrap_err().to_string();
+        assert!(e.contains("needs a container"), "{e}");
     }
 
     #[test]

@@ -16,6 +16,11 @@ struct Servers {
     s3: String,
     http: String,
     proxy: String,
+    /// Azurite's blob endpoint (the container `zoo` holds the seed).
+    az: String,
+    /// The hub stand-in's endpoint (the seed is `neff/zoo`) and its token.
+    hub: String,
+    hub_token: String,
     seed: PathBuf,
     proxy_log: PathBuf,
     _dir: tempfile::TempDir,
@@ -134,6 +139,9 @@ fn servers() -> &'static Servers {
             s3: s("s3"),
             http: s("http"),
             proxy: s("proxy"),
+            az: s("az"),
+            hub: s("hub"),
+            hub_token: s("hub_token"),
             seed,
             proxy_log: s("proxy_log").into(),
             _dir: dir,
@@ -152,6 +160,10 @@ fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ALLOW_HTTP", "true")
         .env("NEFF_REMOTE_TIMEOUT", "10")
+        .env("AZURE_STORAGE_USE_EMULATOR", "true")
+        .env("AZURITE_BLOB_STORAGE_URL", &servers().az)
+        .env("HF_ENDPOINT", &servers().hub)
+        .env("HF_TOKEN", &servers().hub_token)
         .env_remove("AWS_PROFILE")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -1331,4 +1343,172 @@ fn dash_v_logs_each_request_with_its_range_bytes_and_time() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+#[test]
+fn a_container_in_azurite_answers_as_the_local_files_and_scans_as_the_local_directory() {
+    // Azure's own emulator, started by scripts/servers, holding the seed.
+    let s = servers();
+    for rel in seed_files("acc") {
+        let local = s.seed.join(&rel);
+        let local = local.to_str().unwrap();
+        let url = format!("az://zoo/{rel}");
+        for (cmd, question) in [("ls", "--json"), ("get", "cc-world-size")] {
+            // `neff ls --json FILE`, `neff get FILE cc-world-size`.
+            let on = |f: &str| match cmd {
+                "ls" => run(&[cmd, question, f]),
+                _ => run(&[cmd, f, question]),
+            };
+            let (want, got) = (on(local), on(&url));
+            assert_eq!(got.status.code(), want.status.code(), "{url} {cmd}");
+            assert_eq!(got.stdout, want.stdout, "{url} {cmd}");
+            assert_eq!(
+                String::from_utf8_lossy(&got.stderr).replace(&url, "<file>"),
+                String::from_utf8_lossy(&want.stderr).replace(local, "<file>"),
+                "{url} {cmd}"
+            );
+        }
+    }
+    // The large raw NEFF, walked by ranges (If-Match on each), and the
+    // large gzip one, spooled.
+    for (rel, args) in [
+        (BIG_RAW, &["ls", "--json", "FILE"][..]),
+        (BIG_RAW, &["cat", "FILE", r"sg00/weights07\.bin"]),
+        (BIG_GZ, &["get", "FILE", "cc-world-size"]),
+        (MID_RAW, &["ls", "--json", "FILE"]),
+    ] {
+        answers_as_local(args, rel, &format!("az://zoo/{rel}"), &s.s3, &[]);
+    }
+    // A scan of the container's prefix: the local scan's records.
+    let name = |v: &serde_json::Value| {
+        let p = v["path"].as_str().unwrap();
+        p.rsplit('/').next().unwrap().to_string()
+    };
+    let strip = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("path");
+        v
+    };
+    let local = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        s.seed.join("acc").to_str().unwrap(),
+    ]);
+    let got = run(&["scan", "--json", "--no-progress", "az://zoo/acc/"]);
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let (mut want, mut have) = (ndjson(&local.stdout), ndjson(&got.stdout));
+    want.sort_by_key(|r| name(r));
+    have.sort_by_key(|r| name(r));
+    assert_eq!(have.len(), want.len());
+    for (h, w) in have.iter().zip(&want) {
+        assert!(h["path"].as_str().unwrap().starts_with("az://zoo/acc/"));
+        assert_eq!(strip(h), strip(w), "{}", name(h));
+    }
+    // A container that does not exist: one line naming the URL.
+    let e = refused(&["ls", "az://nosuch/x.neff"], &[], &s.s3);
+    assert!(e.starts_with("neff: az://nosuch/x.neff: "), "{e}");
+}
+
+#[test]
+fn a_hub_repository_answers_as_the_local_files_at_any_revision_with_the_users_token() {
+    // The hub stand-in serves the seed as the gated model `neff/zoo` (and
+    // the dataset `neff/zoo-data`), 25 entries a listing page, files over
+    // 64 KiB through a redirect to its CDN, as the hub does.
+    let s = servers();
+    let name = |v: &serde_json::Value| {
+        let p = v["path"].as_str().unwrap();
+        p.rsplit('/').next().unwrap().to_string()
+    };
+    let strip = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("path");
+        v
+    };
+    let local = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        s.seed.join("acc").to_str().unwrap(),
+    ]);
+    let mut want = ndjson(&local.stdout);
+    want.sort_by_key(|r| name(r));
+    for root in [
+        "hf://neff/zoo/acc/",
+        "hf://neff/zoo@v1/acc",
+        "hf://datasets/neff/zoo-data/acc/",
+    ] {
+        let got = run(&["scan", "--json", "--no-progress", root]);
+        assert!(
+            got.status.success(),
+            "{root}: {}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+        let mut have = ndjson(&got.stdout);
+        have.sort_by_key(|r| name(r));
+        assert_eq!(have.len(), want.len(), "{root}: every page listed");
+        for (h, w) in have.iter().zip(&want) {
+            let p = h["path"].as_str().unwrap();
+            assert!(
+                p.starts_with(root.trim_end_matches('/')),
+                "{p} under {root}"
+            );
+            assert_eq!(strip(h), strip(w), "{p}");
+        }
+    }
+    // The large files: the raw one walked by ranges on the CDN, the gzip
+    // one spooled, each as the local file answers.
+    for (rel, args) in [
+        (BIG_RAW, &["ls", "--json", "FILE"][..]),
+        (BIG_RAW, &["cat", "FILE", r"sg00/weights07\.bin"]),
+        (BIG_GZ, &["get", "FILE", "cc-world-size"]),
+        (MID_RAW, &["ls", "--json", "FILE"]),
+    ] {
+        answers_as_local(args, rel, &format!("hf://neff/zoo/{rel}"), &s.s3, &[]);
+    }
+    // The token where the hub client keeps it: $HF_HOME/token.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("token"), format!("{}\n", s.hub_token)).unwrap();
+    let rel = "acc/cc-replica-groups-gz.neff";
+    let url = format!("hf://neff/zoo/{rel}");
+    let hf_home = home.path().to_str().unwrap();
+    answers_as_local(
+        &["get", "FILE", "cc-world-size"],
+        rel,
+        &url,
+        &s.s3,
+        &[("HF_TOKEN", ""), ("HF_HOME", hf_home)],
+    );
+    // No token: one line naming the object, saying why.
+    let empty = tempfile::tempdir().unwrap();
+    let no_token = [
+        ("HF_TOKEN", ""),
+        ("HF_HOME", empty.path().to_str().unwrap()),
+    ];
+    let e = refused(&["ls", &url], &no_token, &s.s3);
+    assert!(e.starts_with(&format!("neff: {url}: ")), "{e}");
+    assert!(e.contains("not authenticated"), "{e}");
+    // A scan without it: the root's record says why, and the exit status.
+    let o = run_env(
+        &["scan", "--json", "--no-progress", "hf://neff/zoo/acc/"],
+        &s.s3,
+        &no_token,
+    );
+    assert_eq!(o.status.code(), Some(3), "a root that cannot be listed");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("neff: hf://neff/zoo/acc/: "), "{err}");
+    let records = ndjson(&o.stdout);
+    assert_eq!(records.len(), 1);
+    let e = records[0]["error"].as_str().unwrap();
+    assert!(e.contains("HF_TOKEN"), "{e}");
+    // A repository or revision that does not exist.
+    for bad in ["hf://neff/nope/acc/x.neff", "hf://neff/zoo@v9/acc/x.neff"] {
+        let e = refused(&["ls", bad], &[], &s.s3);
+        assert!(e.starts_with(&format!("neff: {bad}: ")), "{e}");
+        assert!(e.contains("no such object"), "{e}");
+    }
 }

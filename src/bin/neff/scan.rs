@@ -173,7 +173,22 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             write_err.lock().expect("lock").get_or_insert(e);
         }
     };
+    // A bucket or repository prefix whose listing fails is a root that
+    // cannot be opened too: reported as such, its record kept.
+    let unlisted = std::sync::atomic::AtomicBool::new(false);
     let emit = |r: Record| {
+        if !r.ok
+            && roots
+                .iter()
+                .any(|root| is_url(root) && root.as_os_str() == r.path.as_str())
+        {
+            eprintln!(
+                "neff: {}: {}",
+                r.path,
+                r.error.as_deref().unwrap_or("cannot be listed")
+            );
+            unlisted.store(true, Ordering::Relaxed);
+        }
         if r.ok { &ok } else { &failed }.fetch_add(1, Ordering::Relaxed);
         if r.has_refusals() {
             refused.fetch_add(1, Ordering::Relaxed);
@@ -238,7 +253,7 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         bytes.into_inner(),
         (ok + failed) as f64 / secs.max(1e-9)
     );
-    Ok(if missing_root {
+    Ok(if missing_root || unlisted.into_inner() {
         3
     } else {
         u8::from(strict && failed > 0)
