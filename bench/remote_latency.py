@@ -7,13 +7,14 @@ come from the proxy's log.
 
     python3 bench/remote_latency.py [--bin target/release/neff [--bin OTHER]]
         [--zoo /tmp/neff-bench/small_subset200] [--count 200]
-        [--delays 0,20,50] [--runs 3] [--big /tmp/neff-bench/large/big_pkg1.neff]
+        [--delays 0,20,50] [--runs 3] [--big /tmp/neff-bench/large/big_pkg1.neff] [--link MBPS]
 
 With --big (a large raw NEFF), `neff ls` of it over HTTP (nginx behind the
 proxy) is timed against downloading the whole object with 8 ranged
 requests of 8 MiB in flight. The "ideal" row of each zoo is the larger of
 the fastest download alone and the scan of the copy alone: transfer and
-parse fully overlapped.
+parse fully overlapped. With --link, every body crosses one link of that
+many MB/s (the proxy's `bwN` mode: a laptop's connection to its bucket).
 
 The download is done with boto3 and 10 requests in flight (what `aws s3 cp
 --recursive` does by default) and, when `s5cmd` is on the PATH, with s5cmd;
@@ -57,6 +58,8 @@ def main():
     ap.add_argument("--delays", default="0,20,50")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--big")
+    ap.add_argument("--link", type=int, default=0,
+                    help="MB/s of the link in all (the proxy's bwN mode; 0: as fast as loopback)")
     a = ap.parse_args()
     bins = [os.path.abspath(b) for b in (a.bin or [os.path.join(ROOT, "target", "release", "neff")])]
     neff = bins[0]
@@ -94,10 +97,15 @@ def run(a, bins, info, tmp, sizes):
     log = info["proxy_log"]
     base_env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
                     AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
+    if a.link:
+        print("A link of %d MB/s in all (the proxy's bw%d mode)." % (a.link, a.link))
+        print()
     print("| delay | zoo | way | median s | requests | MiB moved |")
     print("|---:|---|---|---:|---:|---:|")
     for delay in [int(x) for x in a.delays.split(",")]:
         mode = "delay%d" % delay if delay else "ok"
+        if a.link:
+            mode += "+bw%d" % a.link
         endpoint = "%s/s3/%s" % (info["proxy"], mode)
         env = dict(base_env, AWS_ENDPOINT_URL=endpoint)
         s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
@@ -187,6 +195,8 @@ def download_whole(url, inflight=8, part=8 << 20):
 
 def big(a, bins, info, log, delay, size):
     mode = "delay%d" % delay if delay else "ok"
+    if a.link:
+        mode += "+bw%d" % a.link
     url = "%s/http/%s/big/big.neff" % (info["proxy"], mode)
     # The last binary only: before issue 34 this took a round trip per
     # member (63 s at 20 ms).

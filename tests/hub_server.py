@@ -17,6 +17,10 @@ does:
         serves it (the hub's CDN); both honour one `Range: bytes=A-B` (206,
         Content-Range), with an ETag and Last-Modified
 
+Under `faults/` (not in the seed) are three files the listing names, each
+wrong when read: `ghost.neff` (gone: 404), `loop.neff` (a redirect to
+itself) and `short.neff` (listed at 5,000 bytes, 100 long).
+
 Every request needs `Authorization: Bearer TOKEN` (a gated repository; the
 CDN's signed URLs excepted): 401 otherwise. A path outside the repository,
 another repository or revision: 404. Requests are logged to
@@ -37,6 +41,7 @@ REPOS = {("models", "neff/zoo"), ("datasets", "neff/zoo-data")}
 REVS = {"main", "v1"}
 PAGE = 25
 LFS_FROM = 64 << 10
+FAULTS = ["ghost.neff", "loop.neff", "short.neff"]
 LOG = open(os.path.join(os.path.dirname(SEED), "hub.log"), "a", buffering=1)
 SHAS = {}
 LOCK = threading.Lock()
@@ -102,6 +107,10 @@ class Hub(BaseHTTPRequestHandler):
     def tree(self, kind, repo, rev, rel, query):
         if (kind, repo) not in REPOS or rev not in REVS:
             return self.answer(404, b'{"error":"Repository not found"}')
+        if rel.strip("/") == "faults":
+            items = [{"type": "file", "oid": "f%d" % i, "size": 5000, "path": "faults/" + n}
+                     for i, n in enumerate(FAULTS)]
+            return self.answer(200, json.dumps(items).encode(), [("Content-Type", "application/json")])
         top = inside(rel.strip("/"))
         if top is None or not os.path.exists(top):
             return self.answer(404, b'{"error":"Entry not found"}')
@@ -132,6 +141,13 @@ class Hub(BaseHTTPRequestHandler):
     def resolve(self, kind, repo, rev, rel):
         if (kind, repo) not in REPOS or rev not in REVS:
             return self.answer(404, b'{"error":"Repository not found"}')
+        if rel == "faults/ghost.neff":
+            return self.answer(404, b'{"error":"Entry not found"}')
+        if rel == "faults/loop.neff":
+            return self.answer(302, b"", [("Location", self.path)])
+        if rel == "faults/short.neff":
+            self.send_bytes(b"NEFF" + bytes(96), "short")
+            return
         p = inside(rel)
         if p is None or not os.path.isfile(p):
             return self.answer(404, b'{"error":"Entry not found"}')
@@ -150,22 +166,28 @@ class Hub(BaseHTTPRequestHandler):
         self.answer(404, b"")
 
     def send_file(self, p, etag):
-        size = os.path.getsize(p)
-        headers = [("ETag", f'"{etag}"'), ("Accept-Ranges", "bytes"),
-                   ("Last-Modified", email.utils.formatdate(os.path.getmtime(p), usegmt=True))]
-        rng = self.headers.get("Range")
         with open(p, "rb") as f:
-            if rng and rng.startswith("bytes="):
-                a, _, b = rng[6:].partition("-")
-                start = int(a) if a else max(0, size - int(b))
-                end = min(int(b), size - 1) if (a and b) else size - 1
-                if start >= size or start > end:
-                    return self.answer(416, b"", [("Content-Range", f"bytes */{size}")])
-                f.seek(start)
-                body = f.read(end - start + 1)
-                headers.append(("Content-Range", f"bytes {start}-{end}/{size}"))
-                return self.answer(206, body, headers)
-            self.answer(200, f.read(), headers)
+            self.send_range(f, os.path.getsize(p), etag, os.path.getmtime(p))
+
+    def send_bytes(self, data, etag):
+        import io
+        self.send_range(io.BytesIO(data), len(data), etag, 0)
+
+    def send_range(self, f, size, etag, mtime):
+        headers = [("ETag", f'"{etag}"'), ("Accept-Ranges", "bytes"),
+                   ("Last-Modified", email.utils.formatdate(mtime, usegmt=True))]
+        rng = self.headers.get("Range")
+        if rng and rng.startswith("bytes="):
+            a, _, b = rng[6:].partition("-")
+            start = int(a) if a else max(0, size - int(b))
+            end = min(int(b), size - 1) if (a and b) else size - 1
+            if start >= size or start > end:
+                return self.answer(416, b"", [("Content-Range", f"bytes */{size}")])
+            f.seek(start)
+            body = f.read(end - start + 1)
+            headers.append(("Content-Range", f"bytes {start}-{end}/{size}"))
+            return self.answer(206, body, headers)
+        self.answer(200, f.read(), headers)
 
 
 if __name__ == "__main__":

@@ -1512,3 +1512,45 @@ fn a_hub_repository_answers_as_the_local_files_at_any_revision_with_the_users_to
         assert!(e.contains("no such object"), "{e}");
     }
 }
+
+#[test]
+fn objects_gone_looping_or_shorter_than_listed_are_one_error_each_the_others_scanned() {
+    // The hub stand-in lists three files under faults/ that each fail when
+    // read: gone since the listing (404), a redirect to itself, 100 bytes
+    // where the listing said 5,000. Scanned with a good prefix beside them.
+    let s = servers();
+    let o = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--strict",
+        "hf://neff/zoo/faults/",
+        "hf://neff/zoo/mid/",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "--strict: some failed");
+    let mut records = ndjson(&o.stdout);
+    records.sort_by_key(|r| r["path"].as_str().unwrap().to_string());
+    let paths: Vec<&str> = records
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "hf://neff/zoo/faults/ghost.neff",
+            "hf://neff/zoo/faults/loop.neff",
+            "hf://neff/zoo/faults/short.neff",
+            "hf://neff/zoo/mid/raw.neff",
+        ]
+    );
+    let error = |i: usize| records[i]["error"].as_str().unwrap_or("").to_string();
+    assert!(error(0).contains("no such object"), "{}", error(0));
+    assert!(error(1).to_lowercase().contains("redirect"), "{}", error(1));
+    assert!(!error(2).is_empty(), "short: {:?}", records[2]);
+    assert_eq!(records[3]["ok"], true, "{:?}", records[3]);
+    for i in 0..3 {
+        assert_eq!(records[i]["ok"], false);
+        assert!(!error(i).contains('\n'), "{}", error(i));
+    }
+    let _ = s;
+}
