@@ -186,7 +186,9 @@ impl Neff {
         }
         let header = Header::from_file_bytes(&first)?;
         let span = header.locate_payload_in(&first, object.size())?;
-        if span.compression == Compression::Gzip || object.size() <= remote::WHOLE_BELOW {
+        if span.compression == Compression::Gzip
+            || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
+        {
             // Not readable by ranges (gzip), or small enough that one more
             // request for the rest costs less than walking its headers by
             // ranges, a round trip each: spooled to a temporary file as it

@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import urllib.parse
 from urllib.parse import urlsplit
 
 PORT, STATE = int(sys.argv[1]), sys.argv[2]
@@ -125,6 +126,8 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) < 4 or parts[1] not in UPSTREAMS:
             return self.plain(404, b"no such route")
         upstream, mode, rest = UPSTREAMS[parts[1]], parts[2], "/" + parts[3]
+        # A client may send the `+` between modes escaped (boto3 does).
+        mode = urllib.parse.unquote(mode)
         modes = mode.split("+")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None

@@ -47,7 +47,7 @@ impl Iterator for Parts {
     }
 }
 
-/// Read-aheads alive in the process.
+/// Read-aheads and reads of long ranges alive in the process.
 static ALIVE: AtomicUsize = AtomicUsize::new(0);
 
 /// Parts in flight for one more read-ahead: its share of the process's
@@ -57,7 +57,7 @@ pub(crate) fn depth() -> usize {
     (crate::pool::io_depth() / alive).clamp(1, 8)
 }
 
-/// A read-ahead alive, counted until dropped.
+/// A read-ahead (or a read of a long range) alive, counted until dropped.
 pub(crate) struct Alive;
 
 impl Alive {

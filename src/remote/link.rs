@@ -124,7 +124,7 @@ pub fn through_below() -> u64 {
 /// Objects no larger than this are fetched whole in one request rather
 /// than walked: a few round trips' worth of bytes (a walk costs at least
 /// that many), and at most `most` (the caller's memory bound).
-pub(crate) fn whole_below(most: u64) -> u64 {
+pub fn whole_below(most: u64) -> u64 {
     let by_cost = through_below().saturating_mul(4);
     let cap = cap().unwrap_or(u64::MAX);
     by_cost.min(most).min(cap)

@@ -44,8 +44,7 @@
 //! `AWS_ALLOW_HTTP`, …; requests to a custom endpoint are path-style), and
 //! `NEFF_REMOTE_TIMEOUT` (seconds per request, default 30),
 //! `NEFF_REMOTE_RETRIES` (default 4) for slow or flaky servers,
-//! `NEFF_REMOTE_CONCURRENCY` (parts of a long range in flight at once,
-//! default 4), `NEFF_REMOTE_SPOOL_MAX` (bytes: the largest object read
+//! `NEFF_REMOTE_SPOOL_MAX` (bytes: the largest object read
 //! whole from a server that ignores Range, default 4 GiB).
 
 use std::fs::File;
@@ -68,7 +67,9 @@ mod link;
 mod profile;
 
 pub use ahead::Parts;
-pub use link::{cap as byte_cap, set_cap as set_byte_cap, stats, through_below, Stats};
+pub use link::{
+    cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
+};
 pub use profile::set_profile;
 
 /// Whether `s` names a remote object (`s3://`, `gs://`, `az://`, `hf://`,
@@ -164,6 +165,39 @@ fn aws_profile() -> Result<Option<&'static profile::Profile>> {
     }
 }
 
+/// The keys of a profile's SSO role: its cached token exchanged at the
+/// SSO portal, once per process.
+fn sso_role_keys(login: &profile::SsoLogin) -> Result<profile::Keys> {
+    static KEYS: OnceLock<std::result::Result<profile::Keys, String>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let timeout = Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1));
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| one_line(&e))?;
+        let rt = runtime().map_err(|e| e.to_string())?;
+        rt.block_on(async {
+            let _counted = link::Request::start();
+            let r = http
+                .get(&login.url)
+                .header("x-amz-sso_bearer_token", &login.token)
+                .send()
+                .await
+                .map_err(|e| format!("the SSO portal: {}", one_line(&e)))?;
+            let status = r.status();
+            let body = r.bytes().await.map_err(|e| one_line(&e))?;
+            if !status.is_success() {
+                return Err(format!(
+                    "the SSO portal refused the cached token ({status}): run `aws sso login` and try again"
+                ));
+            }
+            profile::sso_keys(&body)
+        })
+    })
+    .clone()
+    .map_err(remote)
+}
+
 /// `--no-sign-request` and `--requester-pays`, as set for this process.
 static ACCESS: OnceLock<(bool, bool)> = OnceLock::new();
 
@@ -241,7 +275,11 @@ fn new_store(url: &str, parsed: &url::Url, kind: Timeout) -> Result<Arc<dyn Obje
                 // keys; AWS_PROFILE (or `default`) only fills what the
                 // environment leaves out, as with the AWS CLI.
                 if profile::chosen().is_some() || !env("AWS_ACCESS_KEY_ID") {
-                    if let Some(k) = p.keys()? {
+                    let keys = match p.keys()? {
+                        Some(k) => Some(k),
+                        None => p.sso_login()?.map(|l| sso_role_keys(&l)).transpose()?,
+                    };
+                    if let Some(k) = keys {
                         b = b
                             .with_access_key_id(k.access_key_id)
                             .with_secret_access_key(k.secret_access_key);
@@ -589,12 +627,11 @@ pub struct Object {
     fetching: Mutex<()>,
 }
 
-/// A raw NEFF no larger than this is fetched whole (the first request,
-/// then one for the rest) rather than walked header by header: a walk by
+/// The largest raw NEFF fetched whole (the first request, then one for
+/// the rest) rather than walked by ranges; on a slow link the bound is
+/// lower, four round trips' worth of bytes ([`whole_below`]): a walk by
 /// ranges costs a round trip per window of tar headers (24 for a typical
 /// 3 MiB compile-cache NEFF), the rest of an object this small costs one.
-/// At 20 ms a round trip and 100 MB/s, 8 MiB is about four round trips'
-/// worth of bytes.
 pub const WHOLE_BELOW: u64 = 8 << 20;
 
 /// Bytes asked for by the first request: the header and, for a raw NEFF,
@@ -765,8 +802,8 @@ impl Object {
 
     /// The bytes at `range` of the object, handed to `sink` in order as
     /// they arrive; exactly `range.len()` bytes or an error. A range longer
-    /// than [`PART`] is fetched as parts of that size, up to
-    /// `NEFF_REMOTE_CONCURRENCY` (default 4) GETs in flight at once, each
+    /// than [`PART`] is fetched as parts of that size, up to the object's
+    /// share of `--io-depth` (1 to 8) GETs in flight at once, each
     /// pinned to the ETag, and handed on in order: a large member or
     /// payload arrives at the speed of several connections (as `aws s3 cp`
     /// fetches one), with at most that many parts held. Once the server
@@ -808,6 +845,7 @@ impl Object {
         if range.end - range.start <= PART {
             return rt.block_on(self.pin.get(range, sink));
         }
+        let _alive = ahead::Alive::start();
         let parts = (range.start..range.end).step_by(PART as usize).map(|at| {
             let part = at..(at + PART).min(range.end);
             async move {
@@ -842,8 +880,8 @@ impl Object {
 
     /// A local copy of the whole object, for a payload that cannot be read
     /// by ranges (gzip): `first` (its first bytes, as [`open`](Self::open)
-    /// gave them) and then the rest in [`PART`]-sized GETs,
-    /// `NEFF_REMOTE_CONCURRENCY` in flight, each pinned to the ETag and
+    /// gave them) and then the rest in [`PART`]-sized GETs, the object's
+    /// share of `--io-depth` in flight (1 to 8), each pinned to the ETag and
     /// written at its place in an unlinked temporary file (in `$TMPDIR`,
     /// gone when closed) as its bytes arrive. Memory holds the chunks in
     /// flight, never a part or the object. Returns the file and its length.
@@ -860,6 +898,7 @@ impl Object {
         self.check_range(&rest)?;
         self.charge(rest.end - rest.start)?;
         let file_ref = &file;
+        let _alive = ahead::Alive::start();
         let parts = rest.clone().step_by(PART as usize).map(|at| {
             let part = at..(at + PART).min(rest.end);
             async move {
@@ -1122,11 +1161,12 @@ impl Drop for ReadAhead<'_> {
 /// The size of the parts a long range is fetched in.
 pub const PART: u64 = 8 << 20;
 
-/// Parts of one range in flight at once (`NEFF_REMOTE_CONCURRENCY`,
-/// default 4, 1 to 64): at most this many times [`PART`] bytes held.
+/// Parts of one long range in flight at once: the object's share of
+/// `--io-depth` among the reads of long ranges alive (1 to 8), so that
+/// one object alone is fetched at the speed of several connections and
+/// many together keep about `--io-depth` requests in flight.
 fn concurrency() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| env_u64("NEFF_REMOTE_CONCURRENCY", 4).clamp(1, 64) as usize)
+    ahead::depth()
 }
 
 /// The body of a first response, checked against its announced length;

@@ -4,8 +4,13 @@
 //! the files `AWS_CONFIG_FILE` and `AWS_SHARED_CREDENTIALS_FILE` name. A
 //! profile gives keys (`aws_access_key_id`, `aws_secret_access_key`,
 //! `aws_session_token`) or a `credential_process` (a command printing
-//! them as JSON, run once per process), and may give `region` and
-//! `endpoint_url`. The files are read with the `rust-ini` crate.
+//! them as JSON, run once per process), or an IAM Identity Center (SSO)
+//! role (`sso_account_id`, `sso_role_name`, with an `sso_session` section
+//! or the older `sso_start_url`/`sso_region`): its token is read from the
+//! AWS CLI's cache (`~/.aws/sso/cache/<sha1>.json`, written by `aws sso
+//! login`) and exchanged for the role's keys ([`SsoLogin`]); and it may
+//! give `region` and `endpoint_url`. The files are read with the
+//! `rust-ini` crate.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -30,6 +35,29 @@ pub(super) struct Profile {
     pub(super) credential_process: Option<String>,
     pub(super) region: Option<String>,
     pub(super) endpoint_url: Option<String>,
+    /// The SSO role, if the profile names one: (account, role, the
+    /// session's name or the start URL, the SSO region).
+    pub(super) sso: Option<Sso>,
+}
+
+/// An IAM Identity Center role a profile names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Sso {
+    account_id: String,
+    role_name: String,
+    /// The `sso_session` section's name (its token cache is keyed by it),
+    /// or `None` for a legacy profile (keyed by the start URL).
+    session: Option<String>,
+    start_url: String,
+    region: String,
+}
+
+/// What exchanging a cached SSO token for a role's keys takes: one GET of
+/// `url` with the header `x-amz-sso_bearer_token: token`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SsoLogin {
+    pub(super) url: String,
+    pub(super) token: String,
 }
 
 /// Keys for signing requests.
@@ -107,7 +135,45 @@ pub(super) fn load() -> Result<Option<Profile>> {
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
+    let sso = match (get("sso_account_id"), get("sso_role_name")) {
+        (Some(account_id), Some(role_name)) => {
+            let session = get("sso_session");
+            let section = session.as_ref().and_then(|s| {
+                config
+                    .as_ref()
+                    .and_then(|c| c.section(Some(format!("sso-session {s}").as_str())))
+            });
+            let from = |key: &str| {
+                section
+                    .and_then(|s| s.get(key))
+                    .map(|v| v.trim().to_string())
+                    .or_else(|| get(key))
+                    .filter(|v| !v.is_empty())
+            };
+            if session.is_some() && section.is_none() {
+                return Err(remote(format!(
+                    "the AWS profile {name:?} names the sso-session {:?}, which ~/.aws/config lacks",
+                    session.unwrap_or_default()
+                )));
+            }
+            let (Some(start_url), Some(region)) = (from("sso_start_url"), from("sso_region"))
+            else {
+                return Err(remote(format!(
+                    "the AWS profile {name:?} names an SSO role without sso_start_url and sso_region"
+                )));
+            };
+            Some(Sso {
+                account_id,
+                role_name,
+                session,
+                start_url,
+                region,
+            })
+        }
+        _ => None,
+    };
     Ok(Some(Profile {
+        sso,
         name,
         access_key_id: get("aws_access_key_id"),
         secret_access_key: get("aws_secret_access_key"),
@@ -138,6 +204,121 @@ impl Profile {
             .map(Some)
             .map_err(remote)
     }
+}
+
+impl Profile {
+    /// The exchange of the profile's cached SSO token for its role's keys
+    /// (`None`: the profile names no SSO role). A token missing or expired
+    /// is an error that says to run `aws sso login`.
+    pub(super) fn sso_login(&self) -> Result<Option<SsoLogin>> {
+        use sha1::Digest;
+        let Some(sso) = &self.sso else {
+            return Ok(None);
+        };
+        let login = || format!("run `aws sso login --profile {}` and try again", self.name);
+        let key = sso.session.as_deref().unwrap_or(&sso.start_url);
+        let hex: String = sha1::Sha1::digest(key.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let Some(home) = std::env::var_os("HOME") else {
+            return Err(remote(format!(
+                "no HOME for the SSO token cache: {}",
+                login()
+            )));
+        };
+        let dir = PathBuf::from(home).join(".aws/sso/cache");
+        let path = dir.join(format!("{hex}.json"));
+        let text = match std::fs::metadata(&path) {
+            // A token file is small; a large one is not one.
+            Ok(m) if m.len() <= 1 << 20 => std::fs::read_to_string(&path).ok(),
+            _ => None,
+        };
+        let Some(text) = text else {
+            return Err(remote(format!(
+                "no cached SSO token for the AWS profile {:?} ({}): {}",
+                self.name,
+                path.display(),
+                login()
+            )));
+        };
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Cached {
+            access_token: String,
+            expires_at: String,
+        }
+        let c: Cached = serde_json::from_str(&text).map_err(|e| {
+            remote(format!(
+                "{}: not an SSO token ({e}): {}",
+                path.display(),
+                login()
+            ))
+        })?;
+        let expires = humantime::parse_rfc3339_weak(
+            c.expires_at.trim_end_matches("UTC").trim_end_matches('Z'),
+        )
+        .map_err(|_| {
+            remote(format!(
+                "{}: an expiry that is not a time: {}",
+                path.display(),
+                login()
+            ))
+        })?;
+        if expires <= std::time::SystemTime::now() {
+            return Err(remote(format!(
+                "the SSO session of the AWS profile {:?} has expired: {}",
+                self.name,
+                login()
+            )));
+        }
+        let base = std::env::var("AWS_ENDPOINT_URL_SSO")
+            .ok()
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| format!("https://portal.sso.{}.amazonaws.com", sso.region));
+        let q = |s: &str| -> String {
+            s.bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect()
+        };
+        Ok(Some(SsoLogin {
+            url: format!(
+                "{}/federation/credentials?role_name={}&account_id={}",
+                base.trim_end_matches('/'),
+                q(&sso.role_name),
+                q(&sso.account_id)
+            ),
+            token: c.access_token,
+        }))
+    }
+}
+
+/// The keys in the SSO portal's answer (`{"roleCredentials": {...}}`).
+pub(super) fn sso_keys(body: &[u8]) -> std::result::Result<Keys, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Role {
+        access_key_id: String,
+        secret_access_key: String,
+        session_token: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Answer {
+        role_credentials: Role,
+    }
+    let a: Answer = serde_json::from_slice(body)
+        .map_err(|e| format!("the SSO portal's answer holds no role credentials: {e}"))?;
+    Ok(Keys {
+        access_key_id: a.role_credentials.access_key_id,
+        secret_access_key: a.role_credentials.secret_access_key,
+        session_token: a.role_credentials.session_token,
+    })
 }
 
 /// Runs a `credential_process` command (split as a shell would, run

@@ -6,14 +6,16 @@
 //! costs ([`Fetch::through_below`]: the bytes a connection brings in one
 //! round trip, as measured):
 //!
-//! - **hop**: a new request at the next header, for a window that starts
-//!   at [`WINDOW`] bytes and doubles (up to [`MAX_WINDOW`]) while the walk
-//!   reads on from its end; listing an archive of large members reads
-//!   little more than its headers, a round trip per member;
+//! - **hop**: a new request at the next header, for a window of a quarter
+//!   of a round trip's worth (at least [`WINDOW`] bytes) that doubles (up
+//!   to [`MAX_WINDOW`]) while the walk reads on from its end; listing an
+//!   archive of large members reads little more than its headers, a round
+//!   trip per member;
 //! - **read through**: when the data to skip is shorter than a round
 //!   trip's worth of bytes, the walk reads on through a read-ahead
-//!   ([`Fetch::ahead`]): spans of growing size in flight, handed on in
-//!   order, the skipped bytes dropped as they pass. One object alone on a
+//!   ([`Fetch::ahead`]): a span twice a round trip's worth long, in parts
+//!   in flight handed on in order, the skipped bytes dropped as they pass;
+//!   each span the walk reads to its end makes the next four times longer. One object alone on a
 //!   fast link is so read at the speed of a download, never a round trip
 //!   per member; a member longer than that threshold ends the read-ahead
 //!   and is hopped over.
@@ -129,6 +131,8 @@ pub struct RangeSource<'a, F: Fetch + ?Sized> {
     next: usize,
     /// The read-ahead in use: its next part starts where the window ends.
     ahead: Option<Box<dyn Ahead + 'a>>,
+    /// The length of the next read-ahead (0: twice a round trip's worth).
+    span: u64,
     names: Arena,
     /// Where the data of members asked to be retained goes (none: not kept).
     retained: Option<&'a RefCell<Retained>>,
@@ -148,6 +152,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
             window_at: 0,
             next: WINDOW,
             ahead: None,
+            span: 0,
             names: Arena::default(),
             retained: None,
         }
@@ -174,26 +179,41 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
         if off >= self.window_at && off + len <= self.end() {
             return Ok(());
         }
-        let end = self.end();
-        let through = self.through();
-        let cheap = off >= self.window_at && (off.saturating_sub(end) as u64) <= through;
-        if cheap && through > 0 {
+        loop {
+            let end = self.end();
+            let through = self.through();
+            let cheap = off >= self.window_at && (off.saturating_sub(end) as u64) <= through;
+            if !(cheap && through > 0) {
+                break;
+            }
             if self.ahead.is_none() {
-                let at = self.base + end as u64;
+                // A span of twice a round trip's worth at first, four
+                // times longer each time the walk reads on to its end (one
+                // object alone on a fast link soon reads in long spans),
+                // small again after a hop: bytes asked for ahead are
+                // bytes moved whether the walk wants them or not.
+                let need = (off + len).saturating_sub(end) as u64;
+                let span = self.span.max(through * 2).max(need);
+                let stop = (end as u64).saturating_add(span).min(self.len as u64);
                 let first = through.clamp(MIN_PART, MAX_PART);
-                self.ahead = Some(self.from.ahead(at..self.base + self.len as u64, first)?);
+                let at = self.base + end as u64;
+                self.ahead = Some(self.from.ahead(at..self.base + stop, first)?);
+                self.span = span.saturating_mul(4);
             }
-            if self.ahead.is_some() {
-                return self.read_on(off, len);
+            if self.read_on(off, len)? {
+                return Ok(());
             }
+            // The span ended before `off + len`: decide again from there.
         }
         self.ahead = None;
+        self.span = 0;
         self.hop(off, len, more)
     }
 
     /// Takes parts of the read-ahead until the window holds `off..off +
-    /// len`, dropping the bytes before `off`.
-    fn read_on(&mut self, off: usize, len: usize) -> Result<()> {
+    /// len`, dropping the bytes before `off`; false when the read-ahead
+    /// ended first (the window then ends where it did).
+    fn read_on(&mut self, off: usize, len: usize) -> Result<bool> {
         while !(off >= self.window_at && off + len <= self.end()) {
             let Some(ahead) = self.ahead.as_mut() else {
                 break;
@@ -222,11 +242,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
                 self.window.extend_from_slice(&part);
             }
         }
-        if off >= self.window_at && off + len <= self.end() {
-            return Ok(());
-        }
-        // The read-ahead ended (the end of the tar): as a hop would.
-        self.hop(off, len, 0)
+        Ok(off >= self.window_at && off + len <= self.end())
     }
 
     /// One request at `off`: `len + more` bytes, or the growing window.
@@ -238,8 +254,9 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
         } else {
             WINDOW
         };
-        // A round trip's worth of bytes comes at the price of the trip.
-        let worth = self.through().min(MAX_WINDOW as u64) as usize;
+        // A quarter of a round trip's worth of bytes after the header costs
+        // a quarter of a trip, and saves one when small members follow.
+        let worth = (self.through() / 4).min(MAX_WINDOW as u64) as usize;
         let n = (len + more).max(self.next).max(worth).min(self.len - off);
         let at = self.base + off as u64;
         self.window = self.from.fetch(at..at + n as u64)?;
@@ -423,7 +440,8 @@ mod tests {
         let from = Counted::new(neff.clone(), 256 << 10);
         walked_as_in_memory(&neff, &from);
         let ranges = from.1.borrow();
-        assert!(ranges.len() <= 8, "{} requests: {ranges:?}", ranges.len());
+        // Spans of 512 KiB, 2 MiB, 8 MiB, in parts growing from 256 KiB.
+        assert!(ranges.len() <= 12, "{} requests: {ranges:?}", ranges.len());
         // Contiguous, in order: read on, never fetched twice.
         for w in ranges.windows(2) {
             assert_eq!(w[0].end, w[1].start, "{ranges:?}");
