@@ -629,7 +629,7 @@ pub struct Object {
 
 /// The largest raw NEFF fetched whole (the first request, then one for
 /// the rest) rather than walked by ranges; on a slow link the bound is
-/// lower, four round trips' worth of bytes ([`whole_below`]): a walk by
+/// lower, four round trips' worth of bytes as measured: a walk by
 /// ranges costs a round trip per window of tar headers (24 for a typical
 /// 3 MiB compile-cache NEFF), the rest of an object this small costs one.
 pub const WHOLE_BELOW: u64 = 8 << 20;
