@@ -1,23 +1,22 @@
 //! What a request costs on the link in use, measured as the process goes:
-//! the round trip (the time to a response's first byte) and the bytes the
-//! link brings per second (the process's bytes received per second, or
-//! one body's rate once it flows, the larger), shared among the objects
-//! open. The walk of a raw
+//! the round trip (the time to a response's first byte) and the bytes a
+//! connection brings per second once its body flows. The walk of a raw
 //! payload by ranges decides from them whether to read through a member's
 //! data or hop over it, and whether to fetch a small object whole
 //! ([`through_below`], [`whole_below`]); users who pay for egress cap the
 //! bytes moved per object ([`set_cap`]).
 //!
-//! With many objects in flight each gets its share of the link, reading
-//! through costs more, and hopping from header to header wins; one object
-//! alone gets the whole link and reads through.
+//! The throughput is measured per connection, as it is while other
+//! requests share the link: with many objects in flight each connection
+//! gets its share, reading through costs more, and hopping from header to
+//! header wins; one object alone gets the whole link and reads through.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Round trip assumed before one is measured: a bucket in the same region.
 const RTT_GUESS_US: u64 = 20_000;
-/// The link's throughput assumed before one is measured (bytes/s).
+/// Per-connection throughput assumed before one is measured (bytes/s).
 const BW_GUESS: u64 = 50_000_000;
 /// Bodies shorter than this say little about throughput (their time is
 /// mostly the round trip's jitter): not measured.
@@ -77,7 +76,7 @@ impl Drop for Request {
 
 /// Round trip, microseconds (moving average; 0 until measured).
 static RTT_US: AtomicU64 = AtomicU64::new(0);
-/// Bytes per second over the link (moving average; 0 until measured).
+/// Bytes per second per connection (moving average; 0 until measured).
 static BW: AtomicU64 = AtomicU64::new(0);
 /// Most bytes moved per object (0: no cap).
 static CAP: AtomicU64 = AtomicU64::new(0);
@@ -89,66 +88,17 @@ fn blend(slot: &AtomicU64, x: u64) {
     slot.store(new.max(1), Ordering::Relaxed);
 }
 
-/// Objects open for reading (each [`Open`] alive).
-static OBJECTS: AtomicU64 = AtomicU64::new(0);
-
-/// An object open for reading, counted until dropped: the link's bytes are
-/// shared among these.
-#[derive(Debug)]
-pub(crate) struct Open;
-
-impl Open {
-    pub(crate) fn start() -> Open {
-        OBJECTS.fetch_add(1, Ordering::Relaxed);
-        Open
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        OBJECTS.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// When the link's rate was last sampled (µs since [`epoch`]) and the
-/// bytes received by then.
-static SAMPLED_AT: AtomicU64 = AtomicU64::new(0);
-static SAMPLED_BYTES: AtomicU64 = AtomicU64::new(0);
-
-fn epoch() -> std::time::Instant {
-    static E: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    *E.get_or_init(std::time::Instant::now)
-}
-
 /// Notes one response: `first` from the request to its headers, then
-/// `bytes` of body in `body`. The link's throughput is the larger of this
-/// body's rate and the rate at which the process as a whole received
-/// bytes since the last sample (at least 50 ms before): many bodies
-/// sharing the link each flow slower than it.
+/// `bytes` of body in `body`.
 pub(crate) fn observe(first: Duration, bytes: u64, body: Duration) {
     blend(&RTT_US, first.as_micros().min(u64::MAX as u128) as u64);
-    if bytes < MEASURED_FROM {
-        return;
+    if bytes >= MEASURED_FROM {
+        let us = body.as_micros().max(50) as u64;
+        blend(&BW, bytes.saturating_mul(1_000_000) / us);
     }
-    let us = body.as_micros().max(50) as u64;
-    let one = bytes.saturating_mul(1_000_000) / us;
-    let now = epoch().elapsed().as_micros() as u64;
-    let then = SAMPLED_AT.load(Ordering::Relaxed);
-    let total = BYTES.load(Ordering::Relaxed);
-    let mut rate = one;
-    if then == 0 {
-        SAMPLED_AT.store(now.max(1), Ordering::Relaxed);
-        SAMPLED_BYTES.store(total, Ordering::Relaxed);
-    } else if now >= then + 50_000 {
-        let got = total.saturating_sub(SAMPLED_BYTES.load(Ordering::Relaxed));
-        rate = rate.max(got.saturating_mul(1_000_000) / (now - then));
-        SAMPLED_AT.store(now, Ordering::Relaxed);
-        SAMPLED_BYTES.store(total, Ordering::Relaxed);
-    }
-    blend(&BW, rate);
 }
 
-/// The round trip and the link's throughput as measured (or assumed
+/// The round trip and per-connection throughput as measured (or assumed
 /// before any response).
 pub(crate) fn estimate() -> (Duration, u64) {
     let rtt = match RTT_US.load(Ordering::Relaxed) {
@@ -162,15 +112,12 @@ pub(crate) fn estimate() -> (Duration, u64) {
     (Duration::from_micros(rtt), bw)
 }
 
-/// The bytes one object's reads bring in a round trip, its share of the
-/// link among the objects open: a skip over member data shorter than this
-/// costs less to read through than to hop over (a new request waits a
-/// round trip; reading on waits for the bytes). One object alone gets the
-/// whole link and reads through; many share it, and hop.
+/// The bytes a connection brings in one round trip: a skip over member
+/// data shorter than this costs less to read through than to hop over
+/// (a new request waits a round trip; reading on waits for the bytes).
 pub fn through_below() -> u64 {
     let (rtt, bw) = estimate();
-    let objects = OBJECTS.load(Ordering::Relaxed).max(1);
-    let bytes = (rtt.as_secs_f64() * bw as f64) as u64 / objects;
+    let bytes = (rtt.as_secs_f64() * bw as f64) as u64;
     bytes.min(MAX_THROUGH)
 }
 

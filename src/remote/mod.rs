@@ -619,8 +619,6 @@ pub struct Object {
     pin: Pinned,
     /// Bytes asked of the object so far ([`link::cap`] bounds them).
     moved: std::sync::atomic::AtomicU64,
-    /// Counted among the objects open while it lives ([`through_below`]).
-    _open: link::Open,
     /// The whole object in an unlinked temporary file, once its server
     /// ignored a Range: every read after is served from it.
     whole: OnceLock<File>,
@@ -648,8 +646,6 @@ impl Object {
     /// [`take_whole`](Self::take_whole) then gives it.
     pub fn open(url: &str) -> Result<(Object, Vec<u8>)> {
         let (store, path) = store_for(url, Timeout::PerRequest)?;
-        // Counted among the objects open from now: the link is shared.
-        let open = link::Open::start();
         // An object a listing said is small is asked for whole: one
         // request, where a walk would cost several round trips.
         let asked = listed_size(url)
@@ -717,7 +713,6 @@ impl Object {
                 whole: OnceLock::from(file),
                 fetching: Mutex::new(()),
                 moved: size.into(),
-                _open: open,
             };
             return Ok((object, first));
         };
@@ -732,7 +727,6 @@ impl Object {
             whole: OnceLock::new(),
             fetching: Mutex::new(()),
             moved: (bytes.len() as u64).into(),
-            _open: open,
         };
         let want = asked.min(object.pin.size);
         if bytes.len() as u64 != want {

@@ -195,9 +195,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
                 let need = (off + len).saturating_sub(end) as u64;
                 let span = self.span.max(through * 2).max(need);
                 let stop = (end as u64).saturating_add(span).min(self.len as u64);
-                // Parts an eighth of the span (at least a round trip's
-                // worth): a long span is read in few, large requests.
-                let first = (span / 8).max(through).clamp(MIN_PART, MAX_PART);
+                let first = through.clamp(MIN_PART, MAX_PART);
                 let at = self.base + end as u64;
                 self.ahead = Some(self.from.ahead(at..self.base + stop, first)?);
                 self.span = span.saturating_mul(4);
