@@ -186,6 +186,11 @@ impl Neff {
         }
         let header = Header::from_file_bytes(&first)?;
         let span = header.locate_payload_in(&first, object.size())?;
+        log::debug!(
+            "{url}: a round trip's worth of bytes is {} now; objects up to {} are read whole",
+            remote::through_below(),
+            remote::whole_below(remote::WHOLE_BELOW)
+        );
         if span.compression == Compression::Gzip
             || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
         {
