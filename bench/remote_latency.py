@@ -139,18 +139,8 @@ def run(a, bins, info, tmp, sizes):
                     shutil.rmtree(dest)
                 ways.append(("s5cmd, then scan", s5))
             for name, fn in ways:
-                times, reqs, moved = [], [], []
-                for _ in range(a.runs):
-                    before = len(log_lines(log))
-                    t0 = time.monotonic()
-                    fn()
-                    times.append(time.monotonic() - t0)
-                    lines = log_lines(log)[before:]
-                    reqs.append(len(lines))
-                    moved.append(sum(int(l.rsplit(" ", 1)[1]) for l in lines if l.rsplit(" ", 1)[1].strip().isdigit()))
-                print("| %d ms | %s (%.0f MiB) | %s | %.2f | %d | %.1f |" % (
-                    delay, kind, sizes[kind] / 2**20, name, statistics.median(times),
-                    statistics.median(reqs), statistics.median(moved) / 2**20), flush=True)
+                measure(a.runs, log, fn, "%d ms | %s (%.0f MiB) | %s" % (
+                    delay, kind, sizes[kind] / 2**20, name))
             if parts["download"]:
                 d, sc = statistics.median(parts["download"]), statistics.median(parts["scan"])
                 print("| %d ms | %s (%.0f MiB) | ideal: max(s5cmd's download %.2f, the copy's scan %.2f) | %.2f | | |" % (
@@ -203,18 +193,23 @@ def big(a, bins, info, log, delay, size):
     ways = [("neff ls", lambda: sh([bins[-1], "ls", url]))]
     ways.append(("whole object, 8 ranged GETs of 8 MiB in flight", lambda: download_whole(url)))
     for name, fn in ways:
-        times, reqs, moved = [], [], []
-        for _ in range(a.runs):
-            before = len(log_lines(log))
-            t0 = time.monotonic()
-            fn()
-            times.append(time.monotonic() - t0)
-            lines = log_lines(log)[before:]
-            reqs.append(len(lines))
-            moved.append(sum(int(l.rsplit(" ", 1)[1]) for l in lines if l.rsplit(" ", 1)[1].strip().isdigit()))
-        print("| %d ms | big raw (%.0f MiB) | %s | %.2f | %d | %.1f |" % (
-            delay, size / 2**20, name, statistics.median(times),
-            statistics.median(reqs), statistics.median(moved) / 2**20), flush=True)
+        measure(a.runs, log, fn, "%d ms | big raw (%.0f MiB) | %s" % (delay, size / 2**20, name))
+
+
+def measure(runs, log, fn, row):
+    """Runs `fn` `runs` times; prints the table row `row` with the median
+    time, and the requests and bytes the proxy's log says it sent."""
+    times, reqs, moved = [], [], []
+    for _ in range(runs):
+        before = len(log_lines(log))
+        t0 = time.monotonic()
+        fn()
+        times.append(time.monotonic() - t0)
+        lines = log_lines(log)[before:]
+        reqs.append(len(lines))
+        moved.append(sum(int(l.rsplit(" ", 1)[1]) for l in lines if l.rsplit(" ", 1)[1].strip().isdigit()))
+    print("| %s | %.2f | %d | %.1f |" % (row, statistics.median(times), statistics.median(reqs),
+                                        statistics.median(moved) / 2**20), flush=True)
 
 
 if __name__ == "__main__":

@@ -1247,12 +1247,9 @@ fn faults_twenty_to_fifty_ms_away_end_in_the_local_answer_or_one_line_naming_the
         s.seed.join("acc").to_str().unwrap(),
     ]);
     assert!(local.status.success());
-    let name = |v: &serde_json::Value| {
-        let p = v["path"].as_str().unwrap();
-        p.rsplit('/').next().unwrap().to_string()
-    };
+    let name = record_name;
     let mut local_records = ndjson(&local.stdout);
-    local_records.sort_by_key(|r| name(r));
+    local_records.sort_by_key(record_name);
     for mode in ["delay25+503x2", "delay25+resetx1"] {
         let endpoint = format!("{}/s3/{mode}", s.proxy);
         let got = run_env(
@@ -1263,18 +1260,12 @@ fn faults_twenty_to_fifty_ms_away_end_in_the_local_answer_or_one_line_naming_the
         let err = String::from_utf8_lossy(&got.stderr);
         assert!(!err.contains("panicked"), "{mode}: {err}");
         let mut records = ndjson(&got.stdout);
-        records.sort_by_key(|r| name(r));
+        records.sort_by_key(record_name);
         assert_eq!(records.len(), local_records.len(), "{mode}: {err}");
         for (r, l) in records.iter().zip(&local_records) {
             assert_eq!(name(r), name(l), "{mode}");
             if r["ok"] == true {
-                let strip = |v: &serde_json::Value| {
-                    let mut v = v.clone();
-                    v.as_object_mut().unwrap().remove("path");
-                    v.as_object_mut().unwrap().remove("bytes");
-                    v
-                };
-                assert_eq!(strip(r), strip(l), "{mode}: {}", name(r));
+                assert_eq!(without_path(r), without_path(l), "{mode}: {}", name(r));
             } else {
                 let e = r["error"].as_str().unwrap();
                 assert!(!e.contains('\n'), "{mode}: {e}");
@@ -1380,35 +1371,7 @@ fn a_container_in_azurite_answers_as_the_local_files_and_scans_as_the_local_dire
         answers_as_local(args, rel, &format!("az://zoo/{rel}"), &s.s3, &[]);
     }
     // A scan of the container's prefix: the local scan's records.
-    let name = |v: &serde_json::Value| {
-        let p = v["path"].as_str().unwrap();
-        p.rsplit('/').next().unwrap().to_string()
-    };
-    let strip = |v: &serde_json::Value| {
-        let mut v = v.clone();
-        v.as_object_mut().unwrap().remove("path");
-        v
-    };
-    let local = run(&[
-        "scan",
-        "--json",
-        "--no-progress",
-        s.seed.join("acc").to_str().unwrap(),
-    ]);
-    let got = run(&["scan", "--json", "--no-progress", "az://zoo/acc/"]);
-    assert!(
-        got.status.success(),
-        "{}",
-        String::from_utf8_lossy(&got.stderr)
-    );
-    let (mut want, mut have) = (ndjson(&local.stdout), ndjson(&got.stdout));
-    want.sort_by_key(|r| name(r));
-    have.sort_by_key(|r| name(r));
-    assert_eq!(have.len(), want.len());
-    for (h, w) in have.iter().zip(&want) {
-        assert!(h["path"].as_str().unwrap().starts_with("az://zoo/acc/"));
-        assert_eq!(strip(h), strip(w), "{}", name(h));
-    }
+    scans_as_local_acc("az://zoo/acc/");
     // A container that does not exist: one line naming the URL.
     let e = refused(&["ls", "az://nosuch/x.neff"], &[], &s.s3);
     assert!(e.starts_with("neff: az://nosuch/x.neff: "), "{e}");
@@ -1420,45 +1383,12 @@ fn a_hub_repository_answers_as_the_local_files_at_any_revision_with_the_users_to
     // the dataset `neff/zoo-data`), 25 entries a listing page, files over
     // 64 KiB through a redirect to its CDN, as the hub does.
     let s = servers();
-    let name = |v: &serde_json::Value| {
-        let p = v["path"].as_str().unwrap();
-        p.rsplit('/').next().unwrap().to_string()
-    };
-    let strip = |v: &serde_json::Value| {
-        let mut v = v.clone();
-        v.as_object_mut().unwrap().remove("path");
-        v
-    };
-    let local = run(&[
-        "scan",
-        "--json",
-        "--no-progress",
-        s.seed.join("acc").to_str().unwrap(),
-    ]);
-    let mut want = ndjson(&local.stdout);
-    want.sort_by_key(|r| name(r));
     for root in [
         "hf://neff/zoo/acc/",
         "hf://neff/zoo@v1/acc",
         "hf://datasets/neff/zoo-data/acc/",
     ] {
-        let got = run(&["scan", "--json", "--no-progress", root]);
-        assert!(
-            got.status.success(),
-            "{root}: {}",
-            String::from_utf8_lossy(&got.stderr)
-        );
-        let mut have = ndjson(&got.stdout);
-        have.sort_by_key(|r| name(r));
-        assert_eq!(have.len(), want.len(), "{root}: every page listed");
-        for (h, w) in have.iter().zip(&want) {
-            let p = h["path"].as_str().unwrap();
-            assert!(
-                p.starts_with(root.trim_end_matches('/')),
-                "{p} under {root}"
-            );
-            assert_eq!(strip(h), strip(w), "{p}");
-        }
+        scans_as_local_acc(root);
     }
     // The large files: the raw one walked by ranges on the CDN, the gzip
     // one spooled, each as the local file answers.
@@ -1708,4 +1638,47 @@ fn on_a_slow_link_a_small_raw_neff_is_walked_by_its_headers_not_fetched_whole() 
     std::thread::sleep(Duration::from_millis(300));
     let moved = log_bytes(&s.proxy_log, &format!("/http/delay20+bw5/{MID_RAW}")) - before;
     assert!(moved * 2 < size, "moved {moved} of {size} bytes");
+}
+
+/// The last part of a record's path (its file's name).
+fn record_name(v: &serde_json::Value) -> String {
+    let p = v["path"].as_str().unwrap();
+    p.rsplit('/').next().unwrap().to_string()
+}
+
+/// A record without its path (the one field a remote scan's differs in).
+fn without_path(v: &serde_json::Value) -> serde_json::Value {
+    let mut v = v.clone();
+    v.as_object_mut().unwrap().remove("path");
+    v
+}
+
+/// `neff scan --json` of `root` gives the records the local scan of the
+/// seed's `acc/` gives, each path under `root`.
+fn scans_as_local_acc(root: &str) {
+    let s = servers();
+    let local = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        s.seed.join("acc").to_str().unwrap(),
+    ]);
+    let got = run(&["scan", "--json", "--no-progress", root]);
+    assert!(
+        got.status.success(),
+        "{root}: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let (mut want, mut have) = (ndjson(&local.stdout), ndjson(&got.stdout));
+    want.sort_by_key(record_name);
+    have.sort_by_key(record_name);
+    assert_eq!(have.len(), want.len(), "{root}: every object listed");
+    for (h, w) in have.iter().zip(&want) {
+        let p = h["path"].as_str().unwrap();
+        assert!(
+            p.starts_with(root.trim_end_matches('/')),
+            "{p} under {root}"
+        );
+        assert_eq!(without_path(h), without_path(w), "{p}");
+    }
 }
