@@ -15,24 +15,25 @@
 //!   trip's worth of bytes, the walk reads on through a read-ahead
 //!   ([`Fetch::ahead`]): a span twice a round trip's worth long, in parts
 //!   in flight handed on in order, the skipped bytes dropped as they pass;
-//!   each span the walk reads to its end makes the next four times longer. One object alone on a
-//!   fast link is so read at the speed of a download, never a round trip
-//!   per member; a member longer than that threshold ends the read-ahead
-//!   and is hopped over.
+//!   each span the walk reads to its end makes the next four times
+//!   longer. One object alone on a fast link is so read at the speed of a
+//!   download, never a round trip per member; a member longer than that
+//!   threshold ends the read-ahead and is hopped over.
 //!
 //! The data of members the accessors will read (`retain`, the JSON
 //! sidecars) is kept as the walk passes it ([`Retained`]), fetched with
 //! the header after it in one request when hopping, so that reading them
 //! later costs no request. Under a cap on the bytes moved
-//! ([`Fetch::budget`]) the walk only hops, in the smallest windows; names are copied into an arena, as
-//! [`FileSource`](super::FileSource) keeps them.
+//! ([`Fetch::budget`]) the walk only hops, in the smallest windows. Names
+//! are copied into an arena, as [`FileSource`](super::FileSource) keeps
+//! them.
 
 use std::ops::Range;
 
 use std::cell::RefCell;
 
-use super::index::{data_in, Arena, Index, Kind, Name, Source};
-use super::stream::{Keep, Retained};
+use super::index::{data_in, Arena, Index, Name, Source};
+use super::stream::{build_keeping, Keep, Retained};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::remote::Parts;
@@ -51,9 +52,7 @@ pub(crate) fn walk<F: Fetch + ?Sized, K: Keep>(
     let retained = RefCell::new(Retained::default());
     let mut src = RangeSource::new(from, base, len, first);
     src.retained = Some(&retained);
-    let index = Index::build_with(&mut src, limits, &mut |e, name| {
-        e.kind == Kind::File && keep.offer(e, name, &mut |old| retained.borrow_mut().release(old))
-    })?;
+    let index = build_keeping(&mut src, &mut keep, &retained, limits)?;
     drop(src);
     Ok((index, retained.into_inner()))
 }

@@ -78,6 +78,20 @@ pub(crate) fn walk<S: ByteStream, K: Keep>(
     walk_once(open(Pass::Careful)?, keep(), limits).0
 }
 
+/// Walks the tar `src` reads, offering each regular member to `keep`
+/// (which the source keeps in `retained`); a member `keep` lets go of is
+/// released from `retained`.
+pub(crate) fn build_keeping<S: Source, K: Keep>(
+    src: S,
+    keep: &mut K,
+    retained: &RefCell<Retained>,
+    limits: &Limits,
+) -> Result<Index> {
+    Index::build_with(src, limits, &mut |e, name| {
+        e.kind == Kind::File && keep.offer(e, name, &mut |old| retained.borrow_mut().release(old))
+    })
+}
+
 /// One pass of [`walk`]; also says whether its stream was doubtful.
 fn walk_once<S: ByteStream, K: Keep>(
     stream: S,
@@ -86,9 +100,7 @@ fn walk_once<S: ByteStream, K: Keep>(
 ) -> (Result<(Index, Retained, u64)>, bool) {
     let retained = RefCell::new(Retained::default());
     let mut src = StreamSource::new(stream, &retained);
-    let walked = Index::build_with(&mut src, limits, &mut |e, name| {
-        e.kind == Kind::File && keep.offer(e, name, &mut |old| retained.borrow_mut().release(old))
-    });
+    let walked = build_keeping(&mut src, &mut keep, &retained, limits);
     let result = match walked {
         Err(e) if src.failed => Err(e),
         walked => src
