@@ -870,8 +870,8 @@ impl tar::Fetch for remote::Object {
         range: std::ops::Range<u64>,
         first: u64,
     ) -> Result<Box<dyn tar::Ahead + 's>> {
-        let parts = remote::Parts::new(range.clone(), first, tar::MAX_PART);
-        Ok(Box::new(self.read_ahead(range, parts)?))
+        let parts = remote::Parts::new(range, first, tar::MAX_PART);
+        Ok(Box::new(self.read_ahead(parts)?))
     }
     fn budget(&self) -> Option<u64> {
         remote::Object::budget(self)

@@ -94,7 +94,7 @@ class Hub(BaseHTTPRequestHandler):
             return self.cdn(parts[1])
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.answer(401, b'{"error":"Invalid credentials in Authorization header"}')
-        if parts[:1] == ["api"] and len(parts) >= 7 and parts[4] == "tree":
+        if parts[:1] == ["api"] and len(parts) >= 6 and parts[4] == "tree":
             kind, repo, rev, rel = parts[1], "/".join(parts[2:4]), parts[5], "/".join(parts[6:])
             return self.tree(kind, repo, rev, rel, urllib.parse.parse_qs(url.query))
         kind = "models"

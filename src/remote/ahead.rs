@@ -9,11 +9,13 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// The parts of a read-ahead: `first` bytes, then each twice the one
 /// before, up to `most`, to the end of the range. A read-ahead dropped
 /// early so wastes little; a long one reaches full-size parts.
 #[derive(Debug, Clone)]
 pub struct Parts {
+    start: u64,
     at: u64,
     end: u64,
     next: u64,
@@ -26,11 +28,19 @@ impl Parts {
     pub fn new(range: Range<u64>, first: u64, most: u64) -> Parts {
         let most = most.max(1);
         Parts {
+            start: range.start,
             at: range.start,
             end: range.end,
             next: first.clamp(1, most),
             most,
         }
+    }
+}
+
+impl Parts {
+    /// The whole range the parts cover.
+    pub fn span(&self) -> Range<u64> {
+        self.start..self.end
     }
 }
 

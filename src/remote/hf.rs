@@ -92,27 +92,37 @@ impl HfUrl {
     }
 
     /// Where the file's bytes are: the hub's resolve URL.
-    pub(crate) fn resolve(&self) -> String {
-        format!(
-            "{}/{}/resolve/{}/{}",
-            endpoint(),
-            self.repo_path(),
-            self.rev,
-            self.path
-        )
+    pub(crate) fn resolve(&self) -> Result<String> {
+        let base = format!("{}/{}/resolve/{}/", endpoint(), self.repo_path(), self.rev);
+        self.with_path(&base, self.path.split('/'))
     }
 
     /// The first page of the recursive listing under the path.
-    pub(crate) fn tree(&self) -> String {
-        let path = self.path.trim_end_matches('/');
-        format!(
-            "{}/api/{}/{}/tree/{}/{}?recursive=true&expand=false",
+    pub(crate) fn tree(&self) -> Result<String> {
+        let base = format!(
+            "{}/api/{}/{}/tree/{}/",
             endpoint(),
             self.kind,
             self.repo,
-            self.rev,
-            path
-        )
+            self.rev
+        );
+        let path = self.path.trim_end_matches('/');
+        let mut u = self.with_path(&base, path.split('/').filter(|p| !p.is_empty()))?;
+        u.push_str("?recursive=true&expand=false");
+        Ok(u)
+    }
+
+    /// `base` (ending in `/`) with the path's segments after it, each
+    /// percent-encoded as a URL path segment (a name holding a space, `?`
+    /// or `#` stays a name).
+    fn with_path<'p>(&self, base: &str, segments: impl Iterator<Item = &'p str>) -> Result<String> {
+        let mut u = url::Url::parse(base)
+            .map_err(|e| bad(base, &format!("HF_ENDPOINT does not make a URL: {e}")))?;
+        u.path_segments_mut()
+            .map_err(|()| bad(base, "HF_ENDPOINT cannot have a path"))?
+            .pop_if_empty()
+            .extend(segments);
+        Ok(u.into())
     }
 
     /// The `hf://` URL of the file at `path` of this repository and
@@ -263,16 +273,28 @@ mod tests {
         );
         assert!(u
             .resolve()
+            .unwrap()
             .ends_with("/datasets/org/zoo/resolve/refs%2Fpr%2F3/a/b.neff"));
         assert!(u
             .tree()
+            .unwrap()
             .contains("/api/datasets/org/zoo/tree/refs%2Fpr%2F3/a/b.neff?recursive=true"));
         assert_eq!(
             u.file("x/y.neff"),
             "hf://datasets/org/zoo@refs%2Fpr%2F3/x/y.neff"
         );
+        // Names the URL would misread are encoded as path segments.
+        let odd = HfUrl::parse("hf://org/zoo/a b/c?d#e.neff").unwrap();
+        assert!(odd
+            .resolve()
+            .unwrap()
+            .ends_with("/org/zoo/resolve/main/a%20b/c%3Fd%23e.neff"));
         let root = HfUrl::parse("hf://org/zoo").unwrap();
         assert_eq!(root.path, "");
+        assert!(root
+            .tree()
+            .unwrap()
+            .ends_with("/api/models/org/zoo/tree/main?recursive=true&expand=false"));
         assert_eq!(root.file("m.neff"), "hf://org/zoo/m.neff");
         for bad in [
             "hf://",

@@ -75,24 +75,26 @@ pub use profile::set_profile;
 /// Whether `s` names a remote object (`s3://`, `gs://`, `az://`, `hf://`,
 /// `http://` or `https://`) rather than a local path.
 pub fn is_url(s: &str) -> bool {
-    let lower = |p: &str| s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p);
-    BUCKETS.iter().any(|b| lower(b)) || lower("http://") || lower("https://")
+    is_listable(s) || has_scheme(s, "http://") || has_scheme(s, "https://")
 }
 
-/// The schemes of stores that list their objects (a bucket or container):
-/// a URL of one that does not end in `.neff` is a prefix a scan lists.
-const BUCKETS: [&str; 4] = ["s3://", "gs://", "az://", "hf://"];
+/// Whether `s` starts with `scheme`, in any case.
+fn has_scheme(s: &str, scheme: &str) -> bool {
+    s.get(..scheme.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(scheme))
+}
 
 /// Whether `url` names a store that can be listed (`s3://`, `gs://`,
-/// `az://`, `hf://`), not one object behind an HTTP server.
+/// `az://`, `hf://`), not one object behind an HTTP server: a URL of one
+/// that does not end in `.neff` is a prefix a scan lists.
 pub fn is_listable(url: &str) -> bool {
-    let lower = |p: &str| url.len() >= p.len() && url[..p.len()].eq_ignore_ascii_case(p);
-    BUCKETS.iter().any(|b| lower(b))
+    ["s3://", "gs://", "az://", "hf://"]
+        .iter()
+        .any(|b| has_scheme(url, b))
 }
 
 fn is_hf(url: &str) -> bool {
-    url.get(..5)
-        .is_some_and(|s| s.eq_ignore_ascii_case("hf://"))
+    has_scheme(url, "hf://")
 }
 
 /// The runtime the async client runs on, one for the process
@@ -132,10 +134,60 @@ enum Timeout {
     PerRead,
 }
 
+/// Each request's timeout (`NEFF_REMOTE_TIMEOUT`, seconds, default 30).
+fn timeout() -> Duration {
+    Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1))
+}
+
+/// How many times a failed request is made again (`NEFF_REMOTE_RETRIES`,
+/// default 4): by the client before a body, here after a body cut or a
+/// listing page that failed.
+fn retries() -> u64 {
+    env_u64("NEFF_REMOTE_RETRIES", 4)
+}
+
+/// The wait before try `tries` + 1 of what failed: 100 ms, doubling, at
+/// most 6.4 s.
+async fn backoff(tries: u64) {
+    tokio::time::sleep(Duration::from_millis(50 << tries.clamp(1, 7))).await;
+}
+
+/// The plain HTTP client of the requests `object_store` does not make (the
+/// hub's listing pages, the SSO portal), one for the process.
+fn http_client() -> Result<&'static reqwest::Client> {
+    static C: OnceLock<std::result::Result<reqwest::Client, String>> = OnceLock::new();
+    C.get_or_init(|| {
+        reqwest::Client::builder()
+            .timeout(timeout())
+            .connect_timeout(timeout().min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {}", one_line(&e)))
+    })
+    .as_ref()
+    .map_err(|e| remote(e.clone()))
+}
+
+/// The body of `r`, refused past `most` bytes however long the server
+/// says it is (or does not say): grown from the bytes received. An error
+/// says whether asking again may mend it (a body cut, not one too long).
+async fn body_at_most(
+    mut r: reqwest::Response,
+    most: usize,
+) -> std::result::Result<Vec<u8>, (String, bool)> {
+    let mut body = Vec::new();
+    while let Some(chunk) = r.chunk().await.map_err(|e| (one_line(&e), true))? {
+        if body.len() + chunk.len() > most {
+            return Err((format!("an answer over {most} bytes"), false));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// Timeouts and retries, from the environment.
 fn client_config(kind: Timeout) -> (ClientOptions, RetryConfig) {
-    let timeout = Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1));
-    let retries = env_u64("NEFF_REMOTE_RETRIES", 4) as usize;
+    let timeout = timeout();
+    let retries = retries() as usize;
     let client = ClientOptions::new().with_connect_timeout(timeout.min(Duration::from_secs(10)));
     let mut client = match kind {
         Timeout::PerRequest => client.with_timeout(timeout),
@@ -170,11 +222,7 @@ fn aws_profile() -> Result<Option<&'static profile::Profile>> {
 fn sso_role_keys(login: &profile::SsoLogin) -> Result<profile::Keys> {
     static KEYS: OnceLock<std::result::Result<profile::Keys, String>> = OnceLock::new();
     KEYS.get_or_init(|| {
-        let timeout = Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1));
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| one_line(&e))?;
+        let http = http_client().map_err(|e| e.to_string())?;
         let rt = runtime().map_err(|e| e.to_string())?;
         rt.block_on(async {
             let _counted = link::Request::start();
@@ -185,7 +233,9 @@ fn sso_role_keys(login: &profile::SsoLogin) -> Result<profile::Keys> {
                 .await
                 .map_err(|e| format!("the SSO portal: {}", one_line(&e)))?;
             let status = r.status();
-            let body = r.bytes().await.map_err(|e| one_line(&e))?;
+            let body = body_at_most(r, 1 << 20)
+                .await
+                .map_err(|(e, _)| format!("the SSO portal: {e}"))?;
             if !status.is_success() {
                 return Err(format!(
                     "the SSO portal refused the cached token ({status}): run `aws sso login` and try again"
@@ -223,7 +273,7 @@ fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore>, ObjPath)
     // A file of a hub repository is read from the hub's resolve URL.
     let resolved;
     let url = if is_hf(url) {
-        resolved = hf::HfUrl::parse(url)?.resolve();
+        resolved = hf::HfUrl::parse(url)?.resolve()?;
         resolved.as_str()
     } else {
         url
@@ -494,10 +544,23 @@ fn fetch_whole(
     pinned: Option<(u64, Option<&str>)>,
 ) -> Result<(File, u64, Option<String>)> {
     let max = spool_max();
-    if let Some((size, _)) = pinned {
+    // Read whole, every byte is moved: a cap on bytes per object refuses
+    // an object larger than it, as the spool's own bound does.
+    let bounded = |size: u64| -> Result<()> {
         if size > max {
             return Err(too_large_to_read_whole(size, max));
         }
+        match link::cap() {
+            Some(cap) if size > cap => Err(Error::Limit {
+                what: "bytes moved from this object (--max-bytes-moved)",
+                found: size,
+                cap,
+            }),
+            _ => Ok(()),
+        }
+    };
+    if let Some((size, _)) = pinned {
+        bounded(size)?;
     }
     let etag = pinned.and_then(|(_, e)| e);
     let changed = || Error::ObjectChanged {
@@ -525,9 +588,7 @@ fn fetch_whole(
                     return Err(changed());
                 }
             }
-            if size > max {
-                return Err(too_large_to_read_whole(size, max));
-            }
+            bounded(size)?;
             log::debug!(
                 "{url}: the server ignored Range: reading the object whole ({size} bytes) \
                  into a temporary file, and from it from now on"
@@ -657,11 +718,11 @@ impl Object {
             ..Default::default()
         };
         let rt = runtime()?;
-        let t0 = std::time::Instant::now();
-        let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
+        let retries = retries();
         let first = rt.block_on(async {
             let mut tries = 0u64;
-            let (r, body, headers) = loop {
+            let (r, body, headers, t0) = loop {
+                let t0 = std::time::Instant::now();
                 let counted = link::Request::start();
                 let r = match store.get_opts(&path, opts.clone()).await {
                     Ok(r) => r,
@@ -674,14 +735,14 @@ impl Object {
                 match collect(r, range.end - range.start).await {
                     Ok(body) => {
                         counted.got(body.len() as u64);
-                        break ((meta, range), body, headers);
+                        break ((meta, range), body, headers, t0);
                     }
                     // A body cut or reset: the first request again (no
                     // version is pinned yet), a bounded number of times.
                     Err((e, true)) if tries < retries => {
                         tries += 1;
                         log::debug!("{url}: the first GET's body failed ({e}): again");
-                        tokio::time::sleep(Duration::from_millis(50 << tries.min(6))).await;
+                        backoff(tries).await;
                     }
                     Err((e, _)) => return Err(e),
                 }
@@ -761,12 +822,14 @@ impl Object {
         link::cap().map(|cap| cap.saturating_sub(moved))
     }
 
-    /// The parts of `range` (sized by `parts`) fetched with several in
-    /// flight and handed on in order: the tar walk reads through member
-    /// data so.
-    pub fn read_ahead(&self, range: Range<u64>, parts: Parts) -> Result<ReadAhead<'_>> {
-        self.check_range(&range)?;
-        ReadAhead::start(self, range, parts)
+    /// The bytes `parts` covers, fetched with several parts in flight and
+    /// handed on in order: the tar walk reads through member data so. The
+    /// span counts as moved when it is asked for.
+    pub fn read_ahead(&self, parts: Parts) -> Result<ReadAhead<'_>> {
+        let span = parts.span();
+        self.check_range(&span)?;
+        self.charge(span.end - span.start)?;
+        ReadAhead::start(self, parts)
     }
 
     /// The object's size, as its first response said.
@@ -819,11 +882,19 @@ impl Object {
         if let Some(file) = self.whole.get() {
             return read_local(file, range, sink);
         }
+        if range.end - range.start > PART {
+            // Parts in flight, handed on in order: the read-ahead's way.
+            let mut parts = ReadAhead::start(self, Parts::new(range, PART, PART))?;
+            while let Some(part) = parts.next_part()? {
+                sink(&part)?;
+            }
+            return Ok(());
+        }
         let mut sent = 0u64;
-        let got = self.fetch(range.clone(), &mut |c| {
+        let got = runtime()?.block_on(self.pin.get(range.clone(), &mut |c: &[u8]| {
             sent += c.len() as u64;
             sink(c)
-        });
+        }));
         match got {
             Ok(()) => Ok(()),
             Err(Miss::Failed(e)) => Err(e),
@@ -831,41 +902,6 @@ impl Object {
                 read_local(self.whole()?, range.start + sent..range.end, sink)
             }
         }
-    }
-
-    /// [`stream`](Self::stream) by ranged GETs only: one, or parts in
-    /// flight handed on in order.
-    fn fetch(
-        &self,
-        range: Range<u64>,
-        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> std::result::Result<(), Miss> {
-        use futures_util::TryStreamExt;
-        let rt = runtime()?;
-        if range.end - range.start <= PART {
-            return rt.block_on(self.pin.get(range, sink));
-        }
-        let _alive = ahead::Alive::start();
-        let parts = (range.start..range.end).step_by(PART as usize).map(|at| {
-            let part = at..(at + PART).min(range.end);
-            async move {
-                let mut held = Vec::with_capacity((part.end - part.start) as usize);
-                self.pin
-                    .get(part, &mut |c| {
-                        held.extend_from_slice(c);
-                        Ok(())
-                    })
-                    .await?;
-                Ok::<_, Miss>(held)
-            }
-        });
-        rt.block_on(async {
-            let mut parts = futures_util::stream::iter(parts).buffered(concurrency());
-            while let Some(part) = parts.try_next().await? {
-                sink(&part)?;
-            }
-            Ok(())
-        })
     }
 
     fn check_range(&self, range: &Range<u64>) -> Result<()> {
@@ -914,7 +950,8 @@ impl Object {
         });
         let got = runtime()?.block_on(
             futures_util::stream::iter(parts)
-                .buffer_unordered(concurrency())
+                // The object's share of --io-depth among the long reads alive.
+                .buffer_unordered(ahead::depth())
                 .try_collect::<()>(),
         );
         match got {
@@ -959,7 +996,7 @@ impl Pinned {
         // A body cut or reset after some bytes is asked for again from
         // where it stopped (the same version: If-Match), a bounded number
         // of times; the client retries what fails before a body.
-        let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
+        let retries = retries();
         let mut at = range.start;
         let mut tries = 0u64;
         loop {
@@ -974,7 +1011,7 @@ impl Pinned {
                         at - n,
                         range.end
                     );
-                    tokio::time::sleep(Duration::from_millis(50 << tries.min(6))).await;
+                    backoff(tries).await;
                 }
                 Err((miss, _)) => return Err(miss),
             }
@@ -1054,33 +1091,34 @@ impl Pinned {
 /// ([`Object::read_ahead`]).
 pub struct ReadAhead<'o> {
     object: &'o Object,
-    /// The parts not yet handed on, in order (the task's, mirrored).
+    /// The parts not yet handed on, in order (the task's, mirrored: once
+    /// the server ignores a Range, they come from the whole copy).
     parts: std::collections::VecDeque<Range<u64>>,
     rx: tokio::sync::mpsc::Receiver<std::result::Result<Vec<u8>, Miss>>,
-    task: tokio::task::JoinHandle<()>,
-    /// Once the server ignored a Range: the rest comes from the whole copy.
-    local: bool,
+    /// The task fetching the parts; `None` once they come from the whole
+    /// copy of the object.
+    task: Option<tokio::task::JoinHandle<()>>,
     _alive: ahead::Alive,
 }
 
 impl<'o> ReadAhead<'o> {
-    /// Starts fetching the parts of `range` (`parts`' sizes).
-    pub(crate) fn start(object: &'o Object, range: Range<u64>, parts: Parts) -> Result<Self> {
-        let parts: std::collections::VecDeque<Range<u64>> =
-            parts.take_while(|p| p.start < range.end).collect();
+    /// Starts fetching `parts` (within the object, charged by the caller).
+    fn start(object: &'o Object, parts: Parts) -> Result<Self> {
+        let parts: std::collections::VecDeque<Range<u64>> = parts.collect();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        // Its share among the others alive, then counted among them.
+        let depth = ahead::depth();
+        let alive = ahead::Alive::start();
         if object.whole.get().is_some() {
             // The server ignores Range: every part from the whole copy.
             return Ok(ReadAhead {
                 object,
                 parts,
-                rx: tokio::sync::mpsc::channel(1).1,
-                task: runtime()?.spawn(async {}),
-                local: true,
-                _alive: ahead::Alive::start(),
+                rx,
+                task: None,
+                _alive: alive,
             });
         }
-        let depth = ahead::depth();
-        let (tx, rx) = tokio::sync::mpsc::channel(1);
         let pin: Pinned = object.pin.clone();
         let todo: Vec<Range<u64>> = parts.iter().cloned().collect();
         log::debug!(
@@ -1112,28 +1150,24 @@ impl<'o> ReadAhead<'o> {
             object,
             parts,
             rx,
-            task,
-            local: false,
-            _alive: ahead::Alive::start(),
+            task: Some(task),
+            _alive: alive,
         })
     }
-}
 
-impl ReadAhead<'_> {
     /// The next part (`None` once the range is done).
     pub fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
         let Some(range) = self.parts.pop_front() else {
             return Ok(None);
         };
-        self.object.charge(range.end - range.start)?;
-        if !self.local {
-            let got = runtime()?.block_on(self.rx.recv());
-            match got {
+        if self.task.is_some() {
+            match runtime()?.block_on(self.rx.recv()) {
                 Some(Ok(part)) => return Ok(Some(part)),
                 Some(Err(Miss::Failed(e))) => return Err(e),
                 Some(Err(Miss::IgnoredRange)) => {
-                    self.task.abort();
-                    self.local = true;
+                    if let Some(t) = self.task.take() {
+                        t.abort();
+                    }
                 }
                 None => {
                     return Err(Error::Remote {
@@ -1154,20 +1188,14 @@ impl ReadAhead<'_> {
 
 impl Drop for ReadAhead<'_> {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
     }
 }
 
 /// The size of the parts a long range is fetched in.
 pub const PART: u64 = 8 << 20;
-
-/// Parts of one long range in flight at once: the object's share of
-/// `--io-depth` among the reads of long ranges alive (1 to 8), so that
-/// one object alone is fetched at the speed of several connections and
-/// many together keep about `--io-depth` requests in flight.
-fn concurrency() -> usize {
-    ahead::depth()
-}
 
 /// The body of a first response, checked against its announced length;
 /// an error says whether asking again may mend it (a body cut or reset).
@@ -1231,7 +1259,7 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
     // A page that fails (a reset, a cut body, a 5xx past the client's own
     // retries) is asked for again, after the last key listed, a bounded
     // number of times; not found and access denied are answers.
-    let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
+    let retries = retries();
     let mut out = runtime()?.block_on(async {
         let mut out: Vec<Listed> = Vec::new();
         let mut last: Option<ObjPath> = None;
@@ -1283,7 +1311,7 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                 one_line(&e),
                 out.len()
             );
-            tokio::time::sleep(Duration::from_millis(50 << tries.min(6))).await;
+            backoff(tries).await;
         }
     })?;
     out.sort_by(|a, b| a.url.cmp(&b.url));
@@ -1295,18 +1323,13 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
 /// page; a page that fails is asked for again, a bounded number of times.
 fn list_hf(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
     let repo = hf::HfUrl::parse(url)?;
-    let timeout = Duration::from_secs(env_u64("NEFF_REMOTE_TIMEOUT", 30).max(1));
-    let retries = env_u64("NEFF_REMOTE_RETRIES", 4);
-    let http = reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(10)))
-        .build()
-        .map_err(|e| remote(format!("cannot make an HTTP client: {}", one_line(&e))))?;
+    let retries = retries();
+    let http = http_client()?;
     let token = hf::token();
     let ours = hf::endpoint();
     runtime()?.block_on(async {
         let mut out = Vec::new();
-        let mut next = Some(repo.tree());
+        let mut next = Some(repo.tree()?);
         let mut pages = 0u32;
         while let Some(page_url) = next.take() {
             pages += 1;
@@ -1338,10 +1361,7 @@ fn list_hf(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                         .and_then(|v| v.to_str().ok())
                         .and_then(hf::next_link);
                     // A page of a listing is bounded: 64 MiB.
-                    if r.content_length().is_some_and(|n| n > 64 << 20) {
-                        return Err(("a listing page over 64 MiB".to_string(), false));
-                    }
-                    let body = r.bytes().await.map_err(|e| (one_line(&e), true))?;
+                    let body = body_at_most(r, 64 << 20).await?;
                     Ok((body, link))
                 }
                 .await;
@@ -1350,7 +1370,7 @@ fn list_hf(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                     Err((why, true)) if tries < retries => {
                         tries += 1;
                         log::debug!("{page_url}: {why}: again");
-                        tokio::time::sleep(Duration::from_millis(100 << tries.min(6))).await;
+                        backoff(tries).await;
                     }
                     Err((why, _)) => {
                         let io = if why.starts_with("no such") {

@@ -276,22 +276,14 @@ impl Profile {
             .ok()
             .filter(|e| !e.is_empty())
             .unwrap_or_else(|| format!("https://portal.sso.{}.amazonaws.com", sso.region));
-        let q = |s: &str| -> String {
-            s.bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                        (b as char).to_string()
-                    }
-                    _ => format!("%{b:02X}"),
-                })
-                .collect()
-        };
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("role_name", &sso.role_name)
+            .append_pair("account_id", &sso.account_id)
+            .finish();
         Ok(Some(SsoLogin {
             url: format!(
-                "{}/federation/credentials?role_name={}&account_id={}",
-                base.trim_end_matches('/'),
-                q(&sso.role_name),
-                q(&sso.account_id)
+                "{}/federation/credentials?{query}",
+                base.trim_end_matches('/')
             ),
             token: c.access_token,
         }))

@@ -317,6 +317,17 @@ fn a_large_raw_neff_is_listed_from_its_headers_and_members_fetched_alone() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with(&format!("neff: {url}: ")), "{err}");
     assert!(err.contains("--max-bytes-moved"), "{err}");
+    // From a server that ignores Range the object could only be read
+    // whole: refused on its announced size, the cap kept.
+    let whole = format!("{}/http/norange/{rel}", s.proxy);
+    let o = run(&[flag, cap, "ls", &whole]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("neff: {whole}: ")) && err.contains("--max-bytes-moved"),
+        "{err}"
+    );
 }
 
 /// Sum of the bytes the proxy sent for `path`.
