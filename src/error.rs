@@ -198,6 +198,18 @@ pub enum ErrorKind {
     Usage,
 }
 
+/// The inflater's errors, with the same texts: corrupt input is a gzip
+/// payload error, a cap passed is a limit, memory refused an I/O error.
+impl From<neff_inflate::Error> for Error {
+    fn from(e: neff_inflate::Error) -> Error {
+        match e {
+            neff_inflate::Error::Corrupt(reason) => Error::Gzip { reason },
+            neff_inflate::Error::Limit { what, found, cap } => Error::Limit { what, found, cap },
+            neff_inflate::Error::Io(e) => Error::Io(e),
+        }
+    }
+}
+
 impl Error {
     /// The broad class of this error.
     pub fn kind(&self) -> ErrorKind {
@@ -243,6 +255,7 @@ impl Error {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn gzip(reason: impl Into<String>) -> Error {
         Error::Gzip {
             reason: reason.into(),

@@ -12,21 +12,17 @@ use std::path::Path;
 pub mod steps {
     pub use crate::json::skim::top_level_keys;
     pub use crate::map::FileBytes;
-    pub use crate::payload::gzip::member_header;
     pub use crate::payload::inflate;
-    pub use crate::payload::parallel;
     pub use crate::tar::Index;
+    pub use neff_inflate::gzip::member_header;
+    pub use neff_inflate::parallel;
 
     /// Inflates all of `gz` through the bounded stream (with its parallel
     /// rounds when `parallel`) into a reused window; the bytes produced.
     pub fn stream_inflate(gz: &[u8], parallel: bool) -> crate::error::Result<u64> {
-        use crate::payload::stream::GzStream;
         let mut window = vec![0u8; 256 << 10];
-        let mut s = match parallel {
-            true => GzStream::new_parallel(gz, u64::MAX)?,
-            false => GzStream::new(gz, u64::MAX)?,
-        };
-        s.finish(&mut window)
+        let mut s = crate::payload::stream(gz, u64::MAX, parallel)?;
+        Ok(s.finish(&mut window)?)
     }
 }
 
@@ -127,46 +123,9 @@ pub fn wrap(payload: &[u8]) -> Vec<u8> {
     pack::behind_header(payload, None, &opts).expect("a header for bytes in memory")
 }
 
-/// The bounded stream's parallel paths, forced on `gz` whatever its size
-/// (rounds with segments of 1 KiB and of 16 KiB, each producing at most
-/// 1 MiB, handing over to one core; members two at a time), give the bytes
-/// the sequential stream gives, or refuse what it refuses. Only a stream
-/// whose rounds said they were doubtful (its answer to be discarded and
-/// the payload read again sequentially) may err where the sequential
-/// stream reads.
-pub fn parallel_matches_sequential(gz: &[u8]) {
-    use crate::payload::stream::GzStream;
-    fn all(s: Result<GzStream<'_>, crate::error::Error>) -> (Result<Vec<u8>, String>, bool) {
-        let mut s = match s {
-            Ok(s) => s,
-            Err(e) => return (Err(e.to_string()), false),
-        };
-        let mut out = Vec::new();
-        let mut w = vec![0u8; 70_000];
-        loop {
-            match s.fill(&mut w) {
-                Ok(0) => return (Ok(out), s.doubtful()),
-                Ok(n) => out.extend_from_slice(&w[..n]),
-                Err(e) => return (Err(e.to_string()), s.doubtful()),
-            }
-        }
-    }
-    let cap = 64 << 20;
-    let (seq, _) = all(GzStream::new(gz, cap));
-    for seg in [1 << 10, 16 << 10] {
-        let (par, doubt) = all(GzStream::parallel_with(gz, cap, seg, 1 << 20));
-        match (&seq, &par) {
-            (Ok(a), Ok(b)) => assert!(a == b, "parallel bytes differ (segment {seg})"),
-            (Err(_), Err(_)) => {}
-            (Ok(_), Err(_)) if doubt => {}
-            _ => panic!(
-                "sequential {:?} but parallel {:?} (segment {seg})",
-                seq.as_ref().map(Vec::len),
-                par.as_ref().map(Vec::len)
-            ),
-        }
-    }
-}
+/// The bounded stream's parallel paths give the sequential stream's bytes
+/// (the inflater's own check, [`neff_inflate::fuzzing`]).
+pub use neff_inflate::fuzzing::parallel_matches_sequential;
 
 /// Target (b): arbitrary bytes as the tar payload behind a valid header,
 /// raw and gzip-compressed.

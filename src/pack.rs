@@ -314,7 +314,14 @@ fn kelf_graphs<'a>(files: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Option<
 /// One gzip member of `data`, as `pack` compresses a payload: libdeflate at
 /// its default level (6), with a zero gzip MTIME.
 pub fn gzip(data: &[u8]) -> Vec<u8> {
-    crate::payload::gzip::compress(data)
+    use libdeflater::{CompressionLvl, Compressor};
+    let mut c = Compressor::new(CompressionLvl::default());
+    let mut out = vec![0u8; c.gzip_compress_bound(data.len())];
+    let n = c
+        .gzip_compress(data, &mut out)
+        .expect("the bound is always enough");
+    out.truncate(n);
+    out
 }
 
 /// Writes one entry's header (a PAX `x` header first when the name or link

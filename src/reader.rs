@@ -22,8 +22,7 @@ use crate::header::{Compression, Header, PayloadSpan};
 use crate::json::{self, Json, Parsed};
 use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
-use crate::payload::stream::GzStream;
-use crate::payload::{self, Inflated, Whole};
+use crate::payload::{self, GzStream, Inflated, Whole};
 #[cfg(feature = "remote")]
 use crate::remote;
 use crate::select::{self, Known, Pattern};
@@ -699,8 +698,8 @@ impl Neff {
 }
 
 /// A streamed payload's pages are dropped from the process behind the
-/// inflater (see [`FileBytes::release`]).
-impl payload::stream::Passed for Neff {
+/// inflater (the map's `release`).
+impl payload::Passed for Neff {
     fn passed(&self, range: std::ops::Range<usize>) {
         self.file
             .release(self.span.start + range.start, range.len());
@@ -817,7 +816,7 @@ impl<'n> DataCursor<'n> {
             len,
             &mut || {
                 Ok(
-                    GzStream::new(neff.stored_payload(), neff.limits.max_inflated)?
+                    payload::stream(neff.stored_payload(), neff.limits.max_inflated, false)?
                         .release_behind(neff),
                 )
             },
@@ -841,13 +840,13 @@ impl<'n> DataCursor<'n> {
 fn walk_stream(
     gz: &[u8],
     limits: &Limits,
-    release: &dyn payload::stream::Passed,
+    release: &dyn payload::Passed,
 ) -> Result<(Index, Retained, u64)> {
     tar::walk(
         &mut |pass| {
             let s = match pass {
-                Pass::Fast => GzStream::new_parallel(gz, limits.max_inflated)?,
-                Pass::Careful => GzStream::new(gz, limits.max_inflated)?,
+                Pass::Fast => payload::stream(gz, limits.max_inflated, true)?,
+                Pass::Careful => payload::stream(gz, limits.max_inflated, false)?,
             };
             Ok(s.release_behind(release))
         },
@@ -889,13 +888,13 @@ impl tar::Ahead for remote::ReadAhead<'_> {
 /// The inflating gzip stream is the tar layer's byte stream.
 impl tar::ByteStream for GzStream<'_> {
     fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
-        GzStream::fill(self, out)
+        Ok(GzStream::fill(self, out)?)
     }
     fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
-        GzStream::skip(self, n, window)
+        Ok(GzStream::skip(self, n, window)?)
     }
     fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
-        GzStream::finish(self, window)
+        Ok(GzStream::finish(self, window)?)
     }
     fn produced(&self) -> u64 {
         GzStream::produced(self)

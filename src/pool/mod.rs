@@ -3,7 +3,7 @@
 //! catalogue's pools, rayon's global pool (`neff mem`, the whole-payload
 //! split) and the remote I/O runtime all take. A scan's pool counts the
 //! files its workers read ([`Job`]), so that a large payload read beside
-//! idle workers inflates on them ([`core_free`]); short-lived helper
+//! idle workers inflates on them ([`idle_threads`]); short-lived helper
 //! threads are pinned to another CPU ([`helper_cpu`], [`spawn_on`]).
 //!
 //! Nothing here knows a NEFF: the pools run whatever their callers give.
@@ -70,7 +70,7 @@ pub(crate) fn workers(jobs: usize) -> usize {
 }
 
 /// Files being read by the workers of a pool made by [`counting_pool`]
-/// (a scan's): see [`core_free`].
+/// (a scan's): see [`idle_threads`].
 type InFlight = std::sync::Arc<AtomicUsize>;
 
 thread_local! {
@@ -80,7 +80,7 @@ thread_local! {
 
 /// A pool of [`workers`]`(jobs)` threads that count the files they read
 /// ([`Job`]), so that a large payload read on one of them knows whether
-/// another worker is idle ([`core_free`]).
+/// another worker is idle ([`idle_threads`]).
 pub(crate) fn counting_pool(
     jobs: usize,
 ) -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
@@ -135,17 +135,24 @@ impl Drop for Job {
     }
 }
 
-/// Whether a second core is free for inflating one payload: at least two
-/// threads, and either not inside a rayon pool, or inside a
-/// [`counting_pool`] with fewer files in flight than workers (a scan of a
-/// directory holding one big NEFF, or the tail of a zoo: the idle worker
-/// steals the other half of each `rayon::join`). A worker of any other
-/// pool (`neff mem`'s, a caller's) is taken to be as busy as its pool.
-pub(crate) fn core_free() -> bool {
+/// The threads a read may use now, its own included (a second one is
+/// free when this is 2 or more). Outside any pool: the global pool's. On
+/// a [`counting_pool`]'s worker: its own and the idle workers' (a scan of
+/// a directory holding one big NEFF, or the tail of a zoo: the idle
+/// workers steal the rest of each `rayon::join`; a scan whose every
+/// worker reads a file gives each one). On a worker of any other pool
+/// (`neff mem`'s, a caller's), one: it is taken to be as busy as its pool.
+pub(crate) fn idle_threads() -> usize {
     let threads = rayon::current_num_threads();
-    threads >= 2
-        && (rayon::current_thread_index().is_none()
-            || IN_FLIGHT.with(|c| c.get().is_some_and(|c| c.load(Ordering::Relaxed) < threads)))
+    if rayon::current_thread_index().is_none() {
+        return threads;
+    }
+    IN_FLIGHT
+        .with(|c| {
+            c.get()
+                .map_or(1, |c| threads.saturating_sub(c.load(Ordering::Relaxed)) + 1)
+        })
+        .min(threads)
 }
 
 /// The runtime remote requests run on, one for the process: as many
@@ -183,13 +190,13 @@ mod tests {
         let pool = counting_pool(2).unwrap();
         pool.install(|| {
             let _a = Job::start();
-            assert!(core_free(), "one file in flight on two workers");
+            assert_eq!(idle_threads(), 2, "one file in flight on two workers");
             let _b = Job::start();
-            assert!(!core_free(), "two files in flight on two workers");
+            assert_eq!(idle_threads(), 1, "two files in flight on two workers");
         });
-        pool.install(|| assert!(core_free(), "the jobs ended"));
+        pool.install(|| assert_eq!(idle_threads(), 2, "the jobs ended"));
         assert!(
-            !counting_pool(1).unwrap().install(core_free),
+            !counting_pool(1).unwrap().install(|| idle_threads() >= 2),
             "a one-thread pool"
         );
     }
@@ -202,10 +209,10 @@ mod tests {
             .num_threads(2)
             .build()
             .unwrap();
-        assert!(!pool.install(core_free));
+        assert!(!pool.install(|| idle_threads() >= 2));
         assert!(!pool.install(|| {
             let _a = Job::start();
-            core_free()
+            idle_threads() >= 2
         }));
     }
 }

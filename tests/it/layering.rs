@@ -489,3 +489,42 @@ fn the_circle_checker_finds_a_circle_through_a_parent_and_resolves_paths() {
         s(&["tar", "tar::index", "tar::block", "tar"])
     );
 }
+
+#[test]
+fn the_inflater_crate_holds_no_neff_type_and_the_reader_no_inflation() {
+    // crates/neff-inflate depends on no crate of this workspace and names
+    // none; `neff` reaches it only through its public API, from `payload`.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let krate = root.join("crates/neff-inflate");
+    let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("\n[")
+        .find(|s| s.starts_with("dependencies]"))
+        .unwrap();
+    assert!(
+        !deps.lines().any(|l| l.starts_with("neff")),
+        "the inflater depends on a neff crate:\n{deps}"
+    );
+    let mut files = Vec::new();
+    sources(&krate.join("src"), &mut files);
+    assert!(files.len() >= 10, "{files:?}");
+    for f in &files {
+        let code = std::fs::read_to_string(f).unwrap();
+        assert!(
+            !code.contains("neff::") && !code.contains("crate::pool::"),
+            "{}: names a neff item",
+            f.display()
+        );
+    }
+    let mut users = Vec::new();
+    sources(&root.join("src"), &mut users);
+    for f in &users {
+        let code = std::fs::read_to_string(f).unwrap();
+        let module = module_of(&root.join("src"), f);
+        if code.contains("neff_inflate::")
+            && !["payload", "error", "fuzzing"].contains(&module.as_str())
+        {
+            panic!("{}: reaches the inflater outside payload", f.display());
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Checks the fuzz target (`fuzz/`) and the tests drive: each panics only
+//! when an invariant breaks (a real bug); a refusal is an expected outcome.
+//! Not part of the API (feature `fuzzing`).
+
+use crate::GzStream;
+
+/// What zlib-rs (a reader nobody here wrote, through flate2) makes of
+/// `gz` as one gzip member with nothing after it, capped at `cap` bytes of
+/// output: the bytes, or `None` when it refuses, passes the cap or leaves
+/// input over (several members and padding are compared between the
+/// engine's own paths only).
+fn zlib_rs_reads(gz: &[u8], cap: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut rest = gz;
+    let mut out = Vec::new();
+    flate2::bufread::GzDecoder::new(&mut rest)
+        .take(cap + 1)
+        .read_to_end(&mut out)
+        .ok()?;
+    (rest.is_empty() && out.len() as u64 <= cap).then_some(out)
+}
+
+/// Every path of the engine against zlib-rs on arbitrary bytes: where
+/// both read `gz`, the bytes agree (the one-shot path on one thread and
+/// split on four, and the stream); and the one-shot path and the stream
+/// read or refuse it alike. (Refusals are not compared with zlib-rs's:
+/// it checks a header CRC that gzip's other readers, and this one, skip.)
+pub fn matches_zlib_rs(gz: &[u8]) {
+    let cap = 64 << 20;
+    let theirs = zlib_rs_reads(gz, cap);
+    let one = crate::inflate(gz, cap, crate::one_thread).ok();
+    let many = crate::inflate(gz, cap, || 4).ok();
+    let streamed = stream_all(GzStream::new(gz, cap)).0.ok();
+    for (what, ours) in [("one-shot", &one), ("split", &many)] {
+        if let (Some(t), Some(o)) = (&theirs, ours) {
+            assert!(t[..] == o[..], "{what}: bytes differ from zlib-rs's");
+        }
+    }
+    match (&one, &many) {
+        (Some(a), Some(b)) => assert!(a[..] == b[..], "one thread and four differ"),
+        (None, None) => {}
+        _ => panic!("one thread and four read it differently"),
+    }
+    if let (Some(t), Some(o)) = (&theirs, &streamed) {
+        assert!(t[..] == o[..], "stream: bytes differ from zlib-rs's");
+    }
+    // The one-shot path and the stream give an input one answer.
+    match (&one, &streamed) {
+        (Some(a), Some(b)) => assert!(a[..] == b[..], "one-shot and stream differ"),
+        (None, None) => {}
+        _ => panic!(
+            "one-shot {:?} but stream {:?}",
+            one.as_ref().map(|o| o.len()),
+            streamed.as_ref().map(Vec::len)
+        ),
+    }
+}
+
+/// Everything `s` produces, 70,000 bytes at a time, and whether it said
+/// it was doubtful.
+fn stream_all(s: crate::Result<GzStream<'_>>) -> (Result<Vec<u8>, String>, bool) {
+    let mut s = match s {
+        Ok(s) => s,
+        Err(e) => return (Err(e.to_string()), false),
+    };
+    let mut out = Vec::new();
+    let mut w = vec![0u8; 70_000];
+    loop {
+        match s.fill(&mut w) {
+            Ok(0) => return (Ok(out), s.doubtful()),
+            Ok(n) => out.extend_from_slice(&w[..n]),
+            Err(e) => return (Err(e.to_string()), s.doubtful()),
+        }
+    }
+}
+
+/// The bounded stream's parallel paths, forced on `gz` whatever its size
+/// (rounds with segments of 1 KiB and of 16 KiB, each producing at most
+/// 1 MiB, handing over to one core; members two at a time), give the bytes
+/// the sequential stream gives, or refuse what it refuses. Only a stream
+/// whose rounds said they were doubtful (its answer to be discarded and
+/// the payload read again sequentially) may err where the sequential
+/// stream reads.
+pub fn parallel_matches_sequential(gz: &[u8]) {
+    let cap = 64 << 20;
+    let (seq, _) = stream_all(GzStream::new(gz, cap));
+    for seg in [1 << 10, 16 << 10] {
+        let (par, doubt) = stream_all(GzStream::parallel_with(gz, cap, seg, 1 << 20));
+        match (&seq, &par) {
+            (Ok(a), Ok(b)) => assert!(a == b, "parallel bytes differ (segment {seg})"),
+            (Err(_), Err(_)) => {}
+            (Ok(_), Err(_)) if doubt => {}
+            _ => panic!(
+                "sequential {:?} but parallel {:?} (segment {seg})",
+                seq.as_ref().map(Vec::len),
+                par.as_ref().map(Vec::len)
+            ),
+        }
+    }
+}

@@ -1,0 +1,1058 @@
+//! Inflating one large gzip member's raw DEFLATE data on several cores,
+//! and the one size from which any path does (`PARALLEL_FROM`).
+//!
+//! This module sees raw DEFLATE data only: its callers strip the gzip
+//! framing ([`super::gzip`]) and check the output against the trailer.
+//!
+//! DEFLATE is sequential: each block may copy from the 32 KiB before it. To
+//! split the work anyway (as pugz and rapidgzip do), the compressed stream is
+//! cut, whole ([`inflate`], for the one-shot path), into as many chunks as
+//! there are threads:
+//!
+//! 1. near each cut, the block finder (`deflate::plausible_start`)
+//!    looks for the bit where a block starts;
+//! 2. chunk 0 is inflated by libdeflate, given the stream up to the first
+//!    block boundary with a final empty block appended;
+//! 3. every other chunk is decoded by the marker decoder until its last
+//!    32 KiB of output no longer depend on the unknown window, and from that
+//!    block on by libdeflate, primed with those 32 KiB;
+//! 4. the chunks are joined in order, each chunk's markers resolved from the
+//!    bytes before it.
+//!
+//! The streamed walk takes the same pieces in bounded `Rounds` of two
+//! segments instead, so that memory follows a segment, never the payload;
+//! a round that fails leaves `Rounds::resume`, where a one-core inflater
+//! takes over without going back. How many threads are free is the
+//! caller's to say ([`crate::Threads`]).
+//!
+//! Nothing here is trusted: the caller checks the joined output's length
+//! and CRC-32 against the gzip trailer, and on any failure (no boundary
+//! found, a window that never clears, a mismatch) inflates sequentially.
+
+use libdeflater::Decompressor;
+use rayon::prelude::*;
+
+use crate::buf::HugeBuf;
+use crate::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
+use crate::stored;
+
+/// The one threshold for "parallel or not": a gzip payload of at least
+/// this many compressed bytes is inflated on more than one core, whole
+/// ([`inflate`], by the one-shot path) or in bounded rounds (`Rounds`,
+/// by the streamed walk); a smaller one on one core, by either path.
+///
+/// Going parallel costs CPU up front on both paths: a chunk or segment
+/// after the first is marker-decoded (slowly, bit by bit) until its last
+/// 32 KiB no longer depend on the unknown window, and its output is
+/// resolved and copied into place. Below 16 MiB of gzip that cost is not
+/// won back: on payloads of 9–12 MiB of gzip (text and noise mixed, 2:1 to
+/// 10:1) the split took 2.1–2.3 times the CPU time of one libdeflate pass
+/// and the rounds 1.8–2.3 times that of one zlib-rs pass, so two cores at
+/// best break even (the split was 8 MiB, the rounds 16 MiB, until both
+/// paths took this one threshold). The rounds need the room besides: two
+/// first segments of 4 MiB, each cut searched up to 1 MiB further, before
+/// what is left runs to the stream's end (and can overflow a segment's
+/// output cap, failing the rounds and restarting the walk).
+pub const PARALLEL_FROM: usize = 16 << 20;
+/// Fewest compressed bytes per chunk of a whole-payload split.
+const MIN_CHUNK: usize = 4 << 20;
+/// How far past a cut the block finder looks, in bytes.
+const SEARCH: usize = 1 << 20;
+/// The most symbols a chunk may marker-decode before giving up.
+const MARKER_LIMIT: usize = 4 << 20;
+
+/// The first plausible block start at or after bit `from`.
+fn find_block(data: &[u8], from: usize) -> Option<usize> {
+    let end = (from / 8 + SEARCH).min(data.len().saturating_sub(16));
+    for byte in from / 8..end {
+        // After a stored block the next block starts exactly on a byte.
+        if byte >= 5 {
+            let len = u16::from_le_bytes([data[byte - 4], data[byte - 3]]);
+            let nlen = u16::from_le_bytes([data[byte - 2], data[byte - 1]]);
+            let after = byte + usize::from(len);
+            if len == !nlen
+                && after * 8 >= from
+                && after + 2 < data.len()
+                && deflate::plausible_start(data, after * 8, true)
+            {
+                return Some(after * 8);
+            }
+        }
+        for bit in 0..8 {
+            let pos = byte * 8 + bit;
+            if pos >= from && deflate::plausible_start(data, pos, false) {
+                return Some(pos);
+            }
+        }
+    }
+    None
+}
+
+/// Sets `n` bits of `v` at bit `at` of `buf` (which must be long enough).
+fn put_bits(buf: &mut [u8], at: usize, v: u32, n: u32) {
+    for i in 0..n as usize {
+        let (byte, bit) = ((at + i) / 8, (at + i) % 8);
+        if (v >> i) & 1 == 1 {
+            buf[byte] |= 1 << bit;
+        } else {
+            buf[byte] &= !(1 << bit);
+        }
+    }
+}
+
+/// A stream libdeflate can inflate: `prefix` (ending `from % 8` bits into a
+/// byte), then `src` from bit `from`, ending at bit `to` with a final empty
+/// stored block, or running to the stream's own end.
+fn synth(prefix: &deflate::BitWriter, src: &[u8], from: usize, to: Option<usize>) -> Vec<u8> {
+    let mut out = Vec::new();
+    synth_into(&mut out, prefix, src, from, to);
+    out
+}
+
+/// [`synth`] into `out` (cleared first), whose capacity is reused: the
+/// rounds keep one such buffer per segment, so that copying a segment's
+/// input costs no fresh pages.
+fn synth_into(
+    out: &mut Vec<u8>,
+    prefix: &deflate::BitWriter,
+    src: &[u8],
+    from: usize,
+    to: Option<usize>,
+) {
+    let k = from % 8;
+    out.clear();
+    out.extend_from_slice(&prefix.bytes);
+    let first = from / 8;
+    let end = to.map_or(src.len(), |t| t.div_ceil(8).min(src.len()));
+    if k > 0 {
+        let last = out.pop().unwrap_or(0);
+        let mask = (1u8 << k) - 1;
+        out.push((last & mask) | (src[first] & !mask));
+        out.extend_from_slice(&src[first + 1..end.max(first + 1)]);
+    } else {
+        out.extend_from_slice(&src[first..end]);
+    }
+    if let Some(t) = to {
+        let at = prefix.bit_len() + (t - from);
+        out.truncate(at.div_ceil(8));
+        out.resize(at.div_ceil(8) + 6, 0);
+        // BFINAL 1, BTYPE 00, pad, LEN, NLEN, then the nonce: the output
+        // ends with it only if the data before the cut had no final block
+        // of its own (libdeflate stops at the first final block and does not
+        // say where; a stream that ended early would otherwise pass).
+        put_bits(out, at, 1, 3);
+        let body = (at + 3).div_ceil(8);
+        out.truncate(body);
+        let len = NONCE.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(&NONCE[..]);
+    }
+}
+
+/// Bytes a synthetic closing block outputs: random per process, so that
+/// no input can end with them by design.
+static NONCE: std::sync::LazyLock<[u8; 16]> = std::sync::LazyLock::new(|| {
+    let mut n = [0u8; 16];
+    if getrandom::fill(&mut n).is_err() {
+        // No entropy source: the time and the process id still differ from
+        // run to run.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        n.copy_from_slice(&(t ^ (u128::from(std::process::id()) << 64)).to_le_bytes());
+    }
+    n
+});
+
+/// Room a synthetic stream's output needs beyond its real bytes.
+const NONCE_ROOM: usize = 16;
+
+/// Inflates the synthetic stream `s` (from [`synth`]) into `out`: when it
+/// was cut (`cut`), its output must end with the nonce, which is dropped;
+/// when it runs to the real stream's end, it is inflated by zlib-rs, which
+/// says how much input it used, and it must have used all of it (nothing
+/// may follow the final block but the gzip trailer).
+fn inflate_synth(s: &[u8], out: &mut [u8], cut: bool) -> Option<usize> {
+    if cut {
+        let n = Decompressor::new().deflate_decompress(s, out).ok()?;
+        let real = n.checked_sub(NONCE.len())?;
+        (out[real..n] == NONCE[..]).then_some(real)
+    } else {
+        let mut z = flate2::Decompress::new(false);
+        let done = z.decompress(s, out, flate2::FlushDecompress::Finish);
+        let whole =
+            matches!(done, Ok(flate2::Status::StreamEnd)) && z.total_in() as usize == s.len();
+        whole.then_some(z.total_out() as usize)
+    }
+}
+
+/// Inflates `data` from bit `from`, where a block starts after `window`
+/// (the 32 KiB before it), to bit `to`, where another block must start:
+/// into `out`, whose range that holds the output (the window dropped) is
+/// returned. `None` when `to` is not a block boundary (the synthetic final
+/// block there does not end the output with the nonce), the data between
+/// does not inflate, or the output does not fit.
+pub(crate) fn inflate_between(
+    data: &[u8],
+    window: &[u8],
+    from: usize,
+    to: usize,
+    out: &mut [u8],
+) -> Option<std::ops::Range<usize>> {
+    if to <= from || to.div_ceil(8) > data.len() {
+        return None;
+    }
+    let s = synth(
+        &deflate::primer(window, (from % 8) as u32),
+        data,
+        from,
+        Some(to),
+    );
+    let n = inflate_synth(&s, out, true)?;
+    (n >= window.len()).then_some(window.len()..n)
+}
+
+/// Room `inflate_between`'s output needs beyond the window and the bytes.
+pub(crate) const BETWEEN_ROOM: usize = NONCE_ROOM;
+
+/// One decoded chunk: marker symbols, then plain bytes (`window`, then
+/// `bytes[range]`, the part libdeflate inflated after priming, in a
+/// huge-page mapping so that writing it costs few page faults).
+struct Chunk {
+    symbols: Vec<u16>,
+    window: Vec<u8>,
+    bytes: Option<HugeBuf>,
+    range: std::ops::Range<usize>,
+}
+
+impl Chunk {
+    fn markers_only(symbols: Vec<u16>) -> Chunk {
+        Chunk {
+            symbols,
+            window: Vec::new(),
+            bytes: None,
+            range: 0..0,
+        }
+    }
+    fn tail(&self) -> &[u8] {
+        self.bytes.as_ref().map_or(&[], |b| &b[self.range.clone()])
+    }
+    fn len(&self) -> usize {
+        self.symbols.len() + self.window.len() + self.tail().len()
+    }
+}
+
+/// Chunk 0: plain libdeflate up to the first boundary, into `out`.
+fn first_chunk(data: &[u8], to: usize, out: &mut [u8]) -> Option<usize> {
+    let s = synth(&deflate::BitWriter::default(), data, 0, Some(to));
+    inflate_synth(&s, out, true)
+}
+
+/// A later chunk, from bit `from` to bit `to` (or the end of the stream).
+/// Its libdeflate part goes into `reuse` when given (the chunk's `range`
+/// then indexes `reuse`), else into a fresh buffer of `cap` bytes; its
+/// synthetic input is built in `scratch`.
+fn later_chunk(
+    data: &[u8],
+    from: usize,
+    to: Option<usize>,
+    cap: usize,
+    reuse: Option<&mut [u8]>,
+    scratch: &mut Vec<u8>,
+) -> Option<Chunk> {
+    let mut d = Decoder::new();
+    let mut b = Bits::new(data, from);
+    loop {
+        let Some(Step::Ended(last)) = d.block(&mut b, WINDOW + MARKER_LIMIT) else {
+            return None;
+        };
+        match to {
+            Some(t) if b.pos == t => return Some(Chunk::markers_only(d.produced().to_vec())),
+            Some(t) if b.pos > t || last => return None,
+            // The stream's final block must end in its last byte.
+            None if last && b.pos.div_ceil(8) != data.len() => return None,
+            None if last => return Some(Chunk::markers_only(d.produced().to_vec())),
+            _ => {}
+        }
+        if d.window_is_clean() {
+            break;
+        }
+    }
+    let prefix = deflate::primer(&d.window(), (b.pos % 8) as u32);
+    synth_into(scratch, &prefix, data, b.pos, to);
+    let mut bytes = match reuse {
+        Some(buf) => Bytes::Reused(buf),
+        None => Bytes::Fresh(HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
+    };
+    let n = inflate_synth(scratch, bytes.as_mut(), to.is_some())?;
+    let produced = d.produced();
+    let symbols = produced[..produced.len() - WINDOW].to_vec();
+    Some(Chunk {
+        symbols,
+        window: d.window(),
+        bytes: match bytes {
+            Bytes::Fresh(b) => Some(b),
+            Bytes::Reused(_) => None,
+        },
+        range: WINDOW.min(n)..n,
+    })
+}
+
+/// Where a later chunk's libdeflate output goes.
+enum Bytes<'b> {
+    Fresh(HugeBuf),
+    Reused(&'b mut [u8]),
+}
+
+impl Bytes<'_> {
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            Bytes::Fresh(b) => b,
+            Bytes::Reused(b) => b,
+        }
+    }
+}
+
+/// Inflates the raw DEFLATE stream `data` into `out` on up to `threads`
+/// threads; returns the bytes written, or `None` to fall back.
+pub fn inflate(data: &[u8], out: &mut [u8], threads: usize) -> Option<usize> {
+    split_inflate(data, out, threads, MIN_CHUNK)
+}
+
+/// [`inflate`] with chunks of at least `min_chunk` compressed bytes.
+pub fn split_inflate(
+    data: &[u8],
+    out: &mut [u8],
+    threads: usize,
+    min_chunk: usize,
+) -> Option<usize> {
+    let k = threads.min(data.len() / min_chunk.max(1)).min(16);
+    if k < 2 {
+        return None;
+    }
+    let cuts: Vec<usize> = (1..k).map(|i| data.len() * i / k * 8).collect();
+    let found: Vec<Option<usize>> = cuts.par_iter().map(|&c| find_block(data, c)).collect();
+    let mut bounds = vec![0usize];
+    for f in found {
+        let f = f?;
+        if f <= *bounds.last()? {
+            return None;
+        }
+        bounds.push(f);
+    }
+    let ends: Vec<Option<usize>> = bounds[1..].iter().map(|&b| Some(b)).chain([None]).collect();
+    let cap = out.len();
+    let (head, rest) = rayon::join(
+        || first_chunk(data, bounds[1], out),
+        || {
+            (1..bounds.len())
+                .into_par_iter()
+                .map(|i| later_chunk(data, bounds[i], ends[i], cap, None, &mut Vec::new()))
+                .collect::<Vec<_>>()
+        },
+    );
+    let mut pos = head?;
+    for (i, chunk) in rest.into_iter().enumerate() {
+        let window_start = pos.checked_sub(WINDOW)?;
+        let Some(chunk) = chunk else {
+            // This chunk's window never cleared (highly repetitive data
+            // keeps copying from the unknown window): now that the bytes
+            // before it are known, inflate the rest on this thread,
+            // primed with the real window, straight into place (the primer
+            // re-emits the window bytes already there).
+            let from = bounds[i + 1];
+            let prefix = deflate::primer(&out[window_start..pos], (from % 8) as u32);
+            let s = synth(&prefix, data, from, None);
+            let n = inflate_synth(&s, &mut out[window_start..], false)?;
+            return Some(window_start + n);
+        };
+        if pos + chunk.len() > out.len() {
+            return None;
+        }
+        let n = chunk.symbols.len();
+        let (before, after) = out.split_at_mut(pos);
+        let window = &before[window_start..];
+        for (dst, &s) in after[..n].iter_mut().zip(&chunk.symbols) {
+            *dst = if s < MARKER {
+                s as u8
+            } else {
+                window[usize::from(s - MARKER)]
+            };
+        }
+        pos += n;
+        for part in [&chunk.window[..], chunk.tail()] {
+            // The big copy runs on every core.
+            out[pos..pos + part.len()]
+                .par_chunks_mut(4 << 20)
+                .zip(part.par_chunks(4 << 20))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+            pos += part.len();
+        }
+    }
+    Some(pos)
+}
+
+/// Bounded parallel inflation, for the streamed walk: the raw DEFLATE
+/// stream is inflated in rounds of two segments. Segment A starts at a
+/// known block boundary with the known 32 KiB window and is inflated by
+/// libdeflate; segment B, which starts at the next block boundary, is
+/// marker-decoded at the same time on another core (as the later chunks of
+/// [`split_inflate`] are) and
+/// resolved once A's last 32 KiB are known. Segments are sized from the
+/// ratio seen so far for a round to produce about [`ROUND_TARGET`] bytes (B's
+/// share of a round's input is set from the two cores' times, since B's
+/// start costs more; the core done with A first finds the next round's
+/// cuts; the stream's last round splits what is left), and
+/// each may produce at most `out_cap`: memory is two segments' output in
+/// two buffers reused from round to round, never the payload. Nothing
+/// here is trusted: a round whose B does not decode hands out A's bytes
+/// alone (they end at a block boundary) and the next one fails; any failure
+/// is [`RoundFailed`], after which the caller
+/// takes over on one core from [`Rounds::resume`] (the end of the last
+/// good round, with its window); the caller checks the CRC-32 and length
+/// of everything produced against the gzip trailer and, on a mismatch,
+/// inflates again sequentially.
+pub(crate) struct Rounds<'a> {
+    data: &'a [u8],
+    /// Bit where the next round starts; `None` once the stream is done.
+    next: Option<usize>,
+    window: Vec<u8>,
+    seg: usize,
+    out_cap: usize,
+    a: Vec<u8>,
+    a_range: std::ops::Range<usize>,
+    /// B's resolved marker symbols and its decoded window.
+    b_head: Vec<u8>,
+    b: Vec<u8>,
+    b_range: std::ops::Range<usize>,
+    /// The last round produced hardly more than it read (stored blocks).
+    incompressible: bool,
+    /// The last try's segment A did not decode (over its output cap, or
+    /// the member ended inside it).
+    a_failed: bool,
+    /// Each segment's synthetic input, rebuilt in place every round.
+    syn_a: Vec<u8>,
+    syn_b: Vec<u8>,
+    /// The next round's cuts, found during this round on the core that
+    /// finished segment A (which has no markers to decode, so it is free
+    /// first) instead of before the next round, when both cores wait.
+    ahead: Option<Ahead>,
+    /// Segment B's share of a round's input, in 64ths ([`EVEN_SHARE`] at
+    /// first, then from the cores' times).
+    share: usize,
+    /// The last round handed out segment A alone (B did not decode): the
+    /// next one fails at once, for one core to go on from there.
+    stop: bool,
+    /// Rounds that decoded, and the marker symbols their B segments
+    /// decoded before their windows cleared (for the debug log).
+    done: usize,
+    markers: usize,
+}
+
+/// The cuts of a round found ahead of it: valid for a round that starts at
+/// bit `from` with segments of `seg` bytes.
+struct Ahead {
+    from: usize,
+    seg: usize,
+    cuts: std::result::Result<(Option<usize>, Option<usize>), RoundFailed>,
+}
+
+/// A round's two cuts from bit `a`, for segments of `seg` bytes on
+/// average of which B takes `share` 64ths: where segment B starts (`None`:
+/// one segment takes the rest) and where it ends (`None`: it runs to the
+/// stream's end). When less than one and a half rounds' input is left, the
+/// round is the stream's last and takes it all, split by the same share:
+/// a last round of one full segment and a short one, or of one segment
+/// alone, would leave a core idle while the other inflates the tail.
+fn cuts(
+    data: &[u8],
+    seg: usize,
+    share: usize,
+    a: usize,
+) -> std::result::Result<(Option<usize>, Option<usize>), RoundFailed> {
+    let seg_b = (2 * seg * share / 64).max(1 << 10);
+    let seg_a = (2 * seg).saturating_sub(seg_b).max(1 << 10);
+    let left = data.len().saturating_sub(a / 8);
+    if left >= (seg_a + seg_b) * 3 / 2 + SEARCH {
+        let b = cut_after(data, seg_a, seg_b, a)?;
+        let c = match b {
+            Some(b) => cut_after(data, seg_b, (seg_a + seg_b) / 2, b)?,
+            None => None,
+        };
+        return Ok((b, c));
+    }
+    if left < 2 * TAIL_MIN {
+        return Ok((None, None));
+    }
+    // No block start found near the split: segment A takes the rest.
+    Ok((
+        find_block(data, (a / 8 + left - left * share / 64) * 8),
+        None,
+    ))
+}
+
+/// The least input either segment of a stream's last round gets.
+const TAIL_MIN: usize = 256 << 10;
+/// Segment B's share of a round's input at first, in 64ths (half); then
+/// set from the two cores' times, since B also marker-decodes its start.
+const EVEN_SHARE: usize = 32;
+/// The range B's share is kept in, in 64ths.
+const SHARES: std::ops::RangeInclusive<usize> = 16..=40;
+
+/// Where a sequential inflater takes over from the rounds: `head`, a
+/// synthetic stream that outputs the known window (`window_len` bytes,
+/// to be dropped) and ends mid-byte exactly where the real data resumes,
+/// then the real data from byte `from` on.
+pub(crate) struct Resume {
+    pub(crate) head: Vec<u8>,
+    pub(crate) window_len: usize,
+    pub(crate) from: usize,
+}
+
+/// How many times a cut whose search found no block start is moved
+/// [`SEARCH`] bytes further on before the round gives up.
+const MOVES: usize = 8;
+
+/// The next block boundary at least `seg` bytes after bit `from`, when
+/// at least `room` bytes of input are left after it. A search that finds
+/// no block start (long matches can leave no plausible start in a stretch
+/// of [`SEARCH`] bytes) moves the cut further on, up to [`MOVES`] times.
+fn cut_after(
+    data: &[u8],
+    seg: usize,
+    room: usize,
+    from: usize,
+) -> std::result::Result<Option<usize>, RoundFailed> {
+    let mut at = from / 8 + seg;
+    for _ in 0..=MOVES {
+        if data.len().saturating_sub(at) < room + SEARCH {
+            return Ok(None);
+        }
+        if let Some(found) = find_block(data, at * 8) {
+            return Ok(Some(found));
+        }
+        at += SEARCH;
+    }
+    Err(RoundFailed)
+}
+
+/// What `f` returns and the seconds it took.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = std::time::Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64())
+}
+
+/// A round that did not decode: no block boundary near a cut, a window
+/// that never cleared, a segment over its output cap, or corrupt data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RoundFailed;
+
+/// Output a round (two segments) is sized to produce. Each round costs a
+/// fixed part (two cut searches, B's marker-decoded start, the consumer's
+/// turn while the pool waits): 32 MiB rounds listed the mixed shapes in
+/// 0.48–0.52 s where 16 MiB rounds took 0.53–0.59 s (PERF.md §16), for
+/// 13–39 MiB more peak memory.
+const ROUND_TARGET: usize = 32 << 20;
+/// The smallest segment a failed round is tried again with.
+const MIN_SEG: usize = 64 << 10;
+
+impl<'a> Rounds<'a> {
+    /// Rounds over the raw DEFLATE stream `data`, starting with segments of
+    /// `seg` compressed bytes.
+    pub(crate) fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
+        Rounds {
+            data,
+            next: Some(0),
+            window: Vec::new(),
+            seg: seg.max(1 << 10),
+            out_cap,
+            a: Vec::new(),
+            a_range: 0..0,
+            b_head: Vec::new(),
+            b: Vec::new(),
+            b_range: 0..0,
+            incompressible: false,
+            a_failed: false,
+            syn_a: Vec::new(),
+            syn_b: Vec::new(),
+            ahead: None,
+            share: EVEN_SHARE,
+            stop: false,
+            done: 0,
+            markers: 0,
+        }
+    }
+
+    /// Whether the last round produced less than 2% more bytes than it read
+    /// (stored blocks, incompressible data) and some of the stream is left:
+    /// the rounds cost more than one sequential pass there, whose copy is
+    /// all the work. (After the last round nothing is left to hand over.)
+    pub(crate) fn incompressible(&self) -> bool {
+        self.incompressible && self.next.is_some()
+    }
+
+    /// Where a sequential inflater can take over: at the start of the next
+    /// round (the end of the last one that succeeded), with its window.
+    /// After a failed round this is where that round started.
+    pub(crate) fn resume(&self) -> Option<Resume> {
+        let bit = self.next?;
+        let k = bit % 8;
+        let mut head = deflate::primer(&self.window, k as u32).bytes;
+        let mut from = bit / 8;
+        if k > 0 {
+            let last = head.pop().unwrap_or(0);
+            let mask = (1u8 << k) - 1;
+            head.push((last & mask) | (*self.data.get(from)? & !mask));
+            from += 1;
+        }
+        Some(Resume {
+            head,
+            window_len: self.window.len(),
+            from,
+        })
+    }
+
+    /// The bit where the next round starts, when a run of stored blocks
+    /// holding at least `enough` bytes starts there. That bit is a known
+    /// block boundary (the member's start, or the end of a round that
+    /// checked out), so the run is the one any inflater reads.
+    pub(crate) fn stored_next(&self, enough: usize) -> Option<usize> {
+        let bit = self.next?;
+        (stored::run_len(self.data, bit, enough) >= enough).then_some(bit)
+    }
+
+    /// The bit where the next round starts (`None` once the stream is done).
+    pub(crate) fn next_bit(&self) -> Option<usize> {
+        self.next
+    }
+
+    /// The 32 KiB before [`next_bit`](Self::next_bit) (less at the start).
+    pub(crate) fn window(&self) -> &[u8] {
+        &self.window
+    }
+
+    /// Goes on from byte `byte` of the stream (where a block starts) with
+    /// `window`, the 32 KiB before it: after a run of stored blocks that
+    /// the caller read in place up to there. `false` (and nothing changed)
+    /// when that byte is not inside the stream: the caller's inflater
+    /// reads what is there (the gzip trailer, taken for a block header by
+    /// any inflater: a corrupt member).
+    pub(crate) fn restart(&mut self, byte: usize, window: Vec<u8>) -> bool {
+        if byte >= self.data.len() {
+            return false;
+        }
+        self.next = Some(byte * 8);
+        self.window = window;
+        self.incompressible = false;
+        self.a_failed = false;
+        self.ahead = None;
+        self.stop = false;
+        self.a_range = 0..0;
+        self.b_head.clear();
+        self.b_range = 0..0;
+        true
+    }
+
+    /// Ends the stream's input at byte `len` (where the caller guesses a
+    /// gzip member ends), when that is not before the next round's start;
+    /// cuts found ahead for the longer input are dropped.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if self.next.is_some_and(|bit| bit <= len * 8) && len < self.data.len() {
+            self.data = &self.data[..len];
+            self.ahead = None;
+        }
+    }
+
+    /// Bytes of input before the next round's start (done with).
+    pub(crate) fn consumed(&self) -> usize {
+        self.next.map_or(self.data.len(), |bit| bit / 8)
+    }
+
+    /// The output of the last round, in order.
+    pub(crate) fn parts(&self) -> [&[u8]; 3] {
+        [
+            &self.a[self.a_range.clone()],
+            &self.b_head,
+            &self.b[self.b_range.clone()],
+        ]
+    }
+
+    /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
+    /// the stream is done. A round whose segment A fails is tried again
+    /// with segments a quarter the size (down to 64 KiB): a segment whose
+    /// output is over the cap (long runs: zeros at 1000:1) or that runs
+    /// into the member's end then has its cut moved nearer. Nothing is
+    /// handed out before a round succeeds, so a retry starts from the same
+    /// place.
+    pub(crate) fn next_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+        loop {
+            self.a_failed = false;
+            match self.try_round() {
+                // Only segment A's failure is worth a nearer cut: when A
+                // decoded and B did not (its window never cleared: zero runs
+                // copied from before the cut), a smaller B would not either.
+                Err(RoundFailed) if self.a_failed && self.seg > MIN_SEG => {
+                    self.seg = (self.seg / 4).max(MIN_SEG);
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One try at [`next_round`](Self::next_round).
+    fn try_round(&mut self) -> std::result::Result<bool, RoundFailed> {
+        self.a_range = 0..0;
+        self.b_head.clear();
+        self.b_range = 0..0;
+        let Some(a) = self.next else {
+            return Ok(false);
+        };
+        if self.stop {
+            return Err(RoundFailed);
+        }
+        let (data, seg, share) = (self.data, self.seg, self.share);
+        // Cuts found ahead with the share of a round before are as good:
+        // any block boundary is a correct cut.
+        let (b, c) = match self.ahead.take() {
+            Some(ahead) if ahead.from == a && ahead.seg == seg => ahead.cuts?,
+            _ => cuts(data, seg, share, a)?,
+        };
+        // Where the next round starts, should this one decode.
+        let end = if b.is_some() { c } else { None };
+        let size = self.out_cap + WINDOW + NONCE_ROOM;
+        for buf in [&mut self.a, &mut self.b] {
+            if buf.len() < size {
+                // Zeroed pages from the kernel, touched only as written.
+                *buf = vec![0u8; size];
+            }
+        }
+        let (window, cap) = (&self.window, self.out_cap);
+        let (buf_a, buf_b) = (&mut self.a, &mut self.b);
+        let (syn_a, syn_b) = (&mut self.syn_a, &mut self.syn_b);
+        let (((first, ahead), time_a), (second, time_b)) = rayon::join(
+            || {
+                timed(|| {
+                    synth_into(syn_a, &deflate::primer(window, (a % 8) as u32), data, a, b);
+                    let n = inflate_synth(syn_a, buf_a, b.is_some());
+                    let first = n.filter(|&n| n >= window.len()).map(|n| window.len()..n);
+                    // A decoded: the next round's cuts, while B finishes.
+                    let ahead = match (&first, end) {
+                        (Some(_), Some(from)) => Some(Ahead {
+                            from,
+                            seg,
+                            cuts: cuts(data, seg, share, from),
+                        }),
+                        _ => None,
+                    };
+                    (first, ahead)
+                })
+            },
+            || timed(|| b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b), syn_b)?)))),
+        );
+        self.ahead = ahead;
+        self.a_failed = first.is_none();
+        self.a_range = first.ok_or(RoundFailed)?;
+        if let Some(found) = second {
+            let Some((_, chunk)) = found else {
+                // B did not decode (its window never cleared, or the member
+                // ends inside it). A's bytes end at B's start, a block
+                // boundary (the nonce proved it): they are handed out, and
+                // the next round fails at once, so that one core goes on
+                // from there with A's window (A is not inflated again).
+                self.stop = true;
+                self.ahead = None; // found for a round from B's end
+                return Ok(self.finish_round(a, b, None));
+            };
+            // B's window: the 32 KiB before it.
+            let a_out = &self.a[self.a_range.clone()];
+            if self.window.len() + a_out.len() < WINDOW {
+                return Err(RoundFailed);
+            }
+            let mut w = Vec::with_capacity(WINDOW);
+            if a_out.len() < WINDOW {
+                w.extend_from_slice(&self.window[self.window.len() - (WINDOW - a_out.len())..]);
+                w.extend_from_slice(a_out);
+            } else {
+                w.extend_from_slice(&a_out[a_out.len() - WINDOW..]);
+            }
+            // B's marker-decoded start, resolved against that window.
+            self.markers += chunk.symbols.len();
+            self.b_head.extend(chunk.symbols.iter().map(|&s| {
+                if s < MARKER {
+                    s as u8
+                } else {
+                    w[usize::from(s - MARKER)]
+                }
+            }));
+            self.b_head.extend_from_slice(&chunk.window);
+            self.b_range = chunk.range.clone();
+            if chunk.bytes.is_some() {
+                return Err(RoundFailed); // cannot be: B's bytes went into `b`
+            }
+        }
+        let split = match (b, c) {
+            (Some(b), Some(c)) => Some((b, c, time_a, time_b)),
+            _ => None,
+        };
+        Ok(self.finish_round(a, end, split))
+    }
+
+    /// After a round from bit `a` that decoded: the window, the next
+    /// segment's size, B's share (from `split`: B's start and end and the
+    /// two cores' times, when both segments ran and B did not run to the
+    /// stream's end), and the next round's start, `end`. Always `true` (a
+    /// round was produced).
+    fn finish_round(
+        &mut self,
+        a: usize,
+        end: Option<usize>,
+        split: Option<(usize, usize, f64, f64)>,
+    ) -> bool {
+        // The last 32 KiB produced so far, and the next segment's size.
+        let produced: usize = self.parts().iter().map(|p| p.len()).sum();
+        let mut w = Vec::with_capacity(WINDOW);
+        for part in std::iter::once(&self.window[..]).chain(self.parts()) {
+            w.extend_from_slice(&part[part.len().saturating_sub(WINDOW)..]);
+            if w.len() > WINDOW {
+                w.drain(..w.len() - WINDOW);
+            }
+        }
+        self.window = w;
+        if let Some((b, c, time_a, time_b)) = split {
+            // Both cores busy for as long: B's share from each core's rate
+            // (input per second), halfway towards the balance.
+            let rate_a = (b - a) as f64 / time_a.max(1e-6);
+            let rate_b = (c - b) as f64 / time_b.max(1e-6);
+            let balance = 64.0 * rate_b / (rate_a + rate_b);
+            let next = ((self.share as f64 + balance) / 2.0).round() as usize;
+            self.share = next.clamp(*SHARES.start(), *SHARES.end());
+        }
+        let consumed = end.unwrap_or(self.data.len() * 8).saturating_sub(a) / 8;
+        if consumed > 0 && produced > 0 {
+            self.incompressible = produced < consumed + consumed / 50;
+            let ratio = produced.div_ceil(consumed).max(1);
+            self.seg = (ROUND_TARGET / 2 / ratio).clamp(16 << 10, 16 << 20);
+        }
+        self.next = end;
+        self.done += 1;
+        true
+    }
+
+    /// Rounds over another raw DEFLATE stream `data` (the next gzip member
+    /// of the same payload), in these rounds' buffers: a member's rounds
+    /// write into pages already faulted in, not fresh ones (32 members of
+    /// 100 MiB each faulted 1.2 GiB of pages in). The segment size and B's
+    /// share are kept: the next member is likely of the same kind of data.
+    pub(crate) fn renew(&mut self, data: &'a [u8]) {
+        self.data = data;
+        self.next = Some(0);
+        self.window.clear();
+        self.a_range = 0..0;
+        self.b_head.clear();
+        self.b_range = 0..0;
+        self.incompressible = false;
+        self.a_failed = false;
+        self.ahead = None;
+        self.stop = false;
+        self.done = 0;
+        self.markers = 0;
+    }
+
+    /// What the rounds did, for the debug log: rounds decoded, the marker
+    /// symbols decoded in all (B's starts), and B's last share in 64ths.
+    pub(crate) fn stats(&self) -> (usize, usize, usize) {
+        (self.done, self.markers, self.share)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libdeflater::{CompressionLvl, Compressor};
+
+    /// Text-like runs, repeats far apart, and incompressible stretches.
+    fn corpus(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let words: Vec<&[u8]> = vec![
+            b"replica_groups",
+            b"tensor_map",
+            b"\"var\": {",
+            b"0123456789",
+            b"sg00/def.json ",
+        ];
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            match rnd() % 4 {
+                0 => (0..(rnd() % 3000)).for_each(|_| v.push(rnd() as u8)),
+                1 if v.len() > 40000 => {
+                    let from = v.len() - 1 - (rnd() as usize % 32000);
+                    for i in 0..(rnd() % 200) as usize {
+                        v.push(v[from + i % (v.len() - from)]);
+                    }
+                }
+                _ => (0..(rnd() % 50))
+                    .for_each(|_| v.extend_from_slice(words[rnd() as usize % words.len()])),
+            }
+        }
+        v.truncate(n);
+        v
+    }
+
+    /// Raw DEFLATE of `corpus(n, seed)` at libdeflate's level 6.
+    fn deflated(n: usize, seed: u64) -> (Vec<u8>, Vec<u8>) {
+        let data = corpus(n, seed);
+        let mut c = Compressor::new(CompressionLvl::new(6).unwrap());
+        let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+        let len = c.deflate_compress(&data, &mut z).unwrap();
+        z.truncate(len);
+        (data, z)
+    }
+
+    #[test]
+    fn the_last_round_splits_what_is_left_between_the_two_segments() {
+        let (_, z) = deflated(12 << 20, 5);
+        let left = z.len();
+        assert!(left > 2 * TAIL_MIN + SEARCH, "{left}");
+        // Segments of a quarter of the stream: room for a round and a half.
+        let (b, c) = cuts(&z, left / 4, EVEN_SHARE, 0).unwrap();
+        let (b, c) = (b.unwrap(), c.unwrap());
+        assert!(b / 8 >= left / 4 && c / 8 >= b / 8 + left / 4, "{b} {c}");
+        // Segments as big as the stream: one last round, cut halfway
+        // (B's share), B running to the end.
+        for share in [EVEN_SHARE, *SHARES.start(), *SHARES.end()] {
+            let (b, c) = cuts(&z, left, share, 0).unwrap();
+            let at = left - left * share / 64;
+            let b = b.unwrap();
+            assert!(
+                b / 8 >= at && b / 8 < at + SEARCH,
+                "share {share}: {b} for {at}"
+            );
+            assert_eq!(c, None);
+        }
+        // Too little for two segments of the least size: one takes it all.
+        assert_eq!(
+            cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, 0).unwrap(),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn a_round_whose_b_fails_hands_out_a_and_stops_where_b_began() {
+        // A stream followed by another: the last round's B runs into the
+        // first stream's final block, which ends before the data does.
+        let (data, mut z) = deflated(4 << 20, 3);
+        let first_len = z.len();
+        z.extend_from_slice(&deflated(64 << 10, 4).1);
+        let mut r = Rounds::new(&z, z.len(), 64 << 20);
+        assert_eq!(r.next_round(), Ok(true));
+        let out: Vec<u8> = r.parts().concat();
+        assert!(!out.is_empty() && out.len() < data.len(), "{}", out.len());
+        assert!(out[..] == data[..out.len()]);
+        // The next round fails at once; one core goes on from B's start.
+        let from = r.consumed();
+        assert!(from > 0 && from < first_len, "{from} of {first_len}");
+        assert_eq!(r.next_round(), Err(RoundFailed));
+        assert_eq!(r.consumed(), from);
+        assert_eq!(r.window(), &out[out.len() - WINDOW..]);
+    }
+
+    #[test]
+    fn rounds_give_the_sequential_bytes_whatever_share_b_gets() {
+        let (data, z) = deflated(6 << 20, 9);
+        for share in [*SHARES.start(), EVEN_SHARE, *SHARES.end()] {
+            let mut r = Rounds::new(&z, 256 << 10, 64 << 20);
+            r.share = share;
+            let mut out = Vec::new();
+            while r.next_round().unwrap() {
+                for p in r.parts() {
+                    out.extend_from_slice(p);
+                }
+                assert!(SHARES.contains(&r.share), "{}", r.share);
+            }
+            assert!(
+                out == data,
+                "share {share}: {} of {} bytes",
+                out.len(),
+                data.len()
+            );
+        }
+    }
+
+    #[test]
+    fn split_inflate_equals_sequential_for_every_chunk_count_and_level() {
+        for (lvl, seed) in [(0, 1), (1, 2), (6, 3), (12, 4)] {
+            let data = corpus(1 << 20, seed);
+            let mut c = Compressor::new(CompressionLvl::new(lvl).unwrap());
+            let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+            let n = c.deflate_compress(&data, &mut z).unwrap();
+            z.truncate(n);
+            let mut split = 0;
+            for threads in [2, 3, 5] {
+                let mut out = vec![0u8; data.len()];
+                let got = split_inflate(&z, &mut out, threads, 8 << 10);
+                // None (no boundary near a cut) is allowed; a wrong answer is not.
+                if let Some(len) = got {
+                    assert_eq!(len, data.len(), "level {lvl}, {threads} threads");
+                    assert!(out == data, "level {lvl}, {threads} threads: bytes differ");
+                    split += 1;
+                }
+            }
+            assert!(split > 0, "level {lvl}: never split");
+        }
+    }
+
+    #[test]
+    fn a_window_that_never_clears_falls_back_to_the_known_bytes() {
+        // One phrase repeated with noise between: every later copy of the
+        // phrase chains back into the unknown window, so markers never die.
+        let mut data = Vec::new();
+        let mut x = 5u64;
+        while data.len() < 3 << 20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 2 == 0 {
+                data.extend_from_slice(b"model.layers.17.self_attn.q_proj.weight ");
+            } else {
+                data.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let mut c = Compressor::new(CompressionLvl::new(6).unwrap());
+        let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+        let n = c.deflate_compress(&data, &mut z).unwrap();
+        z.truncate(n);
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(split_inflate(&z, &mut out, 2, 64 << 10), Some(data.len()));
+        assert!(out == data);
+    }
+
+    #[test]
+    fn corrupt_streams_never_panic() {
+        let data = corpus(256 << 10, 9);
+        let mut c = Compressor::new(CompressionLvl::new(6).unwrap());
+        let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+        let n = c.deflate_compress(&data, &mut z).unwrap();
+        z.truncate(n);
+        let mut x = 77u64;
+        for _ in 0..12 {
+            let mut bad = z.clone();
+            for _ in 0..8 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (x >> 33) as usize % bad.len();
+                bad[i] ^= (x >> 20) as u8 | 1;
+            }
+            let mut out = vec![0u8; data.len()];
+            let _ = split_inflate(&bad, &mut out, 4, 8 << 10);
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Runs of stored blocks read in place ([`crate::stored`]): their
+//! bytes are the output, copied out where the walk reads them and
+//! checksummed where they lie where it skips (on two cores when one is
+//! free). A run is entered at a known block boundary: a member's start,
+//! the end of a parallel round, or after a Huffman stretch checked to end
+//! exactly where the run starts ([`bridge`]).
+
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use super::walk::{Step, Switch, Walk, CRC_SPLIT_FROM, MIN_RUN};
+use crate::deflate::WINDOW;
+use crate::error::Result;
+use crate::parallel;
+use crate::stored::{self, At};
+
+/// Most stored data one skip checksums at a time (its pieces are listed
+/// first, then summed, on two cores when one is free).
+const SKIP_BATCH: usize = 64 << 20;
+/// How far past a known block boundary the next run is looked for, and
+/// the most output what lies between may inflate to.
+const BRIDGE_SEARCH: usize = 256 << 10;
+const BRIDGE_OUT: usize = 4 << 20;
+
+/// A run of stored blocks being read in place.
+#[derive(Debug)]
+pub(super) struct InPlace {
+    /// The current block's data not yet handed out (payload offsets).
+    data: Range<usize>,
+    /// The current block is the member's last.
+    last: bool,
+    /// The latest blocks' data, newest last: at least the 32 KiB window
+    /// once the run holds that much, for the inflater that takes over.
+    recent: VecDeque<Range<usize>>,
+    recent_len: usize,
+}
+
+impl InPlace {
+    /// The run whose first block header starts at bit `bit` of `gz` (a
+    /// known block boundary); `None` when no stored block starts there.
+    pub(super) fn at(gz: &[u8], bit: usize) -> Option<InPlace> {
+        let At::Stored(b) = stored::block_at(gz, bit) else {
+            return None;
+        };
+        let mut ip = InPlace {
+            data: b.data.clone(),
+            last: b.last,
+            recent: VecDeque::new(),
+            recent_len: 0,
+        };
+        ip.remember(b.data);
+        Some(ip)
+    }
+
+    /// Where the run's current block ends (once it is done: where the run
+    /// ends).
+    pub(super) fn end(&self) -> usize {
+        self.data.end
+    }
+
+    fn remember(&mut self, data: Range<usize>) {
+        // Empty blocks add nothing to the window: kept, a run of millions
+        // of them (5 bytes each) would grow this list with the input.
+        if data.is_empty() {
+            return;
+        }
+        self.recent_len += data.len();
+        self.recent.push_back(data);
+        while let Some(f) = self.recent.front() {
+            if self.recent_len - f.len() < WINDOW {
+                break;
+            }
+            self.recent_len -= f.len();
+            self.recent.pop_front();
+        }
+    }
+
+    /// The last 32 KiB of the run (all of it when shorter).
+    pub(super) fn window(&self, gz: &[u8]) -> Vec<u8> {
+        let mut w = Vec::with_capacity(self.recent_len);
+        for r in &self.recent {
+            w.extend_from_slice(&gz[r.clone()]);
+        }
+        w.drain(..w.len().saturating_sub(WINDOW));
+        w
+    }
+
+    /// With the current block done: moves into the next block if it is
+    /// stored too; `false` when the run ends here (the member's final
+    /// block, or a block that is not stored).
+    fn next_block(&mut self, w: &Walk<'_>) -> Result<bool> {
+        if self.last {
+            return Ok(false);
+        }
+        match stored::block_at(w.gz, self.data.end * 8) {
+            At::Stored(b) => {
+                self.data = b.data.clone();
+                self.last = b.last;
+                self.remember(b.data);
+                Ok(true)
+            }
+            At::Other => Ok(false),
+            At::Bad => Err(w.corrupt()),
+        }
+    }
+
+    /// At the run's end: the member ends with it (the walk's position is
+    /// its trailer), or another block follows on the byte where it ends.
+    fn leave(&self, w: &mut Walk<'_>) -> Step {
+        let end = self.data.end;
+        w.passed(end);
+        if self.last {
+            w.pos = end;
+            return Step::End(0);
+        }
+        Step::Switch(Switch::RunEnd)
+    }
+
+    /// Copies the run's bytes into `out`.
+    pub(super) fn fill(&mut self, w: &mut Walk<'_>, out: &mut [u8]) -> Result<Step> {
+        loop {
+            if !self.data.is_empty() {
+                let from = self.data.start;
+                let n = out.len().min(self.data.len());
+                self.data.start += n;
+                out[..n].copy_from_slice(&w.gz[from..from + n]);
+                w.emit(&out[..n])?;
+                w.passed(from + n);
+                return Ok(Step::Out(n));
+            }
+            if !self.next_block(w)? {
+                return Ok(self.leave(w));
+            }
+        }
+    }
+
+    /// Skips up to `n` bytes of the run without copying them: their CRC-32
+    /// is taken where they lie, on two cores when the stretch is large and
+    /// a core is free. The bytes skipped; 0 when the run's current block is
+    /// done and it ends there (the caller goes on through `fill`, which
+    /// leaves the run).
+    pub(super) fn skip(&mut self, w: &mut Walk<'_>, n: u64) -> Result<usize> {
+        let want = usize::try_from(n).unwrap_or(usize::MAX).min(SKIP_BATCH);
+        let mut pieces = Vec::new();
+        let mut total = 0usize;
+        while total < want {
+            if self.data.is_empty() {
+                if !self.next_block(w)? {
+                    break;
+                }
+                continue;
+            }
+            let take = self.data.len().min(want - total);
+            pieces.push(self.data.start..self.data.start + take);
+            self.data.start += take;
+            total += take;
+        }
+        let Some(end) = pieces.last().map(|p| p.end) else {
+            return Ok(0);
+        };
+        let split = total >= CRC_SPLIT_FROM && (w.threads)() >= 2;
+        let slices: Vec<&[u8]> = pieces.iter().map(|p| &w.gz[p.clone()]).collect();
+        let crc = stored::crc(&slices, w.crc.sum(), split);
+        w.skipped(total, crc)?;
+        w.passed(end);
+        Ok(total)
+    }
+}
+
+/// At bit `from`, a known block boundary after `window`, where a Huffman
+/// block starts (after a run of stored blocks, a tar header amid
+/// incompressible data, say; or the start of a member whose first blocks
+/// are compressible): looks for the next run of stored blocks within
+/// [`BRIDGE_SEARCH`] bytes, inflates what lies between (checked to end
+/// exactly where the run's first block starts, by the rounds' test:
+/// `parallel::inflate_between`) into the walk's ready bytes, and returns
+/// the bit where that run's first block starts. `None` when there is no
+/// such run.
+pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Option<usize>> {
+    let gz = w.gz;
+    let q = from / 8;
+    let end = q
+        .saturating_add(BRIDGE_SEARCH)
+        .min(gz.len().saturating_sub(4));
+    for l in q + 1..end {
+        let (len, nlen) = (
+            u16::from_le_bytes([gz[l], gz[l + 1]]),
+            u16::from_le_bytes([gz[l + 2], gz[l + 3]]),
+        );
+        if len != !nlen {
+            continue;
+        }
+        // The header's 3 bits end in the byte before LEN, padding after.
+        for e in (l * 8).saturating_sub(10)..=(l * 8).saturating_sub(3) {
+            if e <= from || (e + 3).div_ceil(8) != l {
+                continue;
+            }
+            if stored::run_len(gz, e, MIN_RUN) < MIN_RUN {
+                continue;
+            }
+            if InPlace::at(gz, e).is_none() {
+                continue;
+            }
+            let mut buf = w
+                .ready
+                .take_buf(BRIDGE_OUT + window.len() + parallel::BETWEEN_ROOM);
+            let Some(r) = parallel::inflate_between(gz, window, from, e, &mut buf) else {
+                w.ready.set(buf, 0..0);
+                continue;
+            };
+            w.crc.update(&buf[r.clone()]);
+            w.out += r.len() as u64;
+            w.ready.set(buf, r);
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
+}
