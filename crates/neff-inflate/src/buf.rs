@@ -5,7 +5,7 @@
 
 use std::ops::{Deref, DerefMut};
 
-use memmap2::{Advice, MmapMut};
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 use crate::error::Result;
 
@@ -25,7 +25,16 @@ impl HugeBuf {
     /// `len` bytes of zeroed memory; `populate` when all of it will be written.
     pub(crate) fn new(len: usize, populate: bool) -> Result<HugeBuf> {
         let pad = if len >= HUGE { HUGE } else { 0 };
-        let map = MmapMut::map_anon((len + pad).max(1))?;
+        // Memory that fills as bytes are produced is address space, not a
+        // commitment: reserved without swap (MAP_NORESERVE), so that a
+        // bound of 1032 times the input (what deflate can expand to) maps
+        // under the kernel's overcommit heuristic.
+        let mut opts = MmapOptions::new();
+        opts.len((len + pad).max(1));
+        if !populate {
+            opts.no_reserve_swap();
+        }
+        let map = opts.map_anon()?;
         let off = if pad > 0 {
             (HUGE - map.as_ptr() as usize % HUGE) % HUGE
         } else {

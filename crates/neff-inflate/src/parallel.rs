@@ -327,10 +327,17 @@ pub fn split_inflate(
     threads: usize,
     min_chunk: usize,
 ) -> Option<usize> {
-    let k = threads.min(data.len() / min_chunk.max(1)).min(16);
+    // As many chunks as threads, each of at least `min_chunk` bytes (a
+    // chunk's fixed cost, its cut search and marker-decoded start, is then
+    // a few percent of its work).
+    let k = threads.min(data.len() / min_chunk.max(1)).min(MAX_SEGS);
     if k < 2 {
         return None;
     }
+    log::debug!(
+        "raw DEFLATE of {} bytes split whole: segments={k}",
+        data.len()
+    );
     let cuts: Vec<usize> = (1..k).map(|i| data.len() * i / k * 8).collect();
     let found: Vec<Option<usize>> = cuts.par_iter().map(|&c| find_block(data, c)).collect();
     let mut bounds = vec![0usize];
@@ -394,111 +401,184 @@ pub fn split_inflate(
 }
 
 /// Bounded parallel inflation, for the streamed walk: the raw DEFLATE
-/// stream is inflated in rounds of two segments. Segment A starts at a
-/// known block boundary with the known 32 KiB window and is inflated by
-/// libdeflate; segment B, which starts at the next block boundary, is
-/// marker-decoded at the same time on another core (as the later chunks of
-/// [`split_inflate`] are) and
-/// resolved once A's last 32 KiB are known. Segments are sized from the
-/// ratio seen so far for a round to produce about [`ROUND_TARGET`] bytes (B's
-/// share of a round's input is set from the two cores' times, since B's
-/// start costs more; the core done with A first finds the next round's
-/// cuts; the stream's last round splits what is left), and
-/// each may produce at most `out_cap`: memory is two segments' output in
-/// two buffers reused from round to round, never the payload. Nothing
-/// here is trusted: a round whose B does not decode hands out A's bytes
-/// alone (they end at a block boundary) and the next one fails; any failure
-/// is [`RoundFailed`], after which the caller
-/// takes over on one core from [`Rounds::resume`] (the end of the last
-/// good round, with its window); the caller checks the CRC-32 and length
-/// of everything produced against the gzip trailer and, on a mismatch,
-/// inflates again sequentially.
+/// stream is inflated in rounds of N segments, N the threads the caller
+/// says it may use ([`set_segments`](Rounds::set_segments), asked before
+/// each round; at least 2). Segment A starts at a known block boundary
+/// with the known 32 KiB window and is inflated by libdeflate; each later
+/// segment, which starts at a block boundary found near its cut, is
+/// marker-decoded at the same time on another thread (as the later chunks
+/// of [`split_inflate`] are) and resolved once the 32 KiB before it are
+/// known. Segments are sized from the ratio seen so far for each to
+/// produce about [`seg_out`] bytes (the later segments' share of a round's
+/// input is set from the threads' times, since their starts cost more;
+/// the thread done with A first finds the next round's cuts; the stream's
+/// last round splits what is left), and each may produce at most
+/// `out_cap`: memory is one round's output in buffers reused from round
+/// to round, never the payload. Nothing here is trusted: a round whose
+/// later segment does not decode hands out the segments before it alone
+/// (they end at a block boundary) and the next one fails; any failure is
+/// [`RoundFailed`], after which the caller takes over on one core from
+/// [`Rounds::resume`] (the end of the last good round, with its window);
+/// the caller checks the CRC-32 and length of everything produced against
+/// the gzip trailer and, on a mismatch, inflates again sequentially.
 pub(crate) struct Rounds<'a> {
     data: &'a [u8],
     /// Bit where the next round starts; `None` once the stream is done.
     next: Option<usize>,
     window: Vec<u8>,
+    /// Compressed bytes per segment, on average over a round's segments.
     seg: usize,
     out_cap: usize,
+    /// Segments per round (2 or more).
+    segs: usize,
+    /// The segment size has been set from a round's ratio.
+    learned: bool,
     a: Vec<u8>,
     a_range: std::ops::Range<usize>,
-    /// B's resolved marker symbols and its decoded window.
-    b_head: Vec<u8>,
-    b: Vec<u8>,
-    b_range: std::ops::Range<usize>,
+    /// Segment A's synthetic input, rebuilt in place every round.
+    syn_a: Vec<u8>,
+    /// The segments after A; the first `used` hold the last round's output.
+    later: Vec<Later>,
+    used: usize,
     /// The last round produced hardly more than it read (stored blocks).
     incompressible: bool,
     /// The last try's segment A did not decode (over its output cap, or
     /// the member ended inside it).
     a_failed: bool,
-    /// Each segment's synthetic input, rebuilt in place every round.
-    syn_a: Vec<u8>,
-    syn_b: Vec<u8>,
-    /// The next round's cuts, found during this round on the core that
+    /// The next round's cuts, found during this round on the thread that
     /// finished segment A (which has no markers to decode, so it is free
-    /// first) instead of before the next round, when both cores wait.
+    /// first) instead of before the next round, when every thread waits.
     ahead: Option<Ahead>,
-    /// Segment B's share of a round's input, in 64ths ([`EVEN_SHARE`] at
-    /// first, then from the cores' times).
+    /// A later segment's share of a round's input against A's, in 64ths
+    /// of two segments ([`EVEN_SHARE`] at first, then from the threads'
+    /// times).
     share: usize,
-    /// The last round handed out segment A alone (B did not decode): the
-    /// next one fails at once, for one core to go on from there.
+    /// The last round handed out only the segments before one that did
+    /// not decode: the next one fails at once, for one core to go on from
+    /// there.
     stop: bool,
-    /// Rounds that decoded, and the marker symbols their B segments
-    /// decoded before their windows cleared (for the debug log).
+    /// Rounds that decoded, the marker symbols their later segments
+    /// decoded before their windows cleared, and the last round's
+    /// segments, input and output (for the debug log).
     done: usize,
     markers: usize,
+    last: (usize, usize, usize),
+}
+
+/// A segment after A: its output buffer and the range of it produced
+/// after its window cleared, its resolved start (the marker-decoded
+/// symbols, then its window), and its synthetic input.
+#[derive(Default)]
+struct Later {
+    head: Vec<u8>,
+    buf: Vec<u8>,
+    range: std::ops::Range<usize>,
+    syn: Vec<u8>,
+}
+
+/// Where a round's segments lie: the bit where each segment after A
+/// starts (none: A takes the rest), and where the last one ends (`None`:
+/// at the stream's end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cuts {
+    starts: Vec<usize>,
+    end: Option<usize>,
 }
 
 /// The cuts of a round found ahead of it: valid for a round that starts at
-/// bit `from` with segments of `seg` bytes.
+/// bit `from` with `segs` segments of `seg` bytes.
 struct Ahead {
     from: usize,
     seg: usize,
-    cuts: std::result::Result<(Option<usize>, Option<usize>), RoundFailed>,
+    segs: usize,
+    cuts: std::result::Result<Cuts, RoundFailed>,
 }
 
-/// A round's two cuts from bit `a`, for segments of `seg` bytes on
-/// average of which B takes `share` 64ths: where segment B starts (`None`:
-/// one segment takes the rest) and where it ends (`None`: it runs to the
-/// stream's end). When less than one and a half rounds' input is left, the
-/// round is the stream's last and takes it all, split by the same share:
-/// a last round of one full segment and a short one, or of one segment
-/// alone, would leave a core idle while the other inflates the tail.
+/// Compressed bytes of segment A and of each later segment, for `n`
+/// segments of `seg` bytes on average of which each later one weighs
+/// `share` and A `64 - share`.
+fn sizes(seg: usize, share: usize, n: usize) -> (usize, usize) {
+    let n = n.max(2);
+    let total = seg.saturating_mul(n);
+    let weight = (64 - share) + (n - 1) * share;
+    let seg_b = (total / weight).saturating_mul(share).max(1 << 10);
+    let seg_a = (total / weight).saturating_mul(64 - share).max(1 << 10);
+    (seg_a, seg_b)
+}
+
+/// A round's cuts from bit `a`, for `n` segments of `seg` bytes on
+/// average, weighted by `share` ([`sizes`]). When less than one and a half
+/// rounds' input is left, the round is the stream's last and takes it all,
+/// split by the same weights among as many segments as get [`TAIL_MIN`]
+/// each: a last round of full segments and a short one, or of one segment
+/// alone, would leave threads idle while one inflates the tail.
 fn cuts(
     data: &[u8],
     seg: usize,
     share: usize,
+    n: usize,
     a: usize,
-) -> std::result::Result<(Option<usize>, Option<usize>), RoundFailed> {
-    let seg_b = (2 * seg * share / 64).max(1 << 10);
-    let seg_a = (2 * seg).saturating_sub(seg_b).max(1 << 10);
+) -> std::result::Result<Cuts, RoundFailed> {
+    let (seg_a, seg_b) = sizes(seg, share, n);
+    let round = seg_a + (n.max(2) - 1) * seg_b;
     let left = data.len().saturating_sub(a / 8);
-    if left >= (seg_a + seg_b) * 3 / 2 + SEARCH {
-        let b = cut_after(data, seg_a, seg_b, a)?;
-        let c = match b {
-            Some(b) => cut_after(data, seg_b, (seg_a + seg_b) / 2, b)?,
+    if left >= round * 3 / 2 + SEARCH {
+        let mut starts = Vec::with_capacity(n - 1);
+        let (mut from, mut len) = (a, seg_a);
+        for _ in 1..n {
+            match cut_after(data, len, seg_b, from)? {
+                Some(b) => starts.push(b),
+                None => break,
+            }
+            (from, len) = (*starts.last().unwrap_or(&a), seg_b);
+        }
+        let end = match starts.last() {
+            Some(&last) => cut_after(data, seg_b, round / 2, last)?,
             None => None,
         };
-        return Ok((b, c));
+        return Ok(Cuts { starts, end });
     }
-    if left < 2 * TAIL_MIN {
-        return Ok((None, None));
+    let k = n.min(left / TAIL_MIN);
+    let mut starts = Vec::new();
+    if k >= 2 {
+        let (tail_a, tail_b) = sizes(left / k, share, k);
+        let mut at = a / 8 + tail_a;
+        for _ in 1..k {
+            // No block start found near a cut: the segment before takes
+            // the rest.
+            match find_block(data, at * 8) {
+                Some(b) if b > *starts.last().unwrap_or(&a) && b / 8 < data.len() => {
+                    starts.push(b);
+                    at = b / 8 + tail_b;
+                }
+                _ => break,
+            }
+        }
     }
-    // No block start found near the split: segment A takes the rest.
-    Ok((
-        find_block(data, (a / 8 + left - left * share / 64) * 8),
-        None,
-    ))
+    Ok(Cuts { starts, end: None })
 }
 
-/// The least input either segment of a stream's last round gets.
+/// The least input any segment of a stream's last round gets.
 const TAIL_MIN: usize = 256 << 10;
-/// Segment B's share of a round's input at first, in 64ths (half); then
-/// set from the two cores' times, since B also marker-decodes its start.
+/// A later segment's weight against A's at first, in 64ths of two
+/// segments (even); then set from the threads' times, since a later
+/// segment also marker-decodes its start.
 const EVEN_SHARE: usize = 32;
-/// The range B's share is kept in, in 64ths.
+/// The range the later segments' share is kept in, in 64ths.
 const SHARES: std::ops::RangeInclusive<usize> = 16..=40;
+
+/// Output each segment of a round of `n` is sized to produce: 16 MiB up
+/// to 8 segments, then [`ROUNDS_OUT`] shared out, down to 4 MiB (a
+/// segment's fixed cost, its marker-decoded start and its cut search, is
+/// then still a few percent of its work). A round's output is the
+/// stream's memory: 32 MiB at 2 segments, 128 MiB from 8 to 32, then 4 MiB
+/// more per segment.
+pub(crate) fn seg_out(n: usize) -> usize {
+    (ROUNDS_OUT / n.max(1)).clamp(4 << 20, ROUND_TARGET / 2)
+}
+
+/// The output a round of many segments shares out ([`seg_out`]).
+const ROUNDS_OUT: usize = 128 << 20;
 
 /// Where a sequential inflater takes over from the rounds: `head`, a
 /// synthetic stream that outputs the known window (`window_len` bytes,
@@ -549,18 +629,20 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundFailed;
 
-/// Output a round (two segments) is sized to produce. Each round costs a
-/// fixed part (two cut searches, B's marker-decoded start, the consumer's
-/// turn while the pool waits): 32 MiB rounds listed the mixed shapes in
-/// 0.48–0.52 s where 16 MiB rounds took 0.53–0.59 s (PERF.md §16), for
-/// 13–39 MiB more peak memory.
+/// Output a round of two segments is sized to produce. Each round costs a
+/// fixed part (the cut searches, the later segments' marker-decoded
+/// starts, the consumer's turn while the pool waits): 32 MiB rounds listed
+/// the mixed shapes in 0.48–0.52 s where 16 MiB rounds took 0.53–0.59 s
+/// (PERF.md §16), for 13–39 MiB more peak memory.
 const ROUND_TARGET: usize = 32 << 20;
 /// The smallest segment a failed round is tried again with.
 const MIN_SEG: usize = 64 << 10;
+/// The most segments a round is cut into, whatever the caller says.
+pub(crate) const MAX_SEGS: usize = 256;
 
 impl<'a> Rounds<'a> {
-    /// Rounds over the raw DEFLATE stream `data`, starting with segments of
-    /// `seg` compressed bytes.
+    /// Rounds of two segments over the raw DEFLATE stream `data`, starting
+    /// with segments of `seg` compressed bytes.
     pub(crate) fn new(data: &'a [u8], seg: usize, out_cap: usize) -> Rounds<'a> {
         Rounds {
             data,
@@ -568,21 +650,40 @@ impl<'a> Rounds<'a> {
             window: Vec::new(),
             seg: seg.max(1 << 10),
             out_cap,
+            segs: 2,
+            learned: false,
             a: Vec::new(),
             a_range: 0..0,
-            b_head: Vec::new(),
-            b: Vec::new(),
-            b_range: 0..0,
+            syn_a: Vec::new(),
+            later: Vec::new(),
+            used: 0,
             incompressible: false,
             a_failed: false,
-            syn_a: Vec::new(),
-            syn_b: Vec::new(),
             ahead: None,
             share: EVEN_SHARE,
             stop: false,
             done: 0,
             markers: 0,
+            last: (0, 0, 0),
         }
+    }
+
+    /// Cuts the rounds from now on into `n` segments (2 to [`MAX_SEGS`]).
+    /// Before the first round's ratio is known, the segments shrink as
+    /// their output target does ([`seg_out`]), so that the first round's
+    /// memory is what later ones take.
+    pub(crate) fn set_segments(&mut self, n: usize) {
+        let n = n.clamp(2, MAX_SEGS);
+        if !self.learned && n != self.segs {
+            let scaled = self.seg as u64 * seg_out(n) as u64 / seg_out(self.segs) as u64;
+            self.seg = usize::try_from(scaled).unwrap_or(usize::MAX).max(MIN_SEG);
+        }
+        self.segs = n;
+    }
+
+    /// Segments per round.
+    pub(crate) fn segments(&self) -> usize {
+        self.segs
     }
 
     /// Whether the last round produced less than 2% more bytes than it read
@@ -650,8 +751,7 @@ impl<'a> Rounds<'a> {
         self.ahead = None;
         self.stop = false;
         self.a_range = 0..0;
-        self.b_head.clear();
-        self.b_range = 0..0;
+        self.used = 0;
         true
     }
 
@@ -670,13 +770,35 @@ impl<'a> Rounds<'a> {
         self.next.map_or(self.data.len(), |bit| bit / 8)
     }
 
+    /// Part `i` of the last round's output, in order (A, then each later
+    /// segment's resolved start and the rest of its output); `None` past
+    /// the last.
+    pub(crate) fn part(&self, i: usize) -> Option<&[u8]> {
+        if i == 0 {
+            return Some(&self.a[self.a_range.clone()]);
+        }
+        let l = self.later[..self.used].get((i - 1) / 2)?;
+        Some(match (i - 1) % 2 {
+            0 => &l.head,
+            _ => &l.buf[l.range.clone()],
+        })
+    }
+
     /// The output of the last round, in order.
-    pub(crate) fn parts(&self) -> [&[u8]; 3] {
-        [
-            &self.a[self.a_range.clone()],
-            &self.b_head,
-            &self.b[self.b_range.clone()],
-        ]
+    pub(crate) fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        (0..).map_while(|i| self.part(i))
+    }
+
+    /// The last 32 KiB produced: the window, then the last round's parts.
+    fn tail_window(&self) -> Vec<u8> {
+        let mut w = Vec::with_capacity(2 * WINDOW);
+        for part in std::iter::once(&self.window[..]).chain(self.parts()) {
+            w.extend_from_slice(&part[part.len().saturating_sub(WINDOW)..]);
+            if w.len() > WINDOW {
+                w.drain(..w.len() - WINDOW);
+            }
+        }
+        w
     }
 
     /// Inflates the next round ([`parts`](Self::parts)): `Ok(false)` when
@@ -691,8 +813,9 @@ impl<'a> Rounds<'a> {
             self.a_failed = false;
             match self.try_round() {
                 // Only segment A's failure is worth a nearer cut: when A
-                // decoded and B did not (its window never cleared: zero runs
-                // copied from before the cut), a smaller B would not either.
+                // decoded and a later one did not (its window never
+                // cleared: zero runs copied from before the cut), a smaller
+                // one would not either.
                 Err(RoundFailed) if self.a_failed && self.seg > MIN_SEG => {
                     self.seg = (self.seg / 4).max(MIN_SEG);
                 }
@@ -704,127 +827,139 @@ impl<'a> Rounds<'a> {
     /// One try at [`next_round`](Self::next_round).
     fn try_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         self.a_range = 0..0;
-        self.b_head.clear();
-        self.b_range = 0..0;
+        self.used = 0;
         let Some(a) = self.next else {
             return Ok(false);
         };
         if self.stop {
             return Err(RoundFailed);
         }
-        let (data, seg, share) = (self.data, self.seg, self.share);
+        let (data, seg, share, n) = (self.data, self.seg, self.share, self.segs);
         // Cuts found ahead with the share of a round before are as good:
         // any block boundary is a correct cut.
-        let (b, c) = match self.ahead.take() {
-            Some(ahead) if ahead.from == a && ahead.seg == seg => ahead.cuts?,
-            _ => cuts(data, seg, share, a)?,
+        let Cuts { starts, end } = match self.ahead.take() {
+            Some(ahead) if ahead.from == a && ahead.seg == seg && ahead.segs == n => ahead.cuts?,
+            _ => cuts(data, seg, share, n, a)?,
         };
         // Where the next round starts, should this one decode.
-        let end = if b.is_some() { c } else { None };
+        let end = if starts.is_empty() { None } else { end };
         let size = self.out_cap + WINDOW + NONCE_ROOM;
-        for buf in [&mut self.a, &mut self.b] {
+        if self.later.len() < starts.len() {
+            self.later.resize_with(starts.len(), Later::default);
+        }
+        let bufs = std::iter::once(&mut self.a)
+            .chain(self.later[..starts.len()].iter_mut().map(|l| &mut l.buf));
+        for buf in bufs {
             if buf.len() < size {
                 // Zeroed pages from the kernel, touched only as written.
                 *buf = vec![0u8; size];
             }
         }
+        let first_cut = starts.first().copied();
+        let ends: Vec<Option<usize>> = starts
+            .iter()
+            .skip(1)
+            .map(|&s| Some(s))
+            .chain([end])
+            .collect();
         let (window, cap) = (&self.window, self.out_cap);
-        let (buf_a, buf_b) = (&mut self.a, &mut self.b);
-        let (syn_a, syn_b) = (&mut self.syn_a, &mut self.syn_b);
-        let (((first, ahead), time_a), (second, time_b)) = rayon::join(
+        let (buf_a, syn_a) = (&mut self.a, &mut self.syn_a);
+        let later = &mut self.later[..starts.len()];
+        let (((first, ahead), time_a), rest) = rayon::join(
             || {
                 timed(|| {
-                    synth_into(syn_a, &deflate::primer(window, (a % 8) as u32), data, a, b);
-                    let n = inflate_synth(syn_a, buf_a, b.is_some());
-                    let first = n.filter(|&n| n >= window.len()).map(|n| window.len()..n);
-                    // A decoded: the next round's cuts, while B finishes.
+                    let primer = deflate::primer(window, (a % 8) as u32);
+                    synth_into(syn_a, &primer, data, a, first_cut);
+                    let n_out = inflate_synth(syn_a, buf_a, first_cut.is_some());
+                    let first = n_out
+                        .filter(|&o| o >= window.len())
+                        .map(|o| window.len()..o);
+                    // A decoded: the next round's cuts, while the later
+                    // segments finish.
                     let ahead = match (&first, end) {
                         (Some(_), Some(from)) => Some(Ahead {
                             from,
                             seg,
-                            cuts: cuts(data, seg, share, from),
+                            segs: n,
+                            cuts: cuts(data, seg, share, n, from),
                         }),
                         _ => None,
                     };
                     (first, ahead)
                 })
             },
-            || timed(|| b.map(|b| Some((c, later_chunk(data, b, c, cap, Some(buf_b), syn_b)?)))),
+            || {
+                later
+                    .par_iter_mut()
+                    .zip(starts.par_iter().zip(ends.par_iter()))
+                    .map(|(l, (&from, &to))| {
+                        timed(|| later_chunk(data, from, to, cap, Some(&mut l.buf), &mut l.syn))
+                    })
+                    .collect::<Vec<_>>()
+            },
         );
         self.ahead = ahead;
         self.a_failed = first.is_none();
         self.a_range = first.ok_or(RoundFailed)?;
-        if let Some(found) = second {
-            let Some((_, chunk)) = found else {
-                // B did not decode (its window never cleared, or the member
-                // ends inside it). A's bytes end at B's start, a block
-                // boundary (the nonce proved it): they are handed out, and
-                // the next round fails at once, so that one core goes on
-                // from there with A's window (A is not inflated again).
+        // The slowest later segment's rate (input per second), among those
+        // with a cut at both ends.
+        let mut rate_b = f64::INFINITY;
+        for (i, (chunk, time)) in rest.into_iter().enumerate() {
+            let Some(chunk) = chunk else {
+                // This segment did not decode (its window never cleared, or
+                // the member ends inside it). The parts before end at its
+                // start, a block boundary (the nonce proved it): they are
+                // handed out, and the next round fails at once, so that one
+                // core goes on from there with their window (nothing is
+                // inflated again).
                 self.stop = true;
-                self.ahead = None; // found for a round from B's end
-                return Ok(self.finish_round(a, b, None));
+                self.ahead = None; // found for a round from the last end
+                return Ok(self.finish_round(a, Some(starts[i]), None));
             };
-            // B's window: the 32 KiB before it.
-            let a_out = &self.a[self.a_range.clone()];
-            if self.window.len() + a_out.len() < WINDOW {
+            if chunk.bytes.is_some() {
+                return Err(RoundFailed); // cannot be: its bytes went into its buffer
+            }
+            // Its window: the 32 KiB before it.
+            let w = self.tail_window();
+            if w.len() < WINDOW {
                 return Err(RoundFailed);
             }
-            let mut w = Vec::with_capacity(WINDOW);
-            if a_out.len() < WINDOW {
-                w.extend_from_slice(&self.window[self.window.len() - (WINDOW - a_out.len())..]);
-                w.extend_from_slice(a_out);
-            } else {
-                w.extend_from_slice(&a_out[a_out.len() - WINDOW..]);
-            }
-            // B's marker-decoded start, resolved against that window.
+            // Its marker-decoded start, resolved against that window.
             self.markers += chunk.symbols.len();
-            self.b_head.extend(chunk.symbols.iter().map(|&s| {
+            let l = &mut self.later[i];
+            l.head.clear();
+            l.head.extend(chunk.symbols.iter().map(|&s| {
                 if s < MARKER {
                     s as u8
                 } else {
                     w[usize::from(s - MARKER)]
                 }
             }));
-            self.b_head.extend_from_slice(&chunk.window);
-            self.b_range = chunk.range.clone();
-            if chunk.bytes.is_some() {
-                return Err(RoundFailed); // cannot be: B's bytes went into `b`
+            l.head.extend_from_slice(&chunk.window);
+            l.range = chunk.range.clone();
+            self.used = i + 1;
+            if let Some(to) = ends[i] {
+                rate_b = rate_b.min((to - starts[i]) as f64 / time.max(1e-6));
             }
         }
-        let split = match (b, c) {
-            (Some(b), Some(c)) => Some((b, c, time_a, time_b)),
+        let rates = match first_cut {
+            Some(b) if rate_b.is_finite() => Some(((b - a) as f64 / time_a.max(1e-6), rate_b)),
             _ => None,
         };
-        Ok(self.finish_round(a, end, split))
+        Ok(self.finish_round(a, end, rates))
     }
 
     /// After a round from bit `a` that decoded: the window, the next
-    /// segment's size, B's share (from `split`: B's start and end and the
-    /// two cores' times, when both segments ran and B did not run to the
-    /// stream's end), and the next round's start, `end`. Always `true` (a
+    /// segment's size, the later segments' share (from `rates`: A's input
+    /// per second and the slowest later segment's, when both were timed
+    /// between cuts), and the next round's start, `end`. Always `true` (a
     /// round was produced).
-    fn finish_round(
-        &mut self,
-        a: usize,
-        end: Option<usize>,
-        split: Option<(usize, usize, f64, f64)>,
-    ) -> bool {
-        // The last 32 KiB produced so far, and the next segment's size.
-        let produced: usize = self.parts().iter().map(|p| p.len()).sum();
-        let mut w = Vec::with_capacity(WINDOW);
-        for part in std::iter::once(&self.window[..]).chain(self.parts()) {
-            w.extend_from_slice(&part[part.len().saturating_sub(WINDOW)..]);
-            if w.len() > WINDOW {
-                w.drain(..w.len() - WINDOW);
-            }
-        }
-        self.window = w;
-        if let Some((b, c, time_a, time_b)) = split {
-            // Both cores busy for as long: B's share from each core's rate
-            // (input per second), halfway towards the balance.
-            let rate_a = (b - a) as f64 / time_a.max(1e-6);
-            let rate_b = (c - b) as f64 / time_b.max(1e-6);
+    fn finish_round(&mut self, a: usize, end: Option<usize>, rates: Option<(f64, f64)>) -> bool {
+        let produced: usize = self.parts().map(<[u8]>::len).sum();
+        self.window = self.tail_window();
+        if let Some((rate_a, rate_b)) = rates {
+            // Every thread busy for as long: the share from the rates,
+            // halfway towards the balance.
             let balance = 64.0 * rate_b / (rate_a + rate_b);
             let next = ((self.share as f64 + balance) / 2.0).round() as usize;
             self.share = next.clamp(*SHARES.start(), *SHARES.end());
@@ -833,8 +968,10 @@ impl<'a> Rounds<'a> {
         if consumed > 0 && produced > 0 {
             self.incompressible = produced < consumed + consumed / 50;
             let ratio = produced.div_ceil(consumed).max(1);
-            self.seg = (ROUND_TARGET / 2 / ratio).clamp(16 << 10, 16 << 20);
+            self.seg = (seg_out(self.segs) / ratio).clamp(16 << 10, 16 << 20);
+            self.learned = true;
         }
+        self.last = (1 + self.used, consumed, produced);
         self.next = end;
         self.done += 1;
         true
@@ -843,15 +980,15 @@ impl<'a> Rounds<'a> {
     /// Rounds over another raw DEFLATE stream `data` (the next gzip member
     /// of the same payload), in these rounds' buffers: a member's rounds
     /// write into pages already faulted in, not fresh ones (32 members of
-    /// 100 MiB each faulted 1.2 GiB of pages in). The segment size and B's
-    /// share are kept: the next member is likely of the same kind of data.
+    /// 100 MiB each faulted 1.2 GiB of pages in). The segment size, count
+    /// and share are kept: the next member is likely of the same kind of
+    /// data.
     pub(crate) fn renew(&mut self, data: &'a [u8]) {
         self.data = data;
         self.next = Some(0);
         self.window.clear();
         self.a_range = 0..0;
-        self.b_head.clear();
-        self.b_range = 0..0;
+        self.used = 0;
         self.incompressible = false;
         self.a_failed = false;
         self.ahead = None;
@@ -861,9 +998,15 @@ impl<'a> Rounds<'a> {
     }
 
     /// What the rounds did, for the debug log: rounds decoded, the marker
-    /// symbols decoded in all (B's starts), and B's last share in 64ths.
+    /// symbols decoded in all (the later segments' starts), and their last
+    /// share in 64ths.
     pub(crate) fn stats(&self) -> (usize, usize, usize) {
         (self.done, self.markers, self.share)
+    }
+
+    /// The last round's segments, compressed bytes read and bytes produced.
+    pub(crate) fn last_round(&self) -> (usize, usize, usize) {
+        self.last
     }
 }
 
@@ -917,73 +1060,130 @@ mod tests {
     }
 
     #[test]
-    fn the_last_round_splits_what_is_left_between_the_two_segments() {
+    fn the_last_round_splits_what_is_left_between_the_segments() {
         let (_, z) = deflated(12 << 20, 5);
         let left = z.len();
         assert!(left > 2 * TAIL_MIN + SEARCH, "{left}");
-        // Segments of a quarter of the stream: room for a round and a half.
-        let (b, c) = cuts(&z, left / 4, EVEN_SHARE, 0).unwrap();
-        let (b, c) = (b.unwrap(), c.unwrap());
-        assert!(b / 8 >= left / 4 && c / 8 >= b / 8 + left / 4, "{b} {c}");
-        // Segments as big as the stream: one last round, cut halfway
-        // (B's share), B running to the end.
+        // Segments of an eighth of the stream, two a round: room for a
+        // round and a half.
+        let c = cuts(&z, left / 8, EVEN_SHARE, 2, 0).unwrap();
+        let (b, end) = (c.starts[0], c.end.unwrap());
+        assert_eq!(c.starts.len(), 1);
+        assert!(
+            b / 8 >= left / 8 && end / 8 >= b / 8 + left / 8,
+            "{b} {end}"
+        );
+        // Three segments of a sixteenth: each cut past the one before.
+        let c = cuts(&z, left / 16, EVEN_SHARE, 3, 0).unwrap();
+        assert_eq!(c.starts.len(), 2);
+        assert!(c.starts[1] / 8 >= c.starts[0] / 8 + left / 16);
+        assert!(c.end.unwrap() > c.starts[1]);
+        // Segments as big as the stream: one last round, cut by the share
+        // (the later segment's), which runs to the end.
         for share in [EVEN_SHARE, *SHARES.start(), *SHARES.end()] {
-            let (b, c) = cuts(&z, left, share, 0).unwrap();
-            let at = left - left * share / 64;
-            let b = b.unwrap();
+            let c = cuts(&z, left, share, 2, 0).unwrap();
+            let at = sizes(left / 2, share, 2).0;
+            let b = c.starts[0];
             assert!(
                 b / 8 >= at && b / 8 < at + SEARCH,
                 "share {share}: {b} for {at}"
             );
-            assert_eq!(c, None);
+            assert_eq!(c.end, None);
         }
+        // The last round of eight: eight segments, in order, to the end.
+        let c = cuts(&z, left, EVEN_SHARE, 8, 0).unwrap();
+        assert_eq!(c.starts.len(), 7, "{c:?}");
+        assert!(c.starts.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(c.end, None);
         // Too little for two segments of the least size: one takes it all.
-        assert_eq!(
-            cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, 0).unwrap(),
-            (None, None)
-        );
+        for n in [2, 8] {
+            let c = cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, n, 0).unwrap();
+            assert_eq!(
+                c,
+                Cuts {
+                    starts: vec![],
+                    end: None
+                }
+            );
+        }
     }
 
     #[test]
-    fn a_round_whose_b_fails_hands_out_a_and_stops_where_b_began() {
-        // A stream followed by another: the last round's B runs into the
-        // first stream's final block, which ends before the data does.
+    fn a_round_whose_later_segment_fails_hands_out_those_before_and_stops_there() {
+        // A stream followed by another: the last round's later segment
+        // runs into the first stream's final block, which ends before the
+        // data does.
         let (data, mut z) = deflated(4 << 20, 3);
         let first_len = z.len();
         z.extend_from_slice(&deflated(64 << 10, 4).1);
-        let mut r = Rounds::new(&z, z.len(), 64 << 20);
-        assert_eq!(r.next_round(), Ok(true));
-        let out: Vec<u8> = r.parts().concat();
-        assert!(!out.is_empty() && out.len() < data.len(), "{}", out.len());
-        assert!(out[..] == data[..out.len()]);
-        // The next round fails at once; one core goes on from B's start.
-        let from = r.consumed();
-        assert!(from > 0 && from < first_len, "{from} of {first_len}");
-        assert_eq!(r.next_round(), Err(RoundFailed));
-        assert_eq!(r.consumed(), from);
-        assert_eq!(r.window(), &out[out.len() - WINDOW..]);
+        for n in [2, 3] {
+            let mut r = Rounds::new(&z, z.len(), 64 << 20);
+            r.set_segments(n);
+            assert_eq!(r.next_round(), Ok(true));
+            let out: Vec<u8> = r.parts().collect::<Vec<_>>().concat();
+            assert!(!out.is_empty() && out.len() < data.len(), "{}", out.len());
+            assert!(out[..] == data[..out.len()]);
+            // The next round fails at once; one core goes on from the
+            // failed segment's start.
+            let from = r.consumed();
+            assert!(from > 0 && from < first_len, "{from} of {first_len}");
+            assert_eq!(r.next_round(), Err(RoundFailed));
+            assert_eq!(r.consumed(), from);
+            assert_eq!(r.window(), &out[out.len() - WINDOW..]);
+        }
     }
 
     #[test]
-    fn rounds_give_the_sequential_bytes_whatever_share_b_gets() {
+    fn rounds_give_the_sequential_bytes_whatever_share_and_segment_count() {
         let (data, z) = deflated(6 << 20, 9);
-        for share in [*SHARES.start(), EVEN_SHARE, *SHARES.end()] {
+        for (share, n) in [
+            (*SHARES.start(), 2),
+            (EVEN_SHARE, 2),
+            (*SHARES.end(), 2),
+            (EVEN_SHARE, 3),
+            (*SHARES.start(), 8),
+            (EVEN_SHARE, 17),
+        ] {
             let mut r = Rounds::new(&z, 256 << 10, 64 << 20);
             r.share = share;
-            let mut out = Vec::new();
+            r.set_segments(n);
+            let (mut out, mut most) = (Vec::new(), 0);
             while r.next_round().unwrap() {
                 for p in r.parts() {
                     out.extend_from_slice(p);
                 }
+                most = most.max(r.last_round().0);
                 assert!(SHARES.contains(&r.share), "{}", r.share);
             }
             assert!(
                 out == data,
-                "share {share}: {} of {} bytes",
+                "share {share}, {n} segments: {} of {} bytes",
                 out.len(),
                 data.len()
             );
+            assert_eq!(most, n, "rounds of {n} segments");
         }
+    }
+
+    #[test]
+    fn each_segment_of_a_round_is_sized_for_its_output_target() {
+        assert_eq!(seg_out(2), 16 << 20);
+        assert_eq!(seg_out(8), 16 << 20);
+        assert_eq!(seg_out(16), 8 << 20);
+        assert_eq!(seg_out(32), 4 << 20);
+        assert_eq!(seg_out(192), 4 << 20);
+        // Before a ratio is known, more segments start smaller.
+        let z = [0u8; 16];
+        let mut r = Rounds::new(&z, 4 << 20, 64 << 20);
+        r.set_segments(32);
+        assert_eq!(r.seg, 1 << 20);
+        r.set_segments(1000);
+        assert_eq!(r.segments(), MAX_SEGS);
+        // The weights: a later segment's share against A's.
+        let (a, b) = sizes(1 << 20, EVEN_SHARE, 8);
+        assert_eq!(a, b);
+        let (a, b) = sizes(1 << 20, 16, 4);
+        assert!(a == 3 * b && a + 3 * b <= 4 << 20, "{a} {b}");
     }
 
     #[test]

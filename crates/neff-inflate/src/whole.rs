@@ -450,6 +450,20 @@ mod tests {
     }
 
     #[test]
+    fn an_uncapped_payload_the_one_shot_path_cannot_take_whole_still_inflates() {
+        // Noise in many small stored blocks is "too long for one member":
+        // it is read member by member into address space for 1032 times
+        // its input (50 GiB here), reserved, not committed.
+        let data = noise(48 << 20, 5);
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+        std::io::Write::write_all(&mut e, &data).unwrap();
+        let g = e.finish().unwrap();
+        assert!(raw_deflate(&g).unwrap().len() as u64 > data.len() as u64 * 8193 / 8192);
+        let out = inflate(&g, u64::MAX, crate::one_thread).unwrap();
+        assert!(out[..] == data[..]);
+    }
+
+    #[test]
     fn a_split_is_tried_only_with_two_threads_or_more() {
         // Two chunks of at least 4 MiB of gzip each: noise, a little text.
         let mut data = noise(10 << 20, 7);

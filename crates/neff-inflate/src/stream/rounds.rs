@@ -24,6 +24,8 @@ pub(super) const SEGMENT_OUT: usize = 64 << 20;
 /// Members of this many compressed bytes or more are inflated in parallel
 /// rounds (each on both cores); smaller ones two at a time.
 const ROUNDS_FROM: usize = 16 << 20;
+/// `MemberRounds::part` when every part of the last round was taken.
+const ALL_TAKEN: usize = usize::MAX;
 /// How far past a position the next member's header is looked for.
 pub(super) const LOOK_AHEAD: usize = 64 << 20;
 
@@ -127,7 +129,7 @@ impl<'a> Plan<'a> {
         let r = MemberRounds {
             rounds,
             base: data,
-            part: 3,
+            part: ALL_TAKEN,
             pos: 0,
             end: if single {
                 MemberEnd::Payload
@@ -175,19 +177,20 @@ impl<'a> MemberRounds<'a> {
     /// when the last one's is taken.
     pub(super) fn fill(&mut self, w: &mut Walk<'_>, out: &mut [u8]) -> Result<Step> {
         loop {
-            if self.part < 3 && self.pos < self.rounds.parts()[self.part].len() {
-                break;
-            }
-            if self.part < 3 {
-                self.part += 1;
-                self.pos = 0;
-                continue;
+            match self.rounds.part(self.part) {
+                Some(p) if self.pos < p.len() => break,
+                Some(_) => {
+                    self.part += 1;
+                    self.pos = 0;
+                    continue;
+                }
+                None => {}
             }
             if let Some(step) = self.between_rounds(w)? {
                 return Ok(step);
             }
         }
-        let from = &self.rounds.parts()[self.part][self.pos..];
+        let from = &self.rounds.part(self.part).unwrap_or_default()[self.pos..];
         let n = out.len().min(from.len());
         out[..n].copy_from_slice(&from[..n]);
         self.pos += n;
@@ -244,19 +247,30 @@ impl<'a> MemberRounds<'a> {
         if self.bound(w) {
             return Ok(Some(Step::Switch(Switch::OneCore)));
         }
+        // As many segments as the caller says threads are free now (at
+        // least two: a member begun in rounds goes on in rounds).
+        self.rounds.set_segments((w.threads)());
         match self.rounds.next_round() {
             Ok(true) => {
                 self.part = 0;
                 self.pos = 0;
                 w.passed(base + self.rounds.consumed());
+                let (segments, read, produced) = self.rounds.last_round();
+                log::debug!(
+                    "gzip member at offset {}: round at offset {}: segments={segments}, \
+                     {read} bytes in, {produced} bytes out",
+                    w.at,
+                    base + self.rounds.consumed() - read,
+                );
                 Ok(None)
             }
             Ok(false) => {
                 let (rounds, markers, share) = self.rounds.stats();
                 log::debug!(
-                    "gzip member at offset {}: {rounds} parallel rounds of 2 segments, {markers} \
-                     symbols marker-decoded, segment B's last share {share}/64",
-                    w.at
+                    "gzip member at offset {}: {rounds} parallel rounds of up to {} segments, \
+                     {markers} symbols marker-decoded, the later segments' last share {share}/64",
+                    w.at,
+                    self.rounds.segments()
                 );
                 // The member's DEFLATE stream ended where its trailer was
                 // expected: everything produced must be what that trailer
@@ -291,10 +305,12 @@ impl<'a> MemberRounds<'a> {
     pub(super) fn skip(&mut self, w: &mut Walk<'_>, n: u64) -> Result<usize> {
         let mut left = usize::try_from(n).unwrap_or(usize::MAX);
         let (mut part, mut pos) = (self.part, self.pos);
-        let parts = self.rounds.parts();
-        let mut pieces = Vec::with_capacity(3);
-        while part < 3 && left > 0 {
-            let p = &parts[part][pos.min(parts[part].len())..];
+        let mut pieces = Vec::with_capacity(2 * self.rounds.segments());
+        while left > 0 {
+            let Some(p) = self.rounds.part(part) else {
+                break;
+            };
+            let p = &p[pos.min(p.len())..];
             let take = p.len().min(left);
             if take > 0 {
                 pieces.push(&p[..take]);
@@ -388,7 +404,7 @@ impl<'a> MemberRounds<'a> {
         if !self.rounds.restart(end - self.base, window) {
             return false;
         }
-        self.part = 3;
+        self.part = ALL_TAKEN;
         self.pos = 0;
         true
     }
