@@ -462,7 +462,21 @@ pub(crate) struct Rounds<'a> {
     /// segments, input and output (for the debug log).
     done: usize,
     markers: usize,
-    last: (usize, usize, usize),
+    last: LastRound,
+}
+
+/// What the last round did, for the debug log and the speed model of
+/// PERF.md: its segments, the compressed bytes it read and the bytes it
+/// produced, and how long segment A and the slowest later segment took
+/// (their difference is a later segment's fixed cost: its marker-decoded
+/// start, and its share of the threads).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LastRound {
+    pub(crate) segments: usize,
+    pub(crate) read: usize,
+    pub(crate) produced: usize,
+    pub(crate) a_secs: f64,
+    pub(crate) slowest_secs: f64,
 }
 
 /// A segment after A: its output buffer and the range of it produced
@@ -567,15 +581,25 @@ const EVEN_SHARE: usize = 32;
 /// The range the later segments' share is kept in, in 64ths.
 const SHARES: std::ops::RangeInclusive<usize> = 16..=40;
 
-/// Output each segment of a round of `n` is sized to produce: 16 MiB up
-/// to 8 segments, then [`ROUNDS_OUT`] shared out, down to 4 MiB (a
-/// segment's fixed cost, its marker-decoded start and its cut search, is
-/// then still a few percent of its work). A round's output is the
-/// stream's memory: 32 MiB at 2 segments, 128 MiB from 8 to 32, then 4 MiB
-/// more per segment.
+/// Output each segment of a round of `n` is sized to produce:
+/// [`SEG_OUT`] up to 16 segments, then [`ROUNDS_OUT`] shared out, down to
+/// 4 MiB (a segment's fixed cost, its marker-decoded start and its cut
+/// search, is then still a few percent of its work). A round's output is
+/// most of the stream's memory: 16 MiB at 2 segments, 64 MiB at 8, 128 MiB
+/// from 16 to 32, then 4 MiB more per segment; each segment's input is
+/// copied once besides (its synthetic stream), 1/ratio of that.
 pub(crate) fn seg_out(n: usize) -> usize {
-    (ROUNDS_OUT / n.max(1)).clamp(4 << 20, ROUND_TARGET / 2)
+    (ROUNDS_OUT / n.max(1)).clamp(4 << 20, SEG_OUT)
 }
+
+/// Output a segment is sized to produce at most. Each round costs a
+/// fixed part (the cut searches, the later segments' marker-decoded
+/// starts, the consumer's turn while the pool waits): rounds of two 8 MiB
+/// segments listed the 256 MiB shapes as fast as two of 16 MiB (PERF.md
+/// §22: mixed zlib-1 343 ms against 366 ms, pigz 320 against 310), in 68
+/// MiB against 96 MiB (§16 had found 16 MiB segments faster than 8 when
+/// the round's cuts were not yet found ahead).
+const SEG_OUT: usize = 8 << 20;
 
 /// The output a round of many segments shares out ([`seg_out`]).
 const ROUNDS_OUT: usize = 128 << 20;
@@ -629,12 +653,6 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundFailed;
 
-/// Output a round of two segments is sized to produce. Each round costs a
-/// fixed part (the cut searches, the later segments' marker-decoded
-/// starts, the consumer's turn while the pool waits): 32 MiB rounds listed
-/// the mixed shapes in 0.48–0.52 s where 16 MiB rounds took 0.53–0.59 s
-/// (PERF.md §16), for 13–39 MiB more peak memory.
-const ROUND_TARGET: usize = 32 << 20;
 /// The smallest segment a failed round is tried again with.
 const MIN_SEG: usize = 64 << 10;
 /// The most segments a round is cut into, whatever the caller says.
@@ -664,7 +682,7 @@ impl<'a> Rounds<'a> {
             stop: false,
             done: 0,
             markers: 0,
-            last: (0, 0, 0),
+            last: LastRound::default(),
         }
     }
 
@@ -904,6 +922,9 @@ impl<'a> Rounds<'a> {
         // The slowest later segment's rate (input per second), among those
         // with a cut at both ends.
         let mut rate_b = f64::INFINITY;
+        let slowest = rest.iter().map(|(_, t)| *t).fold(0.0, f64::max);
+        self.last.a_secs = time_a;
+        self.last.slowest_secs = slowest;
         for (i, (chunk, time)) in rest.into_iter().enumerate() {
             let Some(chunk) = chunk else {
                 // This segment did not decode (its window never cleared, or
@@ -971,7 +992,8 @@ impl<'a> Rounds<'a> {
             self.seg = (seg_out(self.segs) / ratio).clamp(16 << 10, 16 << 20);
             self.learned = true;
         }
-        self.last = (1 + self.used, consumed, produced);
+        (self.last.segments, self.last.read, self.last.produced) =
+            (1 + self.used, consumed, produced);
         self.next = end;
         self.done += 1;
         true
@@ -1004,8 +1026,8 @@ impl<'a> Rounds<'a> {
         (self.done, self.markers, self.share)
     }
 
-    /// The last round's segments, compressed bytes read and bytes produced.
-    pub(crate) fn last_round(&self) -> (usize, usize, usize) {
+    /// What the last round did.
+    pub(crate) fn last_round(&self) -> LastRound {
         self.last
     }
 }
@@ -1144,7 +1166,9 @@ mod tests {
             (*SHARES.start(), 8),
             (EVEN_SHARE, 17),
         ] {
-            let mut r = Rounds::new(&z, 256 << 10, 64 << 20);
+            // Small first segments: the first round is a whole one, not
+            // the stream's last.
+            let mut r = Rounds::new(&z, 32 << 10, 64 << 20);
             r.share = share;
             r.set_segments(n);
             let (mut out, mut most) = (Vec::new(), 0);
@@ -1152,7 +1176,7 @@ mod tests {
                 for p in r.parts() {
                     out.extend_from_slice(p);
                 }
-                most = most.max(r.last_round().0);
+                most = most.max(r.last_round().segments);
                 assert!(SHARES.contains(&r.share), "{}", r.share);
             }
             assert!(
@@ -1167,8 +1191,8 @@ mod tests {
 
     #[test]
     fn each_segment_of_a_round_is_sized_for_its_output_target() {
-        assert_eq!(seg_out(2), 16 << 20);
-        assert_eq!(seg_out(8), 16 << 20);
+        assert_eq!(seg_out(2), 8 << 20);
+        assert_eq!(seg_out(8), 8 << 20);
         assert_eq!(seg_out(16), 8 << 20);
         assert_eq!(seg_out(32), 4 << 20);
         assert_eq!(seg_out(192), 4 << 20);
@@ -1176,7 +1200,7 @@ mod tests {
         let z = [0u8; 16];
         let mut r = Rounds::new(&z, 4 << 20, 64 << 20);
         r.set_segments(32);
-        assert_eq!(r.seg, 1 << 20);
+        assert_eq!(r.seg, 2 << 20);
         r.set_segments(1000);
         assert_eq!(r.segments(), MAX_SEGS);
         // The weights: a later segment's share against A's.

@@ -138,6 +138,8 @@ impl<'a> Plan<'a> {
             },
             bridged_start: false,
             long_runs: self.long_runs,
+            in_rounds: 0.0,
+            began: std::time::Instant::now(),
         };
         (Some(r), followed)
     }
@@ -170,6 +172,10 @@ pub(super) struct MemberRounds<'a> {
     /// A run of stored blocks was looked for before the first round.
     bridged_start: bool,
     long_runs: u64,
+    /// Seconds spent running rounds, and when the member's rounds began
+    /// (the rest is the consumer's: handing out, checksums, the tar walk).
+    in_rounds: f64,
+    began: std::time::Instant,
 }
 
 impl<'a> MemberRounds<'a> {
@@ -250,27 +256,38 @@ impl<'a> MemberRounds<'a> {
         // As many segments as the caller says threads are free now (at
         // least two: a member begun in rounds goes on in rounds).
         self.rounds.set_segments((w.threads)());
-        match self.rounds.next_round() {
+        let started = std::time::Instant::now();
+        let round = self.rounds.next_round();
+        self.in_rounds += started.elapsed().as_secs_f64();
+        match round {
             Ok(true) => {
                 self.part = 0;
                 self.pos = 0;
                 w.passed(base + self.rounds.consumed());
-                let (segments, read, produced) = self.rounds.last_round();
+                let r = self.rounds.last_round();
                 log::debug!(
-                    "gzip member at offset {}: round at offset {}: segments={segments}, \
-                     {read} bytes in, {produced} bytes out",
+                    "gzip member at offset {}: round at offset {}: segments={}, {} bytes in, {} \
+                     bytes out, segment A {:.1} ms, the slowest other {:.1} ms",
                     w.at,
-                    base + self.rounds.consumed() - read,
+                    base + self.rounds.consumed() - r.read,
+                    r.segments,
+                    r.read,
+                    r.produced,
+                    r.a_secs * 1e3,
+                    r.slowest_secs * 1e3,
                 );
                 Ok(None)
             }
             Ok(false) => {
                 let (rounds, markers, share) = self.rounds.stats();
                 log::debug!(
-                    "gzip member at offset {}: {rounds} parallel rounds of up to {} segments, \
-                     {markers} symbols marker-decoded, the later segments' last share {share}/64",
+                    "gzip member at offset {}: {rounds} parallel rounds of up to {} segments in \
+                     {:.1} ms ({:.1} ms since the first began), {markers} symbols \
+                     marker-decoded, the later segments' last share {share}/64",
                     w.at,
-                    self.rounds.segments()
+                    self.rounds.segments(),
+                    self.in_rounds * 1e3,
+                    self.began.elapsed().as_secs_f64() * 1e3,
                 );
                 // The member's DEFLATE stream ended where its trailer was
                 // expected: everything produced must be what that trailer
