@@ -521,8 +521,9 @@ fn sizes(seg: usize, share: usize, n: usize) -> (usize, usize) {
 }
 
 /// A round's cuts from bit `a`, for `n` segments of `seg` bytes on
-/// average, weighted by `share` ([`sizes`]). When less than one and a half
-/// rounds' input is left, the round is the stream's last and takes it all,
+/// average, weighted by `share` ([`sizes`]). When less than two rounds'
+/// input is left, two rounds take half of it each; when less than one
+/// round's is left, the round is the stream's last and takes it all,
 /// split by the same weights among as many segments as get [`TAIL_MIN`]
 /// each: a last round of full segments and a short one, or of one segment
 /// alone, would leave threads idle while one inflates the tail.
@@ -533,9 +534,17 @@ fn cuts(
     n: usize,
     a: usize,
 ) -> std::result::Result<Cuts, RoundFailed> {
-    let (seg_a, seg_b) = sizes(seg, share, n);
-    let round = seg_a + (n.max(2) - 1) * seg_b;
+    let (mut seg_a, mut seg_b) = sizes(seg, share, n);
+    let mut round = seg_a + (n.max(2) - 1) * seg_b;
     let left = data.len().saturating_sub(a / 8);
+    if left < 2 * round + SEARCH && left >= round + SEARCH && left >= 4 * SEARCH {
+        // Less than two rounds left: two of half of it each, not a round
+        // and then up to one and a half (whose output, held while it is
+        // handed out, would be the stream's peak memory).
+        let scale = |x: usize| (x as u64 * (left / 2) as u64 / round as u64) as usize;
+        (seg_a, seg_b) = (scale(seg_a).max(1 << 10), scale(seg_b).max(1 << 10));
+        round = seg_a + (n.max(2) - 1) * seg_b;
+    }
     if left >= round * 3 / 2 + SEARCH {
         let mut starts = Vec::with_capacity(n - 1);
         let (mut from, mut len) = (a, seg_a);
@@ -603,6 +612,29 @@ const SEG_OUT: usize = 8 << 20;
 
 /// The output a round of many segments shares out ([`seg_out`]).
 const ROUNDS_OUT: usize = 128 << 20;
+
+/// The last [`WINDOW`] bytes of `a` followed by `b`.
+fn tail_of(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let from_b = b.len().min(WINDOW);
+    let from_a = (WINDOW - from_b).min(a.len());
+    [&a[a.len() - from_a..], &b[b.len() - from_b..]].concat()
+}
+
+/// A later segment's start: its marker-decoded symbols resolved against
+/// `window` (the 32 KiB before it), then its decoded window; and the range
+/// of its buffer produced after that.
+fn resolve(l: &mut Later, chunk: &Chunk, window: &[u8]) {
+    l.head.clear();
+    l.head.extend(chunk.symbols.iter().map(|&s| {
+        if s < MARKER {
+            s as u8
+        } else {
+            window[usize::from(s - MARKER)]
+        }
+    }));
+    l.head.extend_from_slice(&chunk.window);
+    l.range = chunk.range.clone();
+}
 
 /// Where a sequential inflater takes over from the rounds: `head`, a
 /// synthetic stream that outputs the known window (`window_len` bytes,
@@ -925,6 +957,8 @@ impl<'a> Rounds<'a> {
         let slowest = rest.iter().map(|(_, t)| *t).fold(0.0, f64::max);
         self.last.a_secs = time_a;
         self.last.slowest_secs = slowest;
+        let mut chunks = Vec::with_capacity(rest.len());
+        let mut failed = None;
         for (i, (chunk, time)) in rest.into_iter().enumerate() {
             let Some(chunk) = chunk else {
                 // This segment did not decode (its window never cleared, or
@@ -933,35 +967,63 @@ impl<'a> Rounds<'a> {
                 // handed out, and the next round fails at once, so that one
                 // core goes on from there with their window (nothing is
                 // inflated again).
-                self.stop = true;
-                self.ahead = None; // found for a round from the last end
-                return Ok(self.finish_round(a, Some(starts[i]), None));
+                failed = Some(i);
+                break;
             };
             if chunk.bytes.is_some() {
                 return Err(RoundFailed); // cannot be: its bytes went into its buffer
             }
-            // Its window: the 32 KiB before it.
-            let w = self.tail_window();
-            if w.len() < WINDOW {
-                return Err(RoundFailed);
-            }
-            // Its marker-decoded start, resolved against that window.
-            self.markers += chunk.symbols.len();
-            let l = &mut self.later[i];
-            l.head.clear();
-            l.head.extend(chunk.symbols.iter().map(|&s| {
-                if s < MARKER {
-                    s as u8
-                } else {
-                    w[usize::from(s - MARKER)]
-                }
-            }));
-            l.head.extend_from_slice(&chunk.window);
-            l.range = chunk.range.clone();
-            self.used = i + 1;
             if let Some(to) = ends[i] {
                 rate_b = rate_b.min((to - starts[i]) as f64 / time.max(1e-6));
             }
+            chunks.push(chunk);
+        }
+        // The 32 KiB before each later segment: A's tail for the first; for
+        // the others, the tail of the segment before, known without
+        // resolving its markers when its window cleared inside it (its
+        // clean window and what follows it). Those are resolved on every
+        // thread at once; a segment after one that ended before its window
+        // cleared waits for it, in order.
+        let windows: Vec<Option<Vec<u8>>> = (0..chunks.len())
+            .map(|i| match i {
+                0 => Some(self.tail_window()),
+                _ => {
+                    let before = &chunks[i - 1];
+                    let out = &self.later[i - 1].buf[before.range.clone()];
+                    (before.window.len() == WINDOW).then(|| tail_of(&before.window, out))
+                }
+            })
+            .collect();
+        if windows
+            .first()
+            .and_then(Option::as_ref)
+            .is_some_and(|w| w.len() < WINDOW)
+        {
+            return Err(RoundFailed);
+        }
+        self.later[..chunks.len()]
+            .par_iter_mut()
+            .zip(chunks.par_iter().zip(windows.par_iter()))
+            .for_each(|(l, (chunk, w))| match w {
+                Some(w) => resolve(l, chunk, w),
+                None => l.head.clear(),
+            });
+        for (i, chunk) in chunks.iter().enumerate() {
+            self.markers += chunk.symbols.len();
+            if windows[i].is_none() {
+                self.used = i;
+                let w = self.tail_window();
+                if w.len() < WINDOW {
+                    return Err(RoundFailed);
+                }
+                resolve(&mut self.later[i], chunk, &w);
+            }
+        }
+        self.used = chunks.len();
+        if let Some(i) = failed {
+            self.stop = true;
+            self.ahead = None; // found for a round from the last end
+            return Ok(self.finish_round(a, Some(starts[i]), None));
         }
         let rates = match first_cut {
             Some(b) if rate_b.is_finite() => Some(((b - a) as f64 / time_a.max(1e-6), rate_b)),
@@ -1112,6 +1174,13 @@ mod tests {
             );
             assert_eq!(c.end, None);
         }
+        // Between one and two rounds left: the round takes half of it.
+        let c = cuts(&z, left * 11 / 40, EVEN_SHARE, 2, 0).unwrap();
+        let end = c.end.unwrap() / 8;
+        assert!(
+            end >= left / 2 && end < left / 2 + 2 * SEARCH,
+            "{end} of {left}"
+        );
         // The last round of eight: eight segments, in order, to the end.
         let c = cuts(&z, left, EVEN_SHARE, 8, 0).unwrap();
         assert_eq!(c.starts.len(), 7, "{c:?}");
