@@ -14,7 +14,8 @@ For each SHAPES_DIR/NAME.neff it runs:
              (what one and two cores give, however many threads)
   --peers:   over the payload (NAME.gz, extracted once, deleted after):
              bsdtar -tf, rapidgzip --count -P 1 and -P 2 (PyPI rapidgzip,
-             --rapidgzip BIN), pigz -dc -p 2, gzip -dc
+             --rapidgzip BIN), pigz -dc -p 1 and -p 2, libdeflate-gunzip -c
+             (apt libdeflate-tools), gzip -dc
 
 and prints one Markdown table per shape: command, median wall, median CPU,
 CPU against `neff -j 1`, peak RSS. Every `neff` output is compared with the
@@ -76,7 +77,12 @@ def main():
                     ("rapidgzip --count -P 2", [a.rapidgzip, "--count", "-P", "2", gz], False),
                 ]
             if shutil.which("pigz"):
-                cmds += [("pigz -dc -p 2", ["pigz", "-dc", "-p", "2", gz], False)]
+                cmds += [
+                    ("pigz -dc -p 1", ["pigz", "-dc", "-p", "1", gz], False),
+                    ("pigz -dc -p 2", ["pigz", "-dc", "-p", "2", gz], False),
+                ]
+            if shutil.which("libdeflate-gunzip"):
+                cmds += [("libdeflate-gunzip -c", ["libdeflate-gunzip", "-c", gz], False)]
             cmds += [("gzip -dc", ["gzip", "-dc", gz], False)]
         got = {label: [] for label, _, _ in cmds}
         want = subprocess.run(cmds[0][1], capture_output=True, check=True).stdout

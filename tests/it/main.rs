@@ -34,3 +34,4 @@ mod scan;
 mod shapes;
 mod sparse;
 mod tar_constructs;
+mod threads;

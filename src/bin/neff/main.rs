@@ -56,8 +56,8 @@ struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
     /// Worker threads for every command that fans out (a scan's workers,
-    /// a large payload's parallel inflate, mem, the cache status)
-    /// [default: one per core]
+    /// a large payload's parallel inflate in rounds of N segments, mem,
+    /// the cache status) [default: one per core]
     #[arg(short = 'j', long = "threads", global = true, value_name = "N")]
     threads: Option<usize>,
     /// The AWS profile for s3:// URLs, from ~/.aws/config and
