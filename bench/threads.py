@@ -27,17 +27,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shapes  # noqa: E402  (bench/shapes.py: one way to time a command)
 
 
 def run(cmd, stdout):
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    if status != 0:
-        raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    """Wall seconds, CPU seconds (user + sys) and peak RSS in MiB."""
+    wall, rss, cpu = shapes.run(cmd, stdout)
+    return wall, cpu, rss
 
 
 def main():

@@ -59,18 +59,12 @@ pub fn matches_zlib_rs(gz: &[u8]) {
 /// Everything `s` produces, 70,000 bytes at a time, and whether it said
 /// it was doubtful.
 fn stream_all(s: crate::Result<GzStream<'_>>) -> (Result<Vec<u8>, String>, bool) {
-    let mut s = match s {
-        Ok(s) => s,
-        Err(e) => return (Err(e.to_string()), false),
-    };
-    let mut out = Vec::new();
-    let mut w = vec![0u8; 70_000];
-    loop {
-        match s.fill(&mut w) {
-            Ok(0) => return (Ok(out), s.doubtful()),
-            Ok(n) => out.extend_from_slice(&w[..n]),
-            Err(e) => return (Err(e.to_string()), s.doubtful()),
+    match s {
+        Ok(mut s) => {
+            let (out, doubt) = s.read_all();
+            (out.map_err(|e| e.to_string()), doubt)
         }
+        Err(e) => (Err(e.to_string()), false),
     }
 }
 

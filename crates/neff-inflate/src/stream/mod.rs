@@ -207,6 +207,23 @@ impl<'a> GzStream<'a> {
         self.fill_any(out).inspect_err(|_| self.failed())
     }
 
+    /// Everything the stream produces, 70,000 bytes at a time, or its
+    /// error; and whether it said it was doubtful (the tests and fuzz
+    /// targets compare paths with it).
+    #[cfg(any(test, feature = "fuzzing"))]
+    #[doc(hidden)]
+    pub fn read_all(&mut self) -> (Result<Vec<u8>>, bool) {
+        let mut out = Vec::new();
+        let mut w = vec![0u8; 70_000];
+        loop {
+            match self.fill(&mut w) {
+                Ok(0) => return (Ok(out), self.doubtful()),
+                Ok(n) => out.extend_from_slice(&w[..n]),
+                Err(e) => return (Err(e), self.doubtful()),
+            }
+        }
+    }
+
     /// Skips `n` bytes of output using `window` as scratch; the bytes
     /// skipped (fewer than `n` only at the end of the payload).
     pub fn skip(&mut self, mut n: u64, window: &mut [u8]) -> Result<u64> {

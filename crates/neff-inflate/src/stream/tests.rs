@@ -109,15 +109,7 @@ fn corpus() -> Vec<u8> {
 }
 
 fn drain(mut s: GzStream<'_>) -> (Result<Vec<u8>>, bool) {
-    let mut out = Vec::new();
-    let mut w = vec![0u8; 100_000];
-    loop {
-        match s.fill(&mut w) {
-            Ok(0) => return (Ok(out), s.doubtful()),
-            Ok(n) => out.extend_from_slice(&w[..n]),
-            Err(e) => return (Err(e), s.doubtful()),
-        }
-    }
+    s.read_all()
 }
 
 #[test]
