@@ -8,7 +8,9 @@
 //! - `one-shot/N`: [`neff_inflate::inflate`] on N threads (1: libdeflate
 //!   into a huge-page buffer; 2+: the marker-decoding split);
 //! - `stream/N`: [`neff_inflate::GzStream`] through a 256 KiB window,
-//!   sequential (1) and in parallel rounds (2).
+//!   sequential (1) and in parallel rounds (2);
+//! - `pieces/1`: [`neff_inflate::GzReader`], the input handed over 64 KiB
+//!   at a time.
 //!
 //! `cargo bench -p neff-inflate` (on a quiet machine; medians in PERF.md).
 
@@ -63,6 +65,18 @@ fn noise() -> Vec<u8> {
     (0..SIZE).map(|_| next() as u8).collect()
 }
 
+/// A source that hands out its bytes 64 KiB at a time.
+struct Chunked<'a>(&'a [u8]);
+
+impl std::io::Read for Chunked<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = out.len().min(self.0.len()).min(64 << 10);
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 fn gzip(data: &[u8], level: u32) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
     e.write_all(data).unwrap();
@@ -99,6 +113,21 @@ fn bench(c: &mut Criterion) {
                 z.decompress(&gz[start..], &mut out, flate2::FlushDecompress::Finish)
                     .unwrap();
                 assert_eq!(z.total_out() as usize, data.len());
+            })
+        });
+        g.bench_function("pieces/1", |b| {
+            // The input as a network body gives it: 64 KiB at a time.
+            let mut window = vec![0u8; 256 << 10];
+            b.iter(|| {
+                let mut r = neff_inflate::GzReader::new(Chunked(&gz[..]), CAP);
+                let mut n = 0;
+                loop {
+                    match r.fill(&mut window).unwrap() {
+                        0 => break,
+                        k => n += k,
+                    }
+                }
+                assert_eq!(n, data.len());
             })
         });
         for (n, p) in [(1, &one), (2, &two)] {

@@ -22,8 +22,8 @@ fn zlib_rs_reads(gz: &[u8], cap: u64) -> Option<Vec<u8>> {
 
 /// Every path of the engine against zlib-rs on arbitrary bytes: where
 /// both read `gz`, the bytes agree (the one-shot path on one thread and
-/// split on four, and the stream); and the one-shot path and the stream
-/// read or refuse it alike. (Refusals are not compared with zlib-rs's:
+/// split on four, and the stream); and the one-shot path, the stream and
+/// the reader of pieces read or refuse it alike. (Refusals are not compared with zlib-rs's:
 /// it checks a header CRC that gzip's other readers, and this one, skip.)
 pub fn matches_zlib_rs(gz: &[u8]) {
     let cap = 64 << 20;
@@ -44,6 +44,22 @@ pub fn matches_zlib_rs(gz: &[u8]) {
     if let (Some(t), Some(o)) = (&theirs, &streamed) {
         assert!(t[..] == o[..], "stream: bytes differ from zlib-rs's");
     }
+    // Pieces of every size read as the slice stream reads (inputs under
+    // the header bound, where the two may differ).
+    if gz.len() < crate::HEADER_MAX {
+        for most in [1, 13, 4096] {
+            let pieces = read_in_pieces(gz, most, cap);
+            match (&pieces, &streamed) {
+                (Some(a), Some(b)) => assert!(a[..] == b[..], "pieces of {most}: bytes differ"),
+                (None, None) => {}
+                _ => panic!(
+                    "pieces of {most}: {:?} but the stream {:?}",
+                    pieces.as_ref().map(Vec::len),
+                    streamed.as_ref().map(Vec::len)
+                ),
+            }
+        }
+    }
     // The one-shot path and the stream give an input one answer.
     match (&one, &streamed) {
         (Some(a), Some(b)) => assert!(a[..] == b[..], "one-shot and stream differ"),
@@ -54,6 +70,28 @@ pub fn matches_zlib_rs(gz: &[u8]) {
             streamed.as_ref().map(Vec::len)
         ),
     }
+}
+
+/// What [`crate::GzReader`] makes of `gz` handed out in pieces of 1 to
+/// `most` bytes: the bytes, or `None` when it refuses.
+fn read_in_pieces(gz: &[u8], most: usize, cap: u64) -> Option<Vec<u8>> {
+    struct Pieces<'a>(&'a [u8], usize, usize);
+    impl std::io::Read for Pieces<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            self.2 = self.2.wrapping_mul(31).wrapping_add(7);
+            let n = (1 + self.2 % self.1).min(out.len()).min(self.0.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(
+        &mut crate::GzReader::new(Pieces(gz, most, 0), cap),
+        &mut out,
+    )
+    .ok()
+    .map(|_| out)
 }
 
 /// Everything `s` produces, 70,000 bytes at a time, and whether it said

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 pub(crate) const TRAILER: usize = 8;
 /// The smallest gzip member: a 10-byte header, the shortest DEFLATE data
 /// (an empty final block) and the trailer.
-const MIN_MEMBER: usize = 18;
+pub(crate) const MIN_MEMBER: usize = 18;
 
 /// Refuses an input too short to hold even one gzip member.
 pub(crate) fn check_len(gz: &[u8]) -> Result<()> {

@@ -9,6 +9,9 @@
 //!   window, so memory follows the window, never the payload; large members
 //!   are inflated in parallel rounds, runs of stored blocks are read where
 //!   they lie, and every member's trailer is checked.
+//! - [`GzReader`]: input that arrives in pieces (any `Read`: a network
+//!   body, a pipe), inflated on the calling thread as it comes, with one
+//!   buffer of input; the same framing and error texts.
 //!
 //! Both read the gzip framing the same strict way ([`gzip`]): RFC 1952's
 //! reserved flag bits refused, every member's CRC-32 and length checked,
@@ -58,12 +61,14 @@ mod error;
 pub mod fuzzing;
 pub mod gzip;
 pub mod parallel;
+mod pieces;
 mod stored;
 mod stream;
 mod whole;
 
 pub use error::{Error, Result};
 pub use parallel::PARALLEL_FROM;
+pub use pieces::{GzReader, HEADER_MAX};
 pub use stream::{GzStream, Passed};
 pub use whole::{inflate, inflate_within, Inflated, Whole};
 
