@@ -15,7 +15,7 @@
 //!   member is inflated ahead on the free core from the first gzip header
 //!   found, and taken over when the member before really ends there;
 //! - [`MemberRounds`] (`rounds.rs`): a member of 16 MiB of gzip or more,
-//!   with a core free ([`GzStream::new_parallel`], `pool::core_free`),
+//!   with a core free ([`GzStream::new_parallel`], the caller's `Threads`),
 //!   in parallel rounds of its own over its DEFLATE data up to the next
 //!   gzip header found after it (a guess, checked at its end); a round that
 //!   does not decode hands over to [`OneCore`] at the end of the last good

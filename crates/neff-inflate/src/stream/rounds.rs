@@ -22,7 +22,8 @@ pub(super) const LONG_RUNS: u64 = 12;
 /// Most output one segment may produce before the rounds give up.
 pub(super) const SEGMENT_OUT: usize = 64 << 20;
 /// Members of this many compressed bytes or more are inflated in parallel
-/// rounds (each on both cores); smaller ones two at a time.
+/// rounds (each on every thread the caller gives); smaller ones two at a
+/// time.
 const ROUNDS_FROM: usize = 16 << 20;
 /// `MemberRounds::part` when every part of the last round was taken.
 const ALL_TAKEN: usize = usize::MAX;
