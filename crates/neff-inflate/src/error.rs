@@ -31,6 +31,19 @@ impl Error {
     pub(crate) fn gzip(reason: impl Into<String>) -> Error {
         Error::Corrupt(reason.into())
     }
+
+    /// Refuses output of `total` bytes over the caller's `cap`: the one
+    /// text every path gives.
+    pub(crate) fn output_within(total: u64, cap: u64) -> Result<()> {
+        if total > cap {
+            return Err(Error::Limit {
+                what: "inflated payload size",
+                found: total,
+                cap,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The engine's results.

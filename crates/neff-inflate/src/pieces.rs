@@ -280,13 +280,7 @@ impl<R: Read> GzReader<R> {
             self.crc.update(&out[..n]);
             self.out += n as u64;
             self.total += n as u64;
-            if self.total > self.cap {
-                return Err(Error::Limit {
-                    what: "inflated payload size",
-                    found: self.total,
-                    cap: self.cap,
-                });
-            }
+            Error::output_within(self.total, self.cap)?;
             if status == Status::StreamEnd {
                 self.end_member()?;
                 return Ok(n);

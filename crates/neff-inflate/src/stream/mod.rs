@@ -179,9 +179,16 @@ impl<'a> GzStream<'a> {
         seg: usize,
         out_cap: usize,
     ) -> Result<GzStream<'a>> {
+        GzStream::with_plan(gz, cap, Plan::forced(seg, out_cap))
+    }
+
+    /// A stream whose members go to rounds by `plan`, two at a time
+    /// otherwise, on the current pool's threads.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn with_plan(gz: &'a [u8], cap: u64, plan: Plan<'a>) -> Result<GzStream<'a>> {
         let mut s = GzStream::new(gz, cap)?;
         s.pairs = Some(Pairs::default());
-        s.plan = Some(Plan::forced(seg, out_cap));
+        s.plan = Some(plan);
         s.walk.threads = crate::pool_threads;
         Ok(s)
     }

@@ -16,10 +16,7 @@ impl<'a> GzStream<'a> {
         out_cap: usize,
         from: usize,
     ) -> Result<GzStream<'a>> {
-        let mut s = GzStream::new(gz, cap)?;
-        s.pairs = Some(Pairs::default());
-        s.plan = Some(Plan::new(seg, out_cap, from));
-        Ok(s)
+        GzStream::with_plan(gz, cap, Plan::new(seg, out_cap, from))
     }
 
     fn in_rounds(&self) -> bool {

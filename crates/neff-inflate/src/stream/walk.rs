@@ -132,14 +132,7 @@ impl<'a> Walk<'a> {
     /// Counts `n` more bytes handed out; past the cap, refuses them.
     pub(super) fn count_out(&mut self, n: usize) -> Result<()> {
         self.total_out += n as u64;
-        if self.total_out > self.cap {
-            return Err(Error::Limit {
-                what: "inflated payload size",
-                found: self.total_out,
-                cap: self.cap,
-            });
-        }
-        Ok(())
+        Error::output_within(self.total_out, self.cap)
     }
 
     /// `bytes` were produced and handed out: checksummed and counted.
