@@ -268,7 +268,6 @@ impl<R: Read> GzReader<R> {
             let at = self.at as usize;
             self.refill()?;
             let input = &self.buf[self.pos..self.len];
-            let ended_input = input.is_empty();
             let (in0, out0) = (self.z.total_in(), self.z.total_out());
             let status = self
                 .z
@@ -288,8 +287,10 @@ impl<R: Read> GzReader<R> {
             if n > 0 {
                 return Ok(n);
             }
-            if used == 0 && ended_input {
-                // The source ended inside the member.
+            if used == 0 {
+                // No progress: the source ended inside the member, or
+                // input was left that the inflater would not take (as the
+                // slice stream's one-core inflater, refused, never looped).
                 return Err(gzip::corrupt(at));
             }
         }
