@@ -35,9 +35,7 @@ impl Parts {
             most,
         }
     }
-}
 
-impl Parts {
     /// The whole range the parts cover.
     pub fn span(&self) -> Range<u64> {
         self.start..self.end

@@ -137,6 +137,19 @@ pub fn set_cap(bytes: Option<u64>) {
     CAP.store(bytes.unwrap_or(0), Ordering::Relaxed);
 }
 
+/// Refuses `moved` bytes from one object when they pass the cap of
+/// [`set_cap`].
+pub(crate) fn within_cap(moved: u64) -> crate::error::Result<()> {
+    match cap() {
+        Some(cap) if moved > cap => Err(crate::error::Error::Limit {
+            what: "bytes moved from this object (--max-bytes-moved)",
+            found: moved,
+            cap,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The cap of [`set_cap`], if any.
 pub fn cap() -> Option<u64> {
     match CAP.load(Ordering::Relaxed) {

@@ -550,14 +550,7 @@ fn fetch_whole(
         if size > max {
             return Err(too_large_to_read_whole(size, max));
         }
-        match link::cap() {
-            Some(cap) if size > cap => Err(Error::Limit {
-                what: "bytes moved from this object (--max-bytes-moved)",
-                found: size,
-                cap,
-            }),
-            _ => Ok(()),
-        }
+        link::within_cap(size)
     };
     if let Some((size, _)) = pinned {
         bounded(size)?;
@@ -804,15 +797,7 @@ impl Object {
     /// bytes moved per object ([`set_byte_cap`]).
     pub(crate) fn charge(&self, n: u64) -> Result<()> {
         use std::sync::atomic::Ordering;
-        let moved = self.moved.fetch_add(n, Ordering::Relaxed) + n;
-        match link::cap() {
-            Some(cap) if moved > cap => Err(Error::Limit {
-                what: "bytes moved from this object (--max-bytes-moved)",
-                found: moved,
-                cap,
-            }),
-            _ => Ok(()),
-        }
+        link::within_cap(self.moved.fetch_add(n, Ordering::Relaxed) + n)
     }
 
     /// Bytes that may still be asked of the object under the cap (`None`:

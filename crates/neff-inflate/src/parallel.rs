@@ -349,7 +349,11 @@ pub fn split_inflate(
         bounds.push(f);
     }
     let ends: Vec<Option<usize>> = bounds[1..].iter().map(|&b| Some(b)).chain([None]).collect();
-    let cap = out.len();
+    // A chunk may produce the whole output, up to 16 chunks; past that, a
+    // sixteenth of 16 times the output shared out: the chunks' memory,
+    // touched only as they write, is at most 16 times the size the
+    // trailer claims, however many threads (the data may lie about it).
+    let cap = out.len().min(out.len().saturating_mul(16) / k);
     let (head, rest) = rayon::join(
         || first_chunk(data, bounds[1], out),
         || {
@@ -612,6 +616,20 @@ const SEG_OUT: usize = 8 << 20;
 
 /// The output a round of many segments shares out ([`seg_out`]).
 const ROUNDS_OUT: usize = 128 << 20;
+
+/// The most one segment of a round of `n` may produce before the round
+/// fails (and one core goes on): the stream's cap `out_cap`, down to
+/// [`ROUNDS_CAP`] shared out, but never below twice a segment's target.
+/// Data that inflates far past its segment's target (a bomb, long runs)
+/// so touches at most `max(1 GiB, n × 8 MiB)` in a round, not `n` times
+/// the stream's cap.
+fn seg_cap(out_cap: usize, n: usize) -> usize {
+    out_cap.min((ROUNDS_CAP / n.max(1)).max(2 * seg_out(n)))
+}
+
+/// The output all segments of a round may produce together before it
+/// fails, for rounds of many segments ([`seg_cap`]).
+const ROUNDS_CAP: usize = 1 << 30;
 
 /// The last [`WINDOW`] bytes of `a` followed by `b`.
 fn tail_of(a: &[u8], b: &[u8]) -> Vec<u8> {
@@ -893,7 +911,8 @@ impl<'a> Rounds<'a> {
         };
         // Where the next round starts, should this one decode.
         let end = if starts.is_empty() { None } else { end };
-        let size = self.out_cap + WINDOW + NONCE_ROOM;
+        let cap = seg_cap(self.out_cap, n);
+        let size = cap + WINDOW + NONCE_ROOM;
         if self.later.len() < starts.len() {
             self.later.resize_with(starts.len(), Later::default);
         }
@@ -912,8 +931,10 @@ impl<'a> Rounds<'a> {
             .map(|&s| Some(s))
             .chain([end])
             .collect();
-        let (window, cap) = (&self.window, self.out_cap);
-        let (buf_a, syn_a) = (&mut self.a, &mut self.syn_a);
+        let window = &self.window;
+        // Each segment writes at most `cap` (its buffer may be larger,
+        // from rounds of fewer segments).
+        let (buf_a, syn_a) = (&mut self.a[..size], &mut self.syn_a);
         let later = &mut self.later[..starts.len()];
         let (((first, ahead), time_a), rest) = rayon::join(
             || {
@@ -943,7 +964,8 @@ impl<'a> Rounds<'a> {
                     .par_iter_mut()
                     .zip(starts.par_iter().zip(ends.par_iter()))
                     .map(|(l, (&from, &to))| {
-                        timed(|| later_chunk(data, from, to, cap, Some(&mut l.buf), &mut l.syn))
+                        let buf = &mut l.buf[..size];
+                        timed(|| later_chunk(data, from, to, cap, Some(buf), &mut l.syn))
                     })
                     .collect::<Vec<_>>()
             },
@@ -1272,6 +1294,13 @@ mod tests {
         assert_eq!(r.seg, 2 << 20);
         r.set_segments(1000);
         assert_eq!(r.segments(), MAX_SEGS);
+        // What one segment may produce: the stream's cap up to 16
+        // segments, then 1 GiB shared out, never below twice the target.
+        assert_eq!(seg_cap(64 << 20, 2), 64 << 20);
+        assert_eq!(seg_cap(64 << 20, 16), 64 << 20);
+        assert_eq!(seg_cap(64 << 20, 32), 32 << 20);
+        assert_eq!(seg_cap(64 << 20, 192), 8 << 20);
+        assert_eq!(seg_cap(1 << 20, 192), 1 << 20);
         // The weights: a later segment's share against A's.
         let (a, b) = sizes(1 << 20, EVEN_SHARE, 8);
         assert_eq!(a, b);
@@ -1288,7 +1317,7 @@ mod tests {
             let n = c.deflate_compress(&data, &mut z).unwrap();
             z.truncate(n);
             let mut split = 0;
-            for threads in [2, 3, 5] {
+            for threads in [2, 3, 5, 32] {
                 let mut out = vec![0u8; data.len()];
                 let got = split_inflate(&z, &mut out, threads, 8 << 10);
                 // None (no boundary near a cut) is allowed; a wrong answer is not.
