@@ -69,7 +69,7 @@ mod whole;
 pub use error::{Error, Result};
 pub use parallel::PARALLEL_FROM;
 pub use pieces::{GzReader, HEADER_MAX};
-pub use stream::{GzStream, Passed};
+pub use stream::GzStream;
 pub use whole::{inflate, inflate_within, Inflated, Whole};
 
 /// How many threads the engine may use at this moment, asked before each
@@ -77,6 +77,23 @@ pub use whole::{inflate, inflate_within, Inflated, Whole};
 /// keeps the work on the calling thread. The work runs on the current
 /// rayon pool.
 pub type Threads = fn() -> usize;
+
+/// What a [`GzStream`] tells of the input it has gone past, so that a
+/// caller reading from a memory map can drop those pages. It may be told
+/// from any of the engine's threads (a parallel round's segments each say
+/// when they have copied their input), so it must be `Sync`.
+pub trait Passed: Sync {
+    /// The input bytes `range` (offsets into the payload) need not stay in
+    /// memory: this stream will not read them again, or only looked ahead
+    /// at them and reads them again later (from the file).
+    fn passed(&self, range: std::ops::Range<usize>);
+}
+
+impl<F: Fn(std::ops::Range<usize>) + Sync> Passed for F {
+    fn passed(&self, range: std::ops::Range<usize>) {
+        self(range)
+    }
+}
 
 /// Every thread of the current rayon pool: a [`Threads`] for a caller
 /// that has the pool to itself.

@@ -35,6 +35,7 @@ use rayon::prelude::*;
 use crate::buf::HugeBuf;
 use crate::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 use crate::stored;
+use crate::Passed;
 
 /// The one threshold for "parallel or not": a gzip payload of at least
 /// this many compressed bytes is inflated on more than one core, whole
@@ -60,6 +61,11 @@ const MIN_CHUNK: usize = 4 << 20;
 const SEARCH: usize = 1 << 20;
 /// The most symbols a chunk may marker-decode before giving up.
 const MARKER_LIMIT: usize = 4 << 20;
+/// Room in front of a later segment's output for its marker-decoded
+/// start: the decoder stops past [`MARKER_LIMIT`] symbols, after the block
+/// it is in (a match, or a stored block of up to 64 KiB), and the last
+/// 32 KiB it decodes are the window libdeflate outputs again.
+const MARKS_ROOM: usize = MARKER_LIMIT + WINDOW + (128 << 10);
 
 /// The first plausible block start at or after bit `from`.
 fn find_block(data: &[u8], from: usize) -> Option<usize> {
@@ -249,67 +255,125 @@ fn first_chunk(data: &[u8], to: usize, out: &mut [u8]) -> Option<usize> {
     inflate_synth(&s, out, true)
 }
 
-/// A later chunk, from bit `from` to bit `to` (or the end of the stream).
-/// Its libdeflate part goes into `reuse` when given (the chunk's `range`
-/// then indexes `reuse`), else into a fresh buffer of `cap` bytes; its
-/// synthetic input is built in `scratch`.
-fn later_chunk(
-    data: &[u8],
-    from: usize,
-    to: Option<usize>,
-    cap: usize,
-    reuse: Option<&mut [u8]>,
-    scratch: &mut Vec<u8>,
-) -> Option<Chunk> {
-    let mut d = Decoder::new();
+/// How a later chunk's marker-decoded start ended.
+enum Start {
+    /// The decoder reached the chunk's end before its window cleared:
+    /// the chunk is all marker symbols.
+    Whole,
+    /// The last 32 KiB decoded hold no marker; the next block starts at
+    /// this bit, where libdeflate takes over, primed with them.
+    Clean(usize),
+}
+
+/// Marker-decodes `data` from bit `from` with `d` until its window clears
+/// or the chunk ends at bit `to` (or the end of the stream). `None` when
+/// the data does not decode, runs past `to`, or ends early.
+fn marker_start(data: &[u8], from: usize, to: Option<usize>, d: &mut Decoder) -> Option<Start> {
     let mut b = Bits::new(data, from);
     loop {
         let Some(Step::Ended(last)) = d.block(&mut b, WINDOW + MARKER_LIMIT) else {
             return None;
         };
         match to {
-            Some(t) if b.pos == t => return Some(Chunk::markers_only(d.produced().to_vec())),
+            Some(t) if b.pos == t => return Some(Start::Whole),
             Some(t) if b.pos > t || last => return None,
             // The stream's final block must end in its last byte.
             None if last && b.pos.div_ceil(8) != data.len() => return None,
-            None if last => return Some(Chunk::markers_only(d.produced().to_vec())),
+            None if last => return Some(Start::Whole),
             _ => {}
         }
         if d.window_is_clean() {
-            break;
+            return Some(Start::Clean(b.pos));
         }
     }
-    let prefix = deflate::primer(&d.window(), (b.pos % 8) as u32);
-    synth_into(scratch, &prefix, data, b.pos, to);
-    let mut bytes = match reuse {
-        Some(buf) => Bytes::Reused(buf),
-        None => Bytes::Fresh(HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?),
+}
+
+/// A later chunk of the whole-payload split, from bit `from` to bit `to`
+/// (or the end of the stream); its libdeflate part goes into a fresh
+/// buffer of `cap` bytes (touched only as written).
+fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Option<Chunk> {
+    let mut d = Decoder::new();
+    let clean = match marker_start(data, from, to, &mut d)? {
+        Start::Whole => return Some(Chunk::markers_only(d.produced().to_vec())),
+        Start::Clean(bit) => bit,
     };
-    let n = inflate_synth(scratch, bytes.as_mut(), to.is_some())?;
+    let prefix = deflate::primer(&d.window(), (clean % 8) as u32);
+    let s = synth(&prefix, data, clean, to);
+    let mut bytes = HugeBuf::new(cap + WINDOW + NONCE_ROOM, false).ok()?;
+    let n = inflate_synth(&s, &mut bytes, to.is_some())?;
     let produced = d.produced();
-    let symbols = produced[..produced.len() - WINDOW].to_vec();
     Some(Chunk {
-        symbols,
+        symbols: produced[..produced.len() - WINDOW].to_vec(),
         window: d.window(),
-        bytes: match bytes {
-            Bytes::Fresh(b) => Some(b),
-            Bytes::Reused(_) => None,
-        },
+        bytes: Some(bytes),
         range: WINDOW.min(n)..n,
     })
 }
 
-/// Where a later chunk's libdeflate output goes.
-enum Bytes<'b> {
-    Fresh(HugeBuf),
-    Reused(&'b mut [u8]),
+/// A later segment of a streamed round, from bit `from` to bit `to` (or
+/// the end of the stream), into `l` ([`Later`]): its start marker-decoded
+/// in `l.dec`, the rest inflated by libdeflate from `l.syn` into `l.buf`
+/// after room for the start's bytes, producing at most `cap` bytes past
+/// its window. `release` is told of the input once it is copied (or read
+/// to its end by the marker decoder). `false`
+/// when the segment does not decode or does not fit.
+fn later_segment(
+    data: &[u8],
+    from: usize,
+    to: Option<usize>,
+    cap: usize,
+    l: &mut Later,
+    release: &Release<'_>,
+) -> bool {
+    l.dec.reset();
+    (l.marks, l.len, l.clean) = (0, 0, false);
+    match marker_start(data, from, to, &mut l.dec) {
+        None => false,
+        Some(Start::Whole) => {
+            // Read to its end by the marker decoder: done with too.
+            release.copied(from, to.unwrap_or(data.len() * 8));
+            let marks = l.dec.produced().len();
+            (l.marks, l.len) = (marks, marks);
+            marks <= l.buf.len()
+        }
+        Some(Start::Clean(bit)) => {
+            let marks = l.dec.produced().len() - WINDOW;
+            let room = cap + WINDOW + NONCE_ROOM;
+            let Some(out) = l.buf.get_mut(marks..marks + room) else {
+                return false;
+            };
+            let prefix = deflate::primer(&l.dec.window(), (bit % 8) as u32);
+            synth_into(&mut l.syn, &prefix, data, bit, to);
+            release.copied(from, to.unwrap_or(data.len() * 8));
+            let Some(n) = inflate_synth(&l.syn, out, to.is_some()) else {
+                return false;
+            };
+            (l.marks, l.len, l.clean) = (marks, marks + n, n >= WINDOW);
+            l.clean
+        }
+    }
 }
 
-impl Bytes<'_> {
-    fn as_mut(&mut self) -> &mut [u8] {
-        match self {
-            Bytes::Fresh(b) => b,
-            Bytes::Reused(b) => b,
+/// Tells the caller's [`Passed`] hook of a segment's input once it is
+/// copied into the segment's synthetic stream: those pages of a mapped
+/// file need not stay in memory while the round runs. Offsets are bits of
+/// the rounds' stream, which starts `base` bytes into the hook's input;
+/// only whole 4 KiB pages inside the range are named, so that a page the
+/// next segment still reads is not dropped under it.
+struct Release<'h> {
+    hook: Option<&'h dyn Passed>,
+    base: usize,
+}
+
+impl Release<'_> {
+    fn copied(&self, from_bit: usize, to_bit: usize) {
+        const PAGE: usize = 4 << 10;
+        if let Some(h) = self.hook {
+            let start = (self.base + from_bit.div_ceil(8)).next_multiple_of(PAGE);
+            let end = (self.base + to_bit / 8) / PAGE * PAGE;
+            if end > start {
+                h.passed(start..end);
+            }
         }
     }
 }
@@ -359,7 +423,7 @@ pub fn split_inflate(
         || {
             (1..bounds.len())
                 .into_par_iter()
-                .map(|i| later_chunk(data, bounds[i], ends[i], cap, None, &mut Vec::new()))
+                .map(|i| later_chunk(data, bounds[i], ends[i], cap))
                 .collect::<Vec<_>>()
         },
     );
@@ -467,6 +531,10 @@ pub(crate) struct Rounds<'a> {
     done: usize,
     markers: usize,
     last: LastRound,
+    /// Told of each segment's input once it is copied, at `base` bytes
+    /// before the stream's start ([`Rounds::release_to`]).
+    hook: Option<&'a dyn Passed>,
+    base: usize,
 }
 
 /// What the last round did, for the debug log and the speed model of
@@ -483,15 +551,30 @@ pub(crate) struct LastRound {
     pub(crate) slowest_secs: f64,
 }
 
-/// A segment after A: its output buffer and the range of it produced
-/// after its window cleared, its resolved start (the marker-decoded
-/// symbols, then its window), and its synthetic input.
+/// A segment after A: its decoder (its marker-decoded start, kept from
+/// round to round with its memory), its synthetic input, and its output,
+/// `buf[..len]`: the start's `marks` bytes (written by [`resolve`] once
+/// the 32 KiB before the segment are known), then what libdeflate
+/// produced from where the start's window cleared, beginning with that
+/// window. One contiguous part, so that the start is never copied twice.
 #[derive(Default)]
 struct Later {
-    head: Vec<u8>,
-    buf: Vec<u8>,
-    range: std::ops::Range<usize>,
+    dec: Decoder,
     syn: Vec<u8>,
+    buf: Vec<u8>,
+    marks: usize,
+    len: usize,
+    /// The start's window cleared inside the segment: its last 32 KiB are
+    /// known before its start is resolved.
+    clean: bool,
+}
+
+impl Later {
+    /// The segment's last 32 KiB, when known before it is resolved.
+    fn clean_tail(&self) -> Option<&[u8]> {
+        (self.clean && self.len >= self.marks + WINDOW)
+            .then(|| &self.buf[self.len - WINDOW..self.len])
+    }
 }
 
 /// Where a round's segments lie: the bit where each segment after A
@@ -594,25 +677,38 @@ const EVEN_SHARE: usize = 32;
 /// The range the later segments' share is kept in, in 64ths.
 const SHARES: std::ops::RangeInclusive<usize> = 16..=40;
 
-/// Output each segment of a round of `n` is sized to produce:
-/// [`SEG_OUT`] up to 16 segments, then [`ROUNDS_OUT`] shared out, down to
-/// 4 MiB (a segment's fixed cost, its marker-decoded start and its cut
-/// search, is then still a few percent of its work). A round's output is
-/// most of the stream's memory: 16 MiB at 2 segments, 64 MiB at 8, 128 MiB
-/// from 16 to 32, then 4 MiB more per segment; each segment's input is
-/// copied once besides (its synthetic stream), 1/ratio of that.
+/// Output each segment of a round of `n` is sized to produce: 6 MiB at
+/// two segments ([`PAIR_OUT`]), [`SEG_OUT`] from three to 16, then
+/// [`ROUNDS_OUT`] shared out, down to 4 MiB (a segment's fixed cost, its
+/// marker-decoded start and its cut search, is then still a few percent
+/// of its work). A round's output is most of the stream's memory: 12 MiB
+/// at 2 segments, 64 MiB at 8, 128 MiB from 16 to 32, then 4 MiB more per
+/// segment; each segment's input is copied once besides (its synthetic
+/// stream), 1/ratio of that, and a later segment's marker-decoded start
+/// takes 3 bytes a symbol.
 pub(crate) fn seg_out(n: usize) -> usize {
-    (ROUNDS_OUT / n.max(1)).clamp(4 << 20, SEG_OUT)
+    match n {
+        ..=2 => PAIR_OUT,
+        _ => (ROUNDS_OUT / n).clamp(4 << 20, SEG_OUT),
+    }
 }
 
-/// Output a segment is sized to produce at most. Each round costs a
-/// fixed part (the cut searches, the later segments' marker-decoded
-/// starts, the consumer's turn while the pool waits): rounds of two 8 MiB
-/// segments listed the 256 MiB shapes as fast as two of 16 MiB (PERF.md
-/// §22: mixed zlib-1 343 ms against 366 ms, pigz 320 against 310), in 68
-/// MiB against 96 MiB (§16 had found 16 MiB segments faster than 8 when
-/// the round's cuts were not yet found ahead).
+/// Output a segment is sized to produce at most, from three segments on.
+/// Each segment costs a fixed part (its cut search, its marker-decoded
+/// start) and each round another (the consumer's turn while the pool
+/// waits): rounds of 8 MiB segments listed the 256 MiB shapes as fast as
+/// rounds of 16 MiB (PERF.md §22: mixed zlib-1 343 ms against 366 ms,
+/// pigz 320 against 310), in 68 MiB against 96 MiB, and at eight threads
+/// on two cores spent 1.16–1.34 times one thread's CPU where 6 MiB
+/// segments spent 1.33–1.45 (§23).
 const SEG_OUT: usize = 8 << 20;
+
+/// Output each of two segments is sized to produce. With two, the round's
+/// output is the stream's peak memory (two threads: the small host, and
+/// rapidgzip's 23 MiB the yardstick), and the segments' fixed cost is
+/// paid once a round: two 6 MiB segments listed mixed zlib-1 in the time
+/// two of 8 MiB did, in 38–41 MiB against 46–48 (PERF.md §23).
+const PAIR_OUT: usize = 6 << 20;
 
 /// The output a round of many segments shares out ([`seg_out`]).
 const ROUNDS_OUT: usize = 128 << 20;
@@ -631,27 +727,17 @@ fn seg_cap(out_cap: usize, n: usize) -> usize {
 /// fails, for rounds of many segments ([`seg_cap`]).
 const ROUNDS_CAP: usize = 1 << 30;
 
-/// The last [`WINDOW`] bytes of `a` followed by `b`.
-fn tail_of(a: &[u8], b: &[u8]) -> Vec<u8> {
-    let from_b = b.len().min(WINDOW);
-    let from_a = (WINDOW - from_b).min(a.len());
-    [&a[a.len() - from_a..], &b[b.len() - from_b..]].concat()
-}
-
 /// A later segment's start: its marker-decoded symbols resolved against
-/// `window` (the 32 KiB before it), then its decoded window; and the range
-/// of its buffer produced after that.
-fn resolve(l: &mut Later, chunk: &Chunk, window: &[u8]) {
-    l.head.clear();
-    l.head.extend(chunk.symbols.iter().map(|&s| {
-        if s < MARKER {
+/// `window` (the 32 KiB before it), written at the front of its buffer.
+fn resolve(l: &mut Later, window: &[u8]) {
+    let symbols = &l.dec.produced()[..l.marks];
+    for (dst, &s) in l.buf[..l.marks].iter_mut().zip(symbols) {
+        *dst = if s < MARKER {
             s as u8
         } else {
             window[usize::from(s - MARKER)]
-        }
-    }));
-    l.head.extend_from_slice(&chunk.window);
-    l.range = chunk.range.clone();
+        };
+    }
 }
 
 /// Where a sequential inflater takes over from the rounds: `head`, a
@@ -733,7 +819,17 @@ impl<'a> Rounds<'a> {
             done: 0,
             markers: 0,
             last: LastRound::default(),
+            hook: None,
+            base: 0,
         }
+    }
+
+    /// Tells `hook` of each segment's input once the segment has copied
+    /// it (its synthetic stream), as offsets `base` bytes further on than
+    /// the stream's: a mapped file's pages then leave memory while the
+    /// round runs, not after it (at N segments, N segments' input).
+    pub(crate) fn release_to(&mut self, hook: Option<&'a dyn Passed>, base: usize) {
+        (self.hook, self.base) = (hook, base);
     }
 
     /// Cuts the rounds from now on into `n` segments (2 to [`MAX_SEGS`]).
@@ -839,17 +935,13 @@ impl<'a> Rounds<'a> {
     }
 
     /// Part `i` of the last round's output, in order (A, then each later
-    /// segment's resolved start and the rest of its output); `None` past
-    /// the last.
+    /// segment); `None` past the last.
     pub(crate) fn part(&self, i: usize) -> Option<&[u8]> {
         if i == 0 {
             return Some(&self.a[self.a_range.clone()]);
         }
-        let l = self.later[..self.used].get((i - 1) / 2)?;
-        Some(match (i - 1) % 2 {
-            0 => &l.head,
-            _ => &l.buf[l.range.clone()],
-        })
+        let l = self.later[..self.used].get(i - 1)?;
+        Some(&l.buf[..l.len])
     }
 
     /// The output of the last round, in order.
@@ -916,12 +1008,14 @@ impl<'a> Rounds<'a> {
         if self.later.len() < starts.len() {
             self.later.resize_with(starts.len(), Later::default);
         }
-        let bufs = std::iter::once(&mut self.a)
-            .chain(self.later[..starts.len()].iter_mut().map(|l| &mut l.buf));
-        for buf in bufs {
-            if buf.len() < size {
-                // Zeroed pages from the kernel, touched only as written.
-                *buf = vec![0u8; size];
+        // Zeroed pages from the kernel, touched only as written; a later
+        // segment's buffer has room in front for its marker-decoded start.
+        if self.a.len() < size {
+            self.a = vec![0u8; size];
+        }
+        for l in &mut self.later[..starts.len()] {
+            if l.buf.len() < size + MARKS_ROOM {
+                l.buf = vec![0u8; size + MARKS_ROOM];
             }
         }
         let first_cut = starts.first().copied();
@@ -932,6 +1026,10 @@ impl<'a> Rounds<'a> {
             .chain([end])
             .collect();
         let window = &self.window;
+        let release = Release {
+            hook: self.hook,
+            base: self.base,
+        };
         // Each segment writes at most `cap` (its buffer may be larger,
         // from rounds of fewer segments).
         let (buf_a, syn_a) = (&mut self.a[..size], &mut self.syn_a);
@@ -941,6 +1039,7 @@ impl<'a> Rounds<'a> {
                 timed(|| {
                     let primer = deflate::primer(window, (a % 8) as u32);
                     synth_into(syn_a, &primer, data, a, first_cut);
+                    release.copied(a, first_cut.unwrap_or(data.len() * 8));
                     let n_out = inflate_synth(syn_a, buf_a, first_cut.is_some());
                     let first = n_out
                         .filter(|&o| o >= window.len())
@@ -964,8 +1063,7 @@ impl<'a> Rounds<'a> {
                     .par_iter_mut()
                     .zip(starts.par_iter().zip(ends.par_iter()))
                     .map(|(l, (&from, &to))| {
-                        let buf = &mut l.buf[..size];
-                        timed(|| later_chunk(data, from, to, cap, Some(buf), &mut l.syn))
+                        timed(|| later_segment(data, from, to, cap, l, &release))
                     })
                     .collect::<Vec<_>>()
             },
@@ -979,69 +1077,58 @@ impl<'a> Rounds<'a> {
         let slowest = rest.iter().map(|(_, t)| *t).fold(0.0, f64::max);
         self.last.a_secs = time_a;
         self.last.slowest_secs = slowest;
-        let mut chunks = Vec::with_capacity(rest.len());
-        let mut failed = None;
-        for (i, (chunk, time)) in rest.into_iter().enumerate() {
-            let Some(chunk) = chunk else {
-                // This segment did not decode (its window never cleared, or
-                // the member ends inside it). The parts before end at its
-                // start, a block boundary (the nonce proved it): they are
-                // handed out, and the next round fails at once, so that one
-                // core goes on from there with their window (nothing is
-                // inflated again).
-                failed = Some(i);
-                break;
-            };
-            if chunk.bytes.is_some() {
-                return Err(RoundFailed); // cannot be: its bytes went into its buffer
-            }
+        // The later segments that decoded, up to the first that did not
+        // (its window never cleared, or the member ends inside it). The
+        // parts before end at its start, a block boundary (the nonce proved
+        // it): they are handed out, and the next round fails at once, so
+        // that one core goes on from there with their window (nothing is
+        // inflated again).
+        let good = rest.iter().take_while(|(ok, _)| *ok).count();
+        let failed = (good < rest.len()).then_some(good);
+        for (i, (_, time)) in rest.iter().enumerate().take(good) {
             if let Some(to) = ends[i] {
                 rate_b = rate_b.min((to - starts[i]) as f64 / time.max(1e-6));
             }
-            chunks.push(chunk);
         }
         // The 32 KiB before each later segment: A's tail for the first; for
         // the others, the tail of the segment before, known without
-        // resolving its markers when its window cleared inside it (its
-        // clean window and what follows it). Those are resolved on every
-        // thread at once; a segment after one that ended before its window
-        // cleared waits for it, in order.
-        let windows: Vec<Option<Vec<u8>>> = (0..chunks.len())
-            .map(|i| match i {
-                0 => Some(self.tail_window()),
-                _ => {
-                    let before = &chunks[i - 1];
-                    let out = &self.later[i - 1].buf[before.range.clone()];
-                    (before.window.len() == WINDOW).then(|| tail_of(&before.window, out))
-                }
-            })
-            .collect();
-        if windows
-            .first()
-            .and_then(Option::as_ref)
-            .is_some_and(|w| w.len() < WINDOW)
-        {
+        // resolving its start when its window cleared inside it. Those are
+        // resolved on every thread at once; a segment after one that ended
+        // before its window cleared waits for it, in order.
+        let tail_a = self.tail_window();
+        if good > 0 && tail_a.len() < WINDOW {
             return Err(RoundFailed);
         }
-        self.later[..chunks.len()]
+        let tails: Vec<Option<Vec<u8>>> = self.later[..good.saturating_sub(1)]
+            .iter()
+            .map(|l| l.clean_tail().map(<[u8]>::to_vec))
+            .collect();
+        let windows: Vec<Option<&[u8]>> = std::iter::once(Some(&tail_a[..]))
+            .chain(tails.iter().map(Option::as_deref))
+            .collect();
+        self.later[..good]
             .par_iter_mut()
-            .zip(chunks.par_iter().zip(windows.par_iter()))
-            .for_each(|(l, (chunk, w))| match w {
-                Some(w) => resolve(l, chunk, w),
-                None => l.head.clear(),
+            .zip(windows.par_iter())
+            .for_each(|(l, w)| {
+                if let Some(w) = w {
+                    resolve(l, w);
+                }
             });
-        for (i, chunk) in chunks.iter().enumerate() {
-            self.markers += chunk.symbols.len();
-            if windows[i].is_none() {
+        let waiting: Vec<bool> = windows.iter().take(good).map(Option::is_none).collect();
+        for (i, waits) in waiting.into_iter().enumerate() {
+            self.markers += self.later[i].marks;
+            if waits {
+                // Segment i - 1 is resolved now: the last 32 KiB of the
+                // round's parts up to it are this one's window.
                 self.used = i;
                 let w = self.tail_window();
                 if w.len() < WINDOW {
                     return Err(RoundFailed);
                 }
-                resolve(&mut self.later[i], chunk, &w);
+                resolve(&mut self.later[i], &w);
             }
         }
-        self.used = chunks.len();
+        self.used = good;
         if let Some(i) = failed {
             self.stop = true;
             self.ahead = None; // found for a round from the last end
@@ -1281,17 +1368,65 @@ mod tests {
     }
 
     #[test]
+    fn each_segment_releases_its_input_once_copied_in_whole_pages() {
+        let (data, z) = deflated(6 << 20, 9);
+        for n in [2, 3, 8] {
+            let told = std::sync::Mutex::new(Vec::new());
+            let hook = |r: std::ops::Range<usize>| told.lock().expect("not poisoned").push(r);
+            // The stream starts 1000 bytes into the hook's input (after
+            // a gzip header, say).
+            let base = 1000;
+            let mut r = Rounds::new(&z, 32 << 10, 64 << 20);
+            r.release_to(Some(&hook), base);
+            r.set_segments(n);
+            let mut out: Vec<u8> = Vec::new();
+            while r.next_round().unwrap() {
+                out.extend(r.parts().flatten().copied());
+            }
+            assert!(out == data);
+            let mut told = told.into_inner().expect("not poisoned");
+            told.sort_by_key(|r| r.start);
+            let mut covered = 0;
+            for (i, r) in told.iter().enumerate() {
+                assert!(r.start % 4096 == 0 && r.end % 4096 == 0, "{r:?}");
+                assert!(
+                    r.start >= base && r.start < r.end && r.end <= base + z.len(),
+                    "{r:?}"
+                );
+                // Each segment names only its own input: no page twice.
+                assert!(
+                    i == 0 || told[i - 1].end <= r.start,
+                    "{:?} {r:?}",
+                    told[i - 1]
+                );
+                covered += r.len();
+            }
+            assert!(told.len() >= n, "{n} segments: {told:?}");
+            // Whole pages inside each segment's input: most of the stream.
+            assert!(
+                covered > z.len() * 3 / 4,
+                "{n}: {covered} of {}: {told:?}",
+                z.len()
+            );
+        }
+    }
+
+    #[test]
     fn each_segment_of_a_round_is_sized_for_its_output_target() {
-        assert_eq!(seg_out(2), 8 << 20);
+        assert_eq!(seg_out(2), 6 << 20);
+        assert_eq!(seg_out(3), 8 << 20);
         assert_eq!(seg_out(8), 8 << 20);
         assert_eq!(seg_out(16), 8 << 20);
+        assert_eq!(seg_out(22), (128 << 20) / 22);
         assert_eq!(seg_out(32), 4 << 20);
         assert_eq!(seg_out(192), 4 << 20);
         // Before a ratio is known, more segments start smaller.
         let z = [0u8; 16];
         let mut r = Rounds::new(&z, 4 << 20, 64 << 20);
         r.set_segments(32);
-        assert_eq!(r.seg, 2 << 20);
+        assert_eq!(r.seg, (4 << 20) * 4 / 6);
+        r.set_segments(8);
+        assert_eq!(r.seg, (4 << 20) * 4 / 6 * 8 / 4);
         r.set_segments(1000);
         assert_eq!(r.segments(), MAX_SEGS);
         // What one segment may produce: the stream's cap up to 16

@@ -57,12 +57,11 @@ use crate::error::Result;
 use crate::gzip;
 use crate::parallel::PARALLEL_FROM;
 use crate::stored;
-use crate::Threads;
+use crate::{Passed, Threads};
 use in_place::InPlace;
 use one_core::OneCore;
 use pairs::Pairs;
 use rounds::{MemberRounds, Plan};
-pub use walk::Passed;
 use walk::{Step, Switch, Walk, MIN_RUN};
 
 /// Which strategy reads the member now.

@@ -15,7 +15,7 @@ use crate::stored;
 
 /// Compressed bytes per segment of the parallel rounds, at first (then
 /// sized from the ratio seen so far).
-pub(super) const SEGMENT: usize = 4 << 20;
+pub(super) const SEGMENT: usize = 2 << 20;
 /// From this inflated:compressed ratio (the trailer's word) a member is
 /// not inflated in rounds: see [`MemberRounds::bound`].
 pub(super) const LONG_RUNS: u64 = 12;
@@ -120,13 +120,14 @@ impl<'a> Plan<'a> {
             // As in `bound`: the pages the size search read go.
             w.looked_ahead(data..data.saturating_add(self.from).min(last));
         }
-        let rounds = match self.spent.take() {
+        let mut rounds = match self.spent.take() {
             Some(mut r) => {
                 r.renew(&gz[data..last]);
                 r
             }
             None => Rounds::new(&gz[data..last], self.seg, self.out_cap),
         };
+        rounds.release_to(w.release_hook(), data);
         let r = MemberRounds {
             rounds,
             base: data,

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::gzip::{self, Trailer, TRAILER};
-use crate::Threads;
+use crate::{Passed, Threads};
 
 /// Stored data a run must hold before it is read in place: below this the
 /// inflater's copy costs about what leaving and priming it again does.
@@ -13,7 +13,7 @@ pub(super) const MIN_RUN: usize = 256 << 10;
 /// A skip of this size or more is checksummed on two cores when one is free.
 pub(super) const CRC_SPLIT_FROM: usize = 1 << 20;
 /// Input is released behind the inflater in steps of this many bytes.
-const RELEASE_STEP: usize = 8 << 20;
+const RELEASE_STEP: usize = 2 << 20;
 
 /// What a strategy's turn came to.
 #[derive(Debug)]
@@ -124,6 +124,11 @@ impl<'a> Walk<'a> {
         self.release = Some(release);
     }
 
+    /// The hook told of input passed, if any.
+    pub(super) fn release_hook(&self) -> Option<&'a dyn Passed> {
+        self.release
+    }
+
     /// Bytes handed out so far.
     pub(super) fn total_out(&self) -> u64 {
         self.total_out
@@ -204,19 +209,5 @@ impl<'a> Walk<'a> {
         self.pos += TRAILER;
         self.unchecked = false;
         Ok(())
-    }
-}
-
-/// What a [`GzStream`](crate::GzStream) tells of the input it has gone past.
-pub trait Passed {
-    /// The input bytes `range` (offsets into the payload) need not stay in
-    /// memory: this stream will not read them again, or only looked ahead
-    /// at them and reads them again later (from the file).
-    fn passed(&self, range: std::ops::Range<usize>);
-}
-
-impl<F: Fn(std::ops::Range<usize>)> Passed for F {
-    fn passed(&self, range: std::ops::Range<usize>) {
-        self(range)
     }
 }
