@@ -883,6 +883,9 @@ impl tar::Ahead for remote::ReadAhead<'_> {
     fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
         remote::ReadAhead::next_part(self)
     }
+    fn recycle(&mut self, part: Vec<u8>) {
+        remote::ReadAhead::recycle(self, part)
+    }
 }
 
 /// The inflating gzip stream is the tar layer's byte stream.

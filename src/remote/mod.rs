@@ -1115,7 +1115,7 @@ impl<'o> ReadAhead<'o> {
         let task = runtime()?.spawn(async move {
             let pin = &pin;
             let fetches = futures_util::stream::iter(todo).map(|r| async move {
-                let mut held = Vec::with_capacity((r.end - r.start) as usize);
+                let mut held = ahead::buffer((r.end - r.start) as usize);
                 pin.get(r, &mut |c| {
                     held.extend_from_slice(c);
                     Ok(())
@@ -1168,6 +1168,14 @@ impl<'o> ReadAhead<'o> {
             Ok(())
         })?;
         Ok(Some(part))
+    }
+}
+
+impl ReadAhead<'_> {
+    /// Hands back a part's buffer the walk is done with: the next parts
+    /// are read into it, not into fresh pages.
+    pub fn recycle(&mut self, part: Vec<u8>) {
+        ahead::give_back(part);
     }
 }
 

@@ -91,6 +91,12 @@ pub trait Fetch {
 pub trait Ahead {
     /// The next part (`None` once the range is done).
     fn next_part(&mut self) -> Result<Option<Vec<u8>>>;
+
+    /// A part the walk is done with, handed back for its buffer; the
+    /// default drops it.
+    fn recycle(&mut self, part: Vec<u8>) {
+        drop(part);
+    }
 }
 
 /// [`Fetch::ahead`]'s default: one part fetched at a time, when asked.
@@ -229,16 +235,21 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
                 self.window.drain(..off - self.window_at);
                 self.window_at = off;
             }
-            if self.window.is_empty() {
+            let done = if self.window.is_empty() {
                 self.window_at = end;
                 if off >= end + part.len() {
                     // All of it before `off`: dropped, not copied.
                     self.window_at = end + part.len();
-                    continue;
+                    part
+                } else {
+                    std::mem::replace(&mut self.window, part)
                 }
-                self.window = part;
             } else {
                 self.window.extend_from_slice(&part);
+                part
+            };
+            if let Some(ahead) = self.ahead.as_mut() {
+                ahead.recycle(done);
             }
         }
         Ok(off >= self.window_at && off + len <= self.end())
