@@ -634,6 +634,57 @@ fn stored_blocks_are_read_in_place_and_give_the_inflated_bytes() {
 }
 
 #[test]
+fn a_long_run_skipped_on_two_threads_is_checked_and_its_pages_released() {
+    // 8 MiB of noise: one run of stored blocks, skipped in 3 MiB strides
+    // (each listed on this thread while the other maps the second half
+    // and drops the pages of the strides before): the trailer vouches
+    // for what was skipped, and the hook hears of most of the payload,
+    // once, inside it.
+    let data = crate::noise(8 << 20, 11);
+    let gz = zlib_members(&data, 6, false, 1);
+    let told = std::sync::Mutex::new(Vec::new());
+    let hook = |r: std::ops::Range<usize>| told.lock().expect("not poisoned").push(r);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let mut s = GzStream::parallel_with(&gz, 1 << 30, 1 << 20, SEGMENT_OUT)
+            .unwrap()
+            .release_behind(&hook);
+        let mut w = vec![0u8; 64 << 10];
+        let mut at = 0usize;
+        loop {
+            let n = s.skip(3 << 20, &mut w).unwrap() as usize;
+            at += n;
+            if n == 0 {
+                break;
+            }
+        }
+        assert_eq!(at, data.len());
+        assert_eq!(s.fill(&mut w).unwrap(), 0);
+        assert!(s.counts.runs_in_place >= 1 && !s.doubtful());
+    });
+    let mut told = told.into_inner().expect("not poisoned");
+    told.sort_by_key(|r| r.start);
+    let mut covered = 0;
+    for (i, r) in told.iter().enumerate() {
+        assert!(r.end <= gz.len(), "{r:?} past {}", gz.len());
+        assert!(
+            i == 0 || told[i - 1].end <= r.start,
+            "{:?} {r:?}",
+            told[i - 1]
+        );
+        covered += r.len();
+    }
+    assert!(
+        covered > gz.len() * 3 / 4,
+        "{covered} of {}: {told:?}",
+        gz.len()
+    );
+}
+
+#[test]
 fn a_bad_byte_or_length_inside_a_stored_run_is_refused_as_zlib_refuses_it() {
     let (data, gz) = stored_shape(3, 6, false, 1);
     let zlib_refuses = |g: &[u8]| {

@@ -187,6 +187,22 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// What [`passed`](Self::passed) would tell the hook, for the caller
+    /// to tell it on another thread: the hook and the range, counted as
+    /// told.
+    pub(super) fn take_passed(
+        &mut self,
+        upto: usize,
+    ) -> Option<(&'a dyn Passed, std::ops::Range<usize>)> {
+        let f = self.release?;
+        if upto < self.released + RELEASE_STEP {
+            return None;
+        }
+        let r = self.released..upto;
+        self.released = upto;
+        Some((f, r))
+    }
+
     /// Tells the release hook that `range` was only looked at ahead of the
     /// inflater (its pages go until the inflater gets there).
     pub(super) fn looked_ahead(&self, range: std::ops::Range<usize>) {
