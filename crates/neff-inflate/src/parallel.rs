@@ -19,8 +19,8 @@
 //! 4. the chunks are joined in order, each chunk's markers resolved from the
 //!    bytes before it.
 //!
-//! The streamed walk takes the same pieces in bounded `Rounds` of two
-//! segments instead, so that memory follows a segment, never the payload;
+//! The streamed walk takes the same pieces in bounded `Rounds` of N
+//! segments instead, so that memory follows a round, never the payload;
 //! a round that fails leaves `Rounds::resume`, where a one-core inflater
 //! takes over without going back. How many threads are free is the
 //! caller's to say ([`crate::Threads`]).
@@ -531,8 +531,8 @@ pub(crate) struct Rounds<'a> {
     done: usize,
     markers: usize,
     last: LastRound,
-    /// Told of each segment's input once it is copied, at `base` bytes
-    /// before the stream's start ([`Rounds::release_to`]).
+    /// Told of each segment's input once it is copied, as offsets `base`
+    /// bytes further on than the stream's ([`Rounds::release_to`]).
     hook: Option<&'a dyn Passed>,
     base: usize,
 }
@@ -699,15 +699,15 @@ pub(crate) fn seg_out(n: usize) -> usize {
 /// waits): rounds of 8 MiB segments listed the 256 MiB shapes as fast as
 /// rounds of 16 MiB (PERF.md §22: mixed zlib-1 343 ms against 366 ms,
 /// pigz 320 against 310), in 68 MiB against 96 MiB, and at eight threads
-/// on two cores spent 1.16–1.34 times one thread's CPU where 6 MiB
-/// segments spent 1.33–1.45 (§23).
+/// on two cores spent 1.03–1.34 times one thread's CPU where 6 MiB
+/// segments spent 1.09–1.45 (§23).
 const SEG_OUT: usize = 8 << 20;
 
 /// Output each of two segments is sized to produce. With two, the round's
 /// output is the stream's peak memory (two threads: the small host, and
 /// rapidgzip's 23 MiB the yardstick), and the segments' fixed cost is
 /// paid once a round: two 6 MiB segments listed mixed zlib-1 in the time
-/// two of 8 MiB did, in 38–41 MiB against 46–48 (PERF.md §23).
+/// two of 8 MiB did, in 38–40 MiB against 47–48 (PERF.md §23).
 const PAIR_OUT: usize = 6 << 20;
 
 /// The output a round of many segments shares out ([`seg_out`]).
