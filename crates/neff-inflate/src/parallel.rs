@@ -358,8 +358,12 @@ fn later_segment(
 /// copied into the segment's synthetic stream: those pages of a mapped
 /// file need not stay in memory while the round runs. Offsets are bits of
 /// the rounds' stream, which starts `base` bytes into the hook's input;
-/// only whole 4 KiB pages inside the range are named, so that a page the
-/// next segment still reads is not dropped under it.
+/// only whole 4 KiB blocks of that input inside the range are named, so
+/// that most of the page the next segment starts in is not. (Where the
+/// input starts off a page boundary in its file, as a NEFF's payload at
+/// byte 1024 does, the caller's page may still straddle two segments:
+/// dropping it costs the other segment a fault from the page cache,
+/// never a wrong byte.)
 struct Release<'h> {
     hook: Option<&'h dyn Passed>,
     base: usize,
