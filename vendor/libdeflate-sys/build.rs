@@ -5,20 +5,8 @@ use std::path::{Path, PathBuf};
 fn main() {
     let dst = PathBuf::from(env::var_os("OUT_DIR").unwrap());
 
-    #[cfg(feature = "dynamic")]
-    if pkg_config::Config::new()
-        .print_system_libs(false)
-        .cargo_metadata(true)
-        .atleast_version("1.23")
-        .probe("libdeflate")
-        .is_ok()
-    {
-        return;
-    }
-    else {
-        println!("cargo:warning=Dynamic linking failed; falling back to static build.");
-    }
-
+    // [neff] No pkg-config probe for a system libdeflate: it would not
+    // carry the patch described in PATCH.md.
     let mut build = cc::Build::new();
 
     build

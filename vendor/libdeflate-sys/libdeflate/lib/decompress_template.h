@@ -105,6 +105,13 @@ next_block:
 		STATIC_ASSERT(DEFLATE_NUM_PRECODE_SYMS == 4 + BITMASK(4));
 		num_explicit_precode_lens = 4 + ((bitbuf >> 13) & BITMASK(4));
 
+		/*
+		 * [neff] zlib and GNU gzip refuse more than 286 litlen or 30
+		 * offset symbols ("too many length or distance symbols"), even
+		 * unused; upstream accepts up to 288 and 32.
+		 */
+		SAFETY_CHECK(num_litlen_syms <= 286 && num_offset_syms <= 30);
+
 		d->static_codes_loaded = false;
 
 		/*
@@ -244,6 +251,12 @@ next_block:
 		/* Unnecessary, but check this for consistency with zlib. */
 		SAFETY_CHECK(i == num_litlen_syms + num_offset_syms);
 
+		/*
+		 * [neff] zlib refuses a litlen code without end-of-block
+		 * ("invalid code -- missing end-of-block") before decoding.
+		 */
+		SAFETY_CHECK(d->u.l.lens[DEFLATE_END_OF_BLOCK] != 0);
+
 	} else if (block_type == DEFLATE_BLOCKTYPE_UNCOMPRESSED) {
 		u16 len, nlen;
 
@@ -282,6 +295,7 @@ next_block:
 		in_next += len;
 		out_next += len;
 
+		entry = 0; /* [neff] no codeword ended this block */
 		goto block_done;
 
 	} else {
@@ -511,7 +525,11 @@ have_decode_tables:
 			 * offset and preload the next litlen table entry.
 			 */
 			if (unlikely(entry & HUFFDEC_EXCEPTIONAL)) {
-				/* Offset codeword requires a subtable */
+				/*
+				 * Offset codeword requires a subtable, or [neff] is
+				 * a reserved or unused one
+				 */
+				SAFETY_CHECK(!(entry & HUFFDEC_RESERVED));
 				if (unlikely((u8)bitsleft < OFFSET_MAXBITS +
 					     LITLEN_TABLEBITS - PRELOAD_SLACK))
 					REFILL_BITS_IN_FASTLOOP();
@@ -526,7 +544,11 @@ have_decode_tables:
 			/* Decoding a match offset on a 32-bit platform */
 			REFILL_BITS_IN_FASTLOOP();
 			if (unlikely(entry & HUFFDEC_EXCEPTIONAL)) {
-				/* Offset codeword requires a subtable */
+				/*
+				 * Offset codeword requires a subtable, or [neff] is
+				 * a reserved or unused one
+				 */
+				SAFETY_CHECK(!(entry & HUFFDEC_RESERVED));
 				bitbuf >>= OFFSET_TABLEBITS;
 				bitsleft -= OFFSET_TABLEBITS;
 				entry = d->offset_decode_table[(entry >> 16) +
@@ -712,6 +734,8 @@ generic_loop:
 			REFILL_BITS();
 		entry = d->offset_decode_table[bitbuf & BITMASK(OFFSET_TABLEBITS)];
 		if (unlikely(entry & HUFFDEC_EXCEPTIONAL)) {
+			/* [neff] a reserved or unused offset codeword */
+			SAFETY_CHECK(!(entry & HUFFDEC_RESERVED));
 			bitbuf >>= OFFSET_TABLEBITS;
 			bitsleft -= OFFSET_TABLEBITS;
 			entry = d->offset_decode_table[(entry >> 16) +
@@ -739,6 +763,13 @@ generic_loop:
 
 block_done:
 	/* Finished decoding a block */
+
+	/*
+	 * [neff] The end-of-block entry that ended a Huffman block may be a
+	 * reserved or unused codeword (HUFFDEC_RESERVED): refused here, once
+	 * per block, so that the decode loops stay upstream's.
+	 */
+	SAFETY_CHECK(!(entry & HUFFDEC_RESERVED));
 
 	if (!is_final_block)
 		goto next_block;

@@ -428,6 +428,20 @@ static const u32 precode_decode_results[] = {
 /* Indicates an end-of-block entry in the litlen decode table */
 #define HUFFDEC_END_OF_BLOCK		0x00002000
 
+/*
+ * [neff] A codeword zlib refuses to decode: length symbols 286 and 287, or
+ * offset symbols 30 and 31, of the static code, or the unused half of an
+ * incomplete one-codeword code.  In the litlen table it comes with
+ * HUFFDEC_END_OF_BLOCK and is checked when a block ends; in the offset table
+ * with HUFFDEC_EXCEPTIONAL and is checked before a subtable is entered.
+ * Decoding it fails with LIBDEFLATE_BAD_DATA, as zlib's "invalid
+ * literal/length code" and "invalid distance code" do.
+ */
+#define HUFFDEC_RESERVED		0x00001000
+#define HUFFDEC_INVALID_LITLEN		(HUFFDEC_EXCEPTIONAL | \
+					 HUFFDEC_END_OF_BLOCK | \
+					 HUFFDEC_RESERVED)
+
 /* Maximum number of bits that can be consumed by decoding a match length */
 #define LENGTH_MAXBITS		(DEFLATE_MAX_LITLEN_CODEWORD_LEN + \
 				 DEFLATE_MAX_EXTRA_LENGTH_BITS)
@@ -584,7 +598,14 @@ static const u32 litlen_decode_results[] = {
 	ENTRY(35 , 3) , ENTRY(43 , 3) , ENTRY(51 , 3) , ENTRY(59 , 3),
 	ENTRY(67 , 4) , ENTRY(83 , 4) , ENTRY(99 , 4) , ENTRY(115, 4),
 	ENTRY(131, 5) , ENTRY(163, 5) , ENTRY(195, 5) , ENTRY(227, 5),
-	ENTRY(258, 0) , ENTRY(258, 0) , ENTRY(258, 0) ,
+	ENTRY(258, 0) ,
+	/*
+	 * [neff] Symbols 286 and 287 are reserved (RFC 1951 3.2.5).  Upstream
+	 * decodes them as length 258; zlib, GNU gzip and libarchive refuse them.
+	 * Only the static code can reach them here, since dynamic headers with
+	 * more than 286 litlen symbols are refused.
+	 */
+	HUFFDEC_INVALID_LITLEN , HUFFDEC_INVALID_LITLEN ,
 #undef ENTRY
 };
 
@@ -624,7 +645,17 @@ static const u32 offset_decode_results[] = {
 	ENTRY(257   , 7)  , ENTRY(385   , 7)  , ENTRY(513   , 8)  , ENTRY(769   , 8)  ,
 	ENTRY(1025  , 9)  , ENTRY(1537  , 9)  , ENTRY(2049  , 10) , ENTRY(3073  , 10) ,
 	ENTRY(4097  , 11) , ENTRY(6145  , 11) , ENTRY(8193  , 12) , ENTRY(12289 , 12) ,
-	ENTRY(16385 , 13) , ENTRY(24577 , 13) , ENTRY(24577 , 13) , ENTRY(24577 , 13) ,
+	ENTRY(16385 , 13) , ENTRY(24577 , 13) ,
+	/*
+	 * [neff] Offset symbols 30 and 31 are reserved.  Upstream decodes them as
+	 * 24577 + 13 extra bits; zlib refuses them ("invalid distance code").
+	 * Here they are exceptional entries flagged HUFFDEC_RESERVED, refused
+	 * where a subtable pointer would be followed (so the common path is
+	 * upstream's).  Only the static code can reach them: dynamic headers
+	 * with more than 30 offset symbols are refused.
+	 */
+	HUFFDEC_EXCEPTIONAL | HUFFDEC_RESERVED ,
+	HUFFDEC_EXCEPTIONAL | HUFFDEC_RESERVED ,
 #undef ENTRY
 };
 
@@ -838,17 +869,37 @@ build_decode_table(u32 decode_table[],
 		 * Like zlib, we still reject all incomplete codes that contain
 		 * more than 1 codeword or a codeword length greater than 1.
 		 */
-		if (codespace_used == 0) {
-			sym = 0; /* arbitrary */
-		} else {
-			if (codespace_used != (1U << (max_codeword_len - 1)) ||
-			    len_counts[1] != 1)
+		/*
+		 * [neff] Read these codes as zlib does, not "a bit more": the
+		 * unused codeword ('1', or both of an empty code) is an error
+		 * when decoded (an entry flagged HUFFDEC_RESERVED), and an
+		 * incomplete precode is refused.
+		 * An empty precode keeps upstream's reading (every length 0,
+		 * one bit each), which is what zlib's does too.
+		 */
+		u32 invalid;
+
+		if (decode_results == precode_decode_results) {
+			if (codespace_used != 0)
 				return false;
-			sym = sorted_syms[0];
+			entry = make_decode_table_entry(decode_results, 0, 1);
+			for (i = 0; i < (1U << table_bits); i++)
+				decode_table[i] = entry;
+			return true;
 		}
-		entry = make_decode_table_entry(decode_results, sym, 1);
+		if (codespace_used != 0 &&
+		    (codespace_used != (1U << (max_codeword_len - 1)) ||
+		     len_counts[1] != 1))
+			return false;
+		invalid = (decode_results == litlen_decode_results) ?
+			  HUFFDEC_INVALID_LITLEN + (1 << 8) + 1 :
+			  make_decode_table_entry(decode_results, 30, 1);
+		entry = invalid;
+		if (codespace_used != 0)
+			entry = make_decode_table_entry(decode_results,
+							sorted_syms[0], 1);
 		for (i = 0; i < (1U << table_bits); i++)
-			decode_table[i] = entry;
+			decode_table[i] = (i & 1) ? invalid : entry;
 		return true;
 	}
 
