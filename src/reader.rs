@@ -880,11 +880,8 @@ impl tar::Fetch for remote::Object {
 /// A remote read-ahead is what the tar walk reads through.
 #[cfg(feature = "remote")]
 impl tar::Ahead for remote::ReadAhead<'_> {
-    fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
+    fn next_part(&mut self) -> Result<Option<tar::Part>> {
         remote::ReadAhead::next_part(self)
-    }
-    fn recycle(&mut self, part: Vec<u8>) {
-        remote::ReadAhead::recycle(self, part)
     }
 }
 

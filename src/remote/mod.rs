@@ -53,6 +53,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use object_store::path::Path as ObjPath;
 use object_store::{
@@ -871,14 +872,16 @@ impl Object {
             // Parts in flight, handed on in order: the read-ahead's way.
             let mut parts = ReadAhead::start(self, Parts::new(range, PART, PART))?;
             while let Some(part) = parts.next_part()? {
-                sink(&part)?;
+                for chunk in part {
+                    sink(&chunk)?;
+                }
             }
             return Ok(());
         }
         let mut sent = 0u64;
-        let got = runtime()?.block_on(self.pin.get(range.clone(), &mut |c: &[u8]| {
+        let got = runtime()?.block_on(self.pin.get(range.clone(), &mut |c: Bytes| {
             sent += c.len() as u64;
-            sink(c)
+            sink(&c)
         }));
         match got {
             Ok(()) => Ok(()),
@@ -925,8 +928,8 @@ impl Object {
             async move {
                 let mut pos = part.start;
                 self.pin
-                    .get(part, &mut |c| {
-                        file_ref.write_all_at(c, pos).map_err(Error::Io)?;
+                    .get(part, &mut |c: Bytes| {
+                        file_ref.write_all_at(&c, pos).map_err(Error::Io)?;
                         pos += c.len() as u64;
                         Ok(())
                     })
@@ -970,7 +973,7 @@ impl Pinned {
     /// body handed to `sink` as it arrives and checked to be exactly the
     /// bytes asked for ([`Miss::IgnoredRange`], before any byte, when the
     /// server answers with the whole object).
-    async fn get<S: FnMut(&[u8]) -> Result<()> + ?Sized>(
+    async fn get<S: FnMut(Bytes) -> Result<()> + ?Sized>(
         &self,
         range: Range<u64>,
         sink: &mut S,
@@ -1006,7 +1009,7 @@ impl Pinned {
     /// One GET of `range`; on a failure of its body (cut, reset), also how
     /// many bytes went to `sink` before it (`None`: a failure that asking
     /// again would not mend).
-    async fn get_once<S: FnMut(&[u8]) -> Result<()> + ?Sized>(
+    async fn get_once<S: FnMut(Bytes) -> Result<()> + ?Sized>(
         &self,
         range: Range<u64>,
         sink: &mut S,
@@ -1049,9 +1052,10 @@ impl Pinned {
                 ));
                 return Err((e.into(), None));
             }
-            sink(&chunk).map_err(|e| (e.into(), None))?;
-            got += chunk.len() as u64;
-            counted.got(chunk.len() as u64);
+            let n = chunk.len() as u64;
+            sink(chunk).map_err(|e| (e.into(), None))?;
+            got += n;
+            counted.got(n);
         }
         if got != want {
             let e = remote(format!(
@@ -1079,7 +1083,7 @@ pub struct ReadAhead<'o> {
     /// The parts not yet handed on, in order (the task's, mirrored: once
     /// the server ignores a Range, they come from the whole copy).
     parts: std::collections::VecDeque<Range<u64>>,
-    rx: tokio::sync::mpsc::Receiver<std::result::Result<Vec<u8>, Miss>>,
+    rx: tokio::sync::mpsc::Receiver<std::result::Result<crate::tar::Part, Miss>>,
     /// The task fetching the parts; `None` once they come from the whole
     /// copy of the object.
     task: Option<tokio::task::JoinHandle<()>>,
@@ -1115,9 +1119,10 @@ impl<'o> ReadAhead<'o> {
         let task = runtime()?.spawn(async move {
             let pin = &pin;
             let fetches = futures_util::stream::iter(todo).map(|r| async move {
-                let mut held = ahead::buffer((r.end - r.start) as usize);
+                // The body's chunks as the client received them: no copy.
+                let mut held = Vec::new();
                 pin.get(r, &mut |c| {
-                    held.extend_from_slice(c);
+                    held.push(c);
                     Ok(())
                 })
                 .await
@@ -1140,8 +1145,9 @@ impl<'o> ReadAhead<'o> {
         })
     }
 
-    /// The next part (`None` once the range is done).
-    pub fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
+    /// The next part (`None` once the range is done): its bytes in the
+    /// chunks they arrived in.
+    pub fn next_part(&mut self) -> Result<Option<crate::tar::Part>> {
         let Some(range) = self.parts.pop_front() else {
             return Ok(None);
         };
@@ -1167,15 +1173,7 @@ impl<'o> ReadAhead<'o> {
             part.extend_from_slice(c);
             Ok(())
         })?;
-        Ok(Some(part))
-    }
-}
-
-impl ReadAhead<'_> {
-    /// Hands back a part's buffer the walk is done with: the next parts
-    /// are read into it, not into fresh pages.
-    pub fn recycle(&mut self, part: Vec<u8>) {
-        ahead::give_back(part);
+        Ok(Some(vec![Bytes::from(part)]))
     }
 }
 

@@ -89,7 +89,7 @@ pub use index::{Entry, FileSource, Index, Kind};
 #[cfg(feature = "remote")]
 pub(crate) use ranged::walk as walk_ranged;
 #[cfg(feature = "remote")]
-pub use ranged::{Ahead, Fetch, MAX_PART};
+pub use ranged::{Ahead, Fetch, Part, MAX_PART};
 pub(crate) use sparse::Expander;
 pub use sparse::{Piece, Segment};
 pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};

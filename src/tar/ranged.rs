@@ -28,7 +28,10 @@
 //! are copied into an arena, as [`FileSource`](super::FileSource) keeps
 //! them.
 
+use std::collections::VecDeque;
 use std::ops::Range;
+
+use bytes::Bytes;
 
 use std::cell::RefCell;
 
@@ -87,16 +90,14 @@ pub trait Fetch {
     }
 }
 
+/// A part of a read-ahead: its bytes in the pieces they arrived in (a
+/// network body's chunks, as the HTTP client received them), in order.
+pub type Part = Vec<Bytes>;
+
 /// Parts of a range read ahead, in order.
 pub trait Ahead {
     /// The next part (`None` once the range is done).
-    fn next_part(&mut self) -> Result<Option<Vec<u8>>>;
-
-    /// A part the walk is done with, handed back for its buffer; the
-    /// default drops it.
-    fn recycle(&mut self, part: Vec<u8>) {
-        drop(part);
-    }
+    fn next_part(&mut self) -> Result<Option<Part>>;
 }
 
 /// [`Fetch::ahead`]'s default: one part fetched at a time, when asked.
@@ -106,8 +107,115 @@ struct OneByOne<'s, F: Fetch + ?Sized> {
 }
 
 impl<F: Fetch + ?Sized> Ahead for OneByOne<'_, F> {
-    fn next_part(&mut self) -> Result<Option<Vec<u8>>> {
-        self.parts.next().map(|r| self.from.fetch(r)).transpose()
+    fn next_part(&mut self) -> Result<Option<Part>> {
+        let part = self.parts.next().map(|r| self.from.fetch(r)).transpose()?;
+        Ok(part.map(|p| vec![Bytes::from(p)]))
+    }
+}
+
+/// Tar bytes `at..at + len`, held in the pieces they came in: a part of a
+/// read-ahead joins the window without being copied, and bytes the walk
+/// has gone past leave it without moving the rest.
+#[derive(Default)]
+struct Rope {
+    chunks: VecDeque<Bytes>,
+    at: usize,
+    len: usize,
+    /// Where the last read found its chunk: (index, its first byte).
+    hint: (usize, usize),
+    /// A read that spans chunks is gathered here.
+    scratch: Vec<u8>,
+}
+
+impl Rope {
+    fn end(&self) -> usize {
+        self.at + self.len
+    }
+
+    fn holds(&self, off: usize, len: usize) -> bool {
+        off >= self.at && off + len <= self.end()
+    }
+
+    /// Nothing held; the next bytes pushed start at `at`.
+    fn clear_to(&mut self, at: usize) {
+        self.chunks.clear();
+        self.at = at;
+        self.len = 0;
+        self.hint = (0, at);
+    }
+
+    /// Appends bytes at the end.
+    fn push(&mut self, b: Bytes) {
+        if !b.is_empty() {
+            self.len += b.len();
+            self.chunks.push_back(b);
+        }
+    }
+
+    /// Drops the bytes before `off` (at most the end).
+    fn drop_before(&mut self, off: usize) {
+        let mut n = off.saturating_sub(self.at).min(self.len);
+        while n > 0 {
+            let Some(front) = self.chunks.front_mut() else {
+                break;
+            };
+            if front.len() <= n {
+                n -= front.len();
+                self.len -= front.len();
+                self.at += front.len();
+                self.chunks.pop_front();
+            } else {
+                bytes::Buf::advance(front, n);
+                self.len -= n;
+                self.at += n;
+                n = 0;
+            }
+        }
+        self.hint = (0, self.at);
+    }
+
+    /// The chunk holding `off` (held): its index and first byte.
+    fn find(&self, off: usize) -> (usize, usize) {
+        let (mut i, mut pos) = if off >= self.hint.1 && self.hint.0 < self.chunks.len() {
+            self.hint
+        } else {
+            (0, self.at)
+        };
+        while pos + self.chunks[i].len() <= off {
+            pos += self.chunks[i].len();
+            i += 1;
+        }
+        (i, pos)
+    }
+
+    /// Bytes `off..off + len` (held): a slice of one chunk, or gathered.
+    fn slice(&mut self, off: usize, len: usize) -> &[u8] {
+        let (i, pos) = self.find(off);
+        self.hint = (i, pos);
+        let s = off - pos;
+        if s + len <= self.chunks[i].len() {
+            return &self.chunks[i][s..s + len];
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        self.gather(off, len, &mut out);
+        self.scratch = out;
+        &self.scratch
+    }
+
+    /// Appends bytes `off..off + len` (held) to `out`.
+    fn gather(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        let (mut i, pos) = self.find(off);
+        let mut s = off - pos;
+        let mut left = len;
+        while left > 0 {
+            let c = &self.chunks[i][s..];
+            let n = c.len().min(left);
+            out.extend_from_slice(&c[..n]);
+            left -= n;
+            s = 0;
+            i += 1;
+        }
     }
 }
 
@@ -130,9 +238,8 @@ pub struct RangeSource<'a, F: Fetch + ?Sized> {
     from: &'a F,
     base: u64,
     len: usize,
-    /// Tar bytes `window_at..window_at + window.len()`.
-    window: Vec<u8>,
-    window_at: usize,
+    /// Tar bytes the walk may read without a request.
+    window: Rope,
     next: usize,
     /// The read-ahead in use: its next part starts where the window ends.
     ahead: Option<Box<dyn Ahead + 'a>>,
@@ -149,12 +256,13 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
     pub fn new(from: &'a F, base: u64, len: usize, first: &[u8]) -> RangeSource<'a, F> {
         let skip = (base as usize).min(first.len());
         let have = &first[skip..];
+        let mut window = Rope::default();
+        window.push(Bytes::copy_from_slice(&have[..have.len().min(len)]));
         RangeSource {
             from,
             base,
             len,
-            window: have[..have.len().min(len)].to_vec(),
-            window_at: 0,
+            window,
             next: WINDOW,
             ahead: None,
             span: 0,
@@ -164,7 +272,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
     }
 
     fn end(&self) -> usize {
-        self.window_at + self.window.len()
+        self.window.end()
     }
 
     /// [`Fetch::through_below`], or 0 when bytes are capped: a walk under
@@ -181,13 +289,13 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
     /// through the read-ahead when the bytes before `off` cost less than a
     /// request, else a request at `off` for `len + more` bytes at least.
     fn cover(&mut self, off: usize, len: usize, more: usize) -> Result<()> {
-        if off >= self.window_at && off + len <= self.end() {
+        if self.window.holds(off, len) {
             return Ok(());
         }
         loop {
             let end = self.end();
             let through = self.through();
-            let cheap = off >= self.window_at && (off.saturating_sub(end) as u64) <= through;
+            let cheap = off >= self.window.at && (off.saturating_sub(end) as u64) <= through;
             if !(cheap && through > 0) {
                 break;
             }
@@ -219,7 +327,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
     /// len`, dropping the bytes before `off`; false when the read-ahead
     /// ended first (the window then ends where it did).
     fn read_on(&mut self, off: usize, len: usize) -> Result<bool> {
-        while !(off >= self.window_at && off + len <= self.end()) {
+        while !self.window.holds(off, len) {
             let Some(ahead) = self.ahead.as_mut() else {
                 break;
             };
@@ -227,32 +335,14 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
                 self.ahead = None;
                 break;
             };
-            let end = self.end();
-            if off >= end {
-                self.window.clear();
-                self.window_at = end;
-            } else if off > self.window_at {
-                self.window.drain(..off - self.window_at);
-                self.window_at = off;
+            self.window.drop_before(off);
+            for chunk in part {
+                self.window.push(chunk);
             }
-            let done = if self.window.is_empty() {
-                self.window_at = end;
-                if off >= end + part.len() {
-                    // All of it before `off`: dropped, not copied.
-                    self.window_at = end + part.len();
-                    part
-                } else {
-                    std::mem::replace(&mut self.window, part)
-                }
-            } else {
-                self.window.extend_from_slice(&part);
-                part
-            };
-            if let Some(ahead) = self.ahead.as_mut() {
-                ahead.recycle(done);
-            }
+            // Parts wholly before `off` leave again at once.
+            self.window.drop_before(off);
         }
-        Ok(off >= self.window_at && off + len <= self.end())
+        Ok(self.window.holds(off, len))
     }
 
     /// One request at `off`: `len + more` bytes, or the growing window.
@@ -269,14 +359,15 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
         let worth = (self.through() / 4).min(MAX_WINDOW as u64) as usize;
         let n = (len + more).max(self.next).max(worth).min(self.len - off);
         let at = self.base + off as u64;
-        self.window = self.from.fetch(at..at + n as u64)?;
-        if self.window.len() != n {
+        let got = self.from.fetch(at..at + n as u64)?;
+        if got.len() != n {
             return Err(Error::Remote {
-                reason: format!("{} bytes fetched of the {n} asked for", self.window.len()),
+                reason: format!("{} bytes fetched of the {n} asked for", got.len()),
                 io: std::io::ErrorKind::UnexpectedEof,
             });
         }
-        self.window_at = off;
+        self.window.clear_to(off);
+        self.window.push(Bytes::from(got));
         Ok(())
     }
 }
@@ -288,8 +379,7 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
             return Ok(&[]);
         }
         self.cover(off, len, 0)?;
-        let at = off - self.window_at;
-        Ok(&self.window[at..at + len])
+        Ok(self.window.slice(off, len))
     }
     fn data(&mut self, off: usize, size: u64, retain: bool) -> Result<Option<u64>> {
         if let Some(left) = data_in(self.len, off, size) {
@@ -297,7 +387,7 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
         }
         if let Some(kept) = self.retained.filter(|_| retain && size > 0) {
             let n = size as usize;
-            if self.from.budget().is_some() && !(off >= self.window_at && off + n <= self.end()) {
+            if self.from.budget().is_some() && !self.window.holds(off, n) {
                 // Bytes are counted: fetched when an accessor asks, not
                 // for a listing that may never.
                 return Ok(None);
@@ -305,9 +395,12 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
             // Read now (it will be), with the next header in the same
             // request when hopping.
             self.cover(off, n, WINDOW)?;
-            let at = off - self.window_at;
-            let data: Box<[u8]> = self.window[at..at + n].into();
-            kept.borrow_mut().keep(off as u64, data);
+            let mut data = Vec::new();
+            data.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+                what: "a member's data",
+            })?;
+            self.window.gather(off, n, &mut data);
+            kept.borrow_mut().keep(off as u64, data.into_boxed_slice());
         }
         Ok(None)
     }
@@ -377,6 +470,57 @@ mod tests {
         drop(src);
         assert_eq!(got.entries.len(), n);
         (neff, got, from.1.into_inner())
+    }
+
+    /// The window of chunks reads, gathers and drops as one slice would,
+    /// whatever the chunk sizes (empty ones too) and wherever a read
+    /// starts: forwards, backwards, across several chunks.
+    #[test]
+    fn a_window_of_chunks_reads_as_one_slice_would() {
+        let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for sizes in [
+            vec![5000],
+            vec![1, 0, 511, 512, 1, 3975],
+            vec![13; 385],
+            vec![4096, 904],
+        ] {
+            let mut rope = Rope::default();
+            rope.clear_to(100);
+            let mut at = 0;
+            for &n in &sizes {
+                let n = n.min(bytes.len() - at);
+                rope.push(Bytes::copy_from_slice(&bytes[at..at + n]));
+                at += n;
+            }
+            rope.push(Bytes::copy_from_slice(&bytes[at..]));
+            assert_eq!((rope.at, rope.end()), (100, 5100));
+            for (off, len) in [
+                (0, 5000),
+                (4999, 1),
+                (510, 3),
+                (0, 1),
+                (1, 1024),
+                (2000, 700),
+                (12, 13),
+            ] {
+                assert!(rope.holds(100 + off, len));
+                assert_eq!(
+                    rope.slice(100 + off, len),
+                    &bytes[off..off + len],
+                    "{sizes:?} {off}+{len}"
+                );
+                let mut g = Vec::new();
+                rope.gather(100 + off, len, &mut g);
+                assert_eq!(g, &bytes[off..off + len]);
+            }
+            assert!(!rope.holds(99, 1) && !rope.holds(5100, 1));
+            rope.drop_before(100 + 1234);
+            assert_eq!((rope.at, rope.end()), (1334, 5100));
+            assert_eq!(rope.slice(1334, 3766), &bytes[1234..]);
+            assert!(!rope.holds(1333, 1));
+            rope.drop_before(9999);
+            assert_eq!((rope.at, rope.end(), rope.chunks.len()), (5100, 5100, 0));
+        }
     }
 
     #[test]
