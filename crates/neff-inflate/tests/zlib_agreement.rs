@@ -208,10 +208,15 @@ fn gzip(deflate: &[u8], claimed: &[u8]) -> Vec<u8> {
 
 /// A case: a block writer, and what upstream libdeflate outputs for it
 /// given the history before it.
+/// Writes a case's block (the flag: whether it is the final one).
+type BlockWriter = Box<dyn Fn(&mut Bits, bool)>;
+/// What upstream libdeflate outputs for a case's block after a history.
+type Lenient = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+
 struct Case {
-    name: &'static str,
-    block: fn(&mut Bits, bool),
-    lenient: fn(&[u8]) -> Vec<u8>,
+    name: String,
+    block: BlockWriter,
+    lenient: Lenient,
     /// Needs 32 KiB of history (an offset of 24,577).
     far: bool,
 }
@@ -240,78 +245,84 @@ fn lit286() -> Vec<u8> {
 }
 
 fn cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for sym in [286, 287] {
+        v.push(Case {
+            name: format!("static block, length symbol {sym}"),
+            block: Box::new(move |w, last| {
+                let syms = [
+                    Sym::Lit(b'a'.into()),
+                    Sym::Lit(sym),
+                    Sym::Dist(0, 0, 0),
+                    Sym::Lit(256),
+                ];
+                fixed_block(w, last, &syms)
+            }),
+            lenient: Box::new(|h| {
+                with(h, |o| {
+                    o.push(b'a');
+                    copy(o, 1, 258)
+                })
+            }),
+            far: false,
+        });
+    }
+    for (sym, extra) in [(30, 5), (31, 0)] {
+        v.push(Case {
+            name: format!("static block, offset symbol {sym}"),
+            block: Box::new(move |w, last| {
+                fixed_block(
+                    w,
+                    last,
+                    &[Sym::Lit(257), Sym::Dist(sym, extra, 13), Sym::Lit(256)],
+                )
+            }),
+            lenient: Box::new(move |h| with(h, |o| copy(o, 24577 + extra as usize, 3))),
+            far: true,
+        });
+    }
+    // An offset code of one 1-bit codeword, its unused codeword decoded;
+    // an offset code of none, a codeword decoded.
+    for (dist, bit, name) in [
+        (1, 1, "one-codeword offset code, its unused codeword 1"),
+        (0, 0, "empty offset code, an offset decoded"),
+    ] {
+        v.push(Case {
+            name: name.to_string(),
+            block: Box::new(move |w, last| {
+                let syms = [
+                    Sym::Lit(b'a'.into()),
+                    Sym::Lit(257),
+                    Sym::Raw(bit, 1),
+                    Sym::Lit(256),
+                ];
+                dynamic_block(w, last, &lit286(), &[dist], &syms)
+            }),
+            lenient: Box::new(|h| {
+                with(h, |o| {
+                    o.push(b'a');
+                    copy(o, 1, 3)
+                })
+            }),
+            far: false,
+        });
+    }
+    v.extend(more_cases());
+    v
+}
+
+/// The dynamic-block cases, each its own code.
+fn more_cases() -> Vec<Case> {
+    let case = |name: &str, block: fn(&mut Bits, bool), lenient: fn(&[u8]) -> Vec<u8>| Case {
+        name: name.to_string(),
+        block: Box::new(block),
+        lenient: Box::new(lenient),
+        far: false,
+    };
     vec![
-        Case {
-            name: "static block, length symbol 286",
-            block: |w, last| {
-                fixed_block(
-                    w,
-                    last,
-                    &[
-                        Sym::Lit(b'a'.into()),
-                        Sym::Lit(286),
-                        Sym::Dist(0, 0, 0),
-                        Sym::Lit(256),
-                    ],
-                )
-            },
-            lenient: |h| {
-                with(h, |o| {
-                    o.push(b'a');
-                    copy(o, 1, 258)
-                })
-            },
-            far: false,
-        },
-        Case {
-            name: "static block, length symbol 287",
-            block: |w, last| {
-                fixed_block(
-                    w,
-                    last,
-                    &[
-                        Sym::Lit(b'a'.into()),
-                        Sym::Lit(287),
-                        Sym::Dist(0, 0, 0),
-                        Sym::Lit(256),
-                    ],
-                )
-            },
-            lenient: |h| {
-                with(h, |o| {
-                    o.push(b'a');
-                    copy(o, 1, 258)
-                })
-            },
-            far: false,
-        },
-        Case {
-            name: "static block, offset symbol 30",
-            block: |w, last| {
-                fixed_block(
-                    w,
-                    last,
-                    &[Sym::Lit(257), Sym::Dist(30, 5, 13), Sym::Lit(256)],
-                )
-            },
-            lenient: |h| with(h, |o| copy(o, 24577 + 5, 3)),
-            far: true,
-        },
-        Case {
-            name: "static block, offset symbol 31",
-            block: |w, last| {
-                fixed_block(
-                    w,
-                    last,
-                    &[Sym::Lit(257), Sym::Dist(31, 0, 13), Sym::Lit(256)],
-                )
-            },
-            lenient: |h| with(h, |o| copy(o, 24577, 3)),
-            far: true,
-        },
-        Case {
-            name: "dynamic header, 288 litlen symbols",
-            block: |w, last| {
+        case(
+            "dynamic header, 288 litlen symbols",
+            |w, last| {
                 let (l, _) = fixed_lens();
                 dynamic_block(
                     w,
@@ -321,12 +332,11 @@ fn cases() -> Vec<Case> {
                     &[Sym::Lit(b'a'.into()), Sym::Lit(b'b'.into()), Sym::Lit(256)],
                 )
             },
-            lenient: |h| with(h, |o| o.extend_from_slice(b"ab")),
-            far: false,
-        },
-        Case {
-            name: "dynamic header, 287 litlen symbols",
-            block: |w, last| {
+            |h| with(h, |o| o.extend_from_slice(b"ab")),
+        ),
+        case(
+            "dynamic header, 287 litlen symbols",
+            |w, last| {
                 let (mut l, _) = fixed_lens();
                 l.truncate(287);
                 l[286] = 7;
@@ -338,12 +348,11 @@ fn cases() -> Vec<Case> {
                     &[Sym::Lit(b'a'.into()), Sym::Lit(256)],
                 )
             },
-            lenient: |h| with(h, |o| o.push(b'a')),
-            far: false,
-        },
-        Case {
-            name: "dynamic header, 31 offset symbols",
-            block: |w, last| {
+            |h| with(h, |o| o.push(b'a')),
+        ),
+        case(
+            "dynamic header, 31 offset symbols",
+            |w, last| {
                 let mut d = vec![5u8; 31];
                 d[0] = 4;
                 dynamic_block(
@@ -359,17 +368,16 @@ fn cases() -> Vec<Case> {
                     ],
                 )
             },
-            lenient: |h| {
+            |h| {
                 with(h, |o| {
                     o.push(b'a');
                     copy(o, 1, 3)
                 })
             },
-            far: false,
-        },
-        Case {
-            name: "dynamic header, 32 offset symbols",
-            block: |w, last| {
+        ),
+        case(
+            "dynamic header, 32 offset symbols",
+            |w, last| {
                 dynamic_block(
                     w,
                     last,
@@ -378,12 +386,11 @@ fn cases() -> Vec<Case> {
                     &[Sym::Lit(b'z'.into()), Sym::Lit(256)],
                 )
             },
-            lenient: |h| with(h, |o| o.push(b'z')),
-            far: false,
-        },
-        Case {
-            name: "dynamic block without an end-of-block code",
-            block: |w, last| {
+            |h| with(h, |o| o.push(b'z')),
+        ),
+        case(
+            "dynamic block without an end-of-block code",
+            |w, last| {
                 let mut l = lit286();
                 l[256] = 0;
                 l[257] = 4; // keeps the code complete
@@ -395,67 +402,17 @@ fn cases() -> Vec<Case> {
                     &[Sym::Lit(b'a'.into()), Sym::Lit(b'b'.into())],
                 )
             },
-            lenient: |h| with(h, |o| o.extend_from_slice(b"ab")),
-            far: false,
-        },
-        Case {
-            name: "one-codeword litlen code, its unused codeword 1",
-            block: |w, last| {
+            |h| with(h, |o| o.extend_from_slice(b"ab")),
+        ),
+        case(
+            "one-codeword litlen code, its unused codeword 1",
+            |w, last| {
                 let mut l = vec![0u8; 257];
                 l[256] = 1;
                 dynamic_block(w, last, &l, &[0], &[Sym::Raw(1, 1)])
             },
-            lenient: |_| Vec::new(),
-            far: false,
-        },
-        Case {
-            name: "one-codeword offset code, its unused codeword 1",
-            block: |w, last| {
-                dynamic_block(
-                    w,
-                    last,
-                    &lit286(),
-                    &[1],
-                    &[
-                        Sym::Lit(b'a'.into()),
-                        Sym::Lit(257),
-                        Sym::Raw(1, 1),
-                        Sym::Lit(256),
-                    ],
-                )
-            },
-            lenient: |h| {
-                with(h, |o| {
-                    o.push(b'a');
-                    copy(o, 1, 3)
-                })
-            },
-            far: false,
-        },
-        Case {
-            name: "empty offset code, an offset decoded",
-            block: |w, last| {
-                dynamic_block(
-                    w,
-                    last,
-                    &lit286(),
-                    &[0],
-                    &[
-                        Sym::Lit(b'a'.into()),
-                        Sym::Lit(257),
-                        Sym::Raw(0, 1),
-                        Sym::Lit(256),
-                    ],
-                )
-            },
-            lenient: |h| {
-                with(h, |o| {
-                    o.push(b'a');
-                    copy(o, 1, 3)
-                })
-            },
-            far: false,
-        },
+            |_| Vec::new(),
+        ),
     ]
 }
 
