@@ -207,7 +207,10 @@ def measure(runs, log, fn, row):
         times.append(time.monotonic() - t0)
         lines = log_lines(log)[before:]
         reqs.append(len(lines))
-        moved.append(sum(int(l.rsplit(" ", 1)[1]) for l in lines if l.rsplit(" ", 1)[1].strip().isdigit()))
+        # The last field of each complete line is the bytes sent (a line
+        # still being written has none yet).
+        last = [l.rsplit(" ", 1)[-1].strip() for l in lines]
+        moved.append(sum(int(x) for x in last if x.isdigit()))
     print("| %s | %.2f | %d | %.1f |" % (row, statistics.median(times), statistics.median(reqs),
                                         statistics.median(moved) / 2**20), flush=True)
 

@@ -9,9 +9,9 @@
 //! crate's (`Error::Gzip`, `Error::Limit`, `Error::Io`, with the same
 //! texts on every path).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-pub(crate) use neff_inflate::{GzStream, Inflated, Passed, Whole};
+pub(crate) use neff_inflate::{GzStream, Inflated, Passed, Whole, PARALLEL_FROM};
 
 /// How many threads the engine may use now: the pool's idle workers and
 /// the caller's own (`-j/--threads` sizes the pool).
@@ -38,6 +38,67 @@ pub(crate) fn stream(gz: &[u8], cap: u64, parallel: bool) -> Result<GzStream<'_>
         true => GzStream::new_parallel(gz, cap, threads)?,
         false => GzStream::new(gz, cap)?,
     })
+}
+
+/// A gzip payload from any `Read` (a remote object's body as its parts
+/// arrive), inflated on the calling thread as its pieces come
+/// ([`neff_inflate::GzReader`]): the tar layer's byte stream for a payload
+/// that is not held. A failure of the source that carries one of this
+/// crate's errors (a remote object replaced, cut, refused) comes out as
+/// that error, not as an I/O error's text.
+pub(crate) struct Pieces<R>(neff_inflate::GzReader<R>);
+
+impl<R: std::io::Read> Pieces<R> {
+    pub(crate) fn new(input: R, cap: u64) -> Pieces<R> {
+        Pieces(neff_inflate::GzReader::new(input, cap))
+    }
+
+    /// Inflates into `out`; 0 only at the end (every trailer checked).
+    pub(crate) fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+        self.0.fill(out).map_err(unwrap_source)
+    }
+
+    /// Produces and drops `n` bytes through `window`; fewer at the end.
+    pub(crate) fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
+        let mut left = n;
+        while left > 0 {
+            let w = window
+                .len()
+                .min(usize::try_from(left).unwrap_or(usize::MAX));
+            let k = self.fill(&mut window[..w])?;
+            if k == 0 {
+                break;
+            }
+            left -= k as u64;
+        }
+        Ok(n - left)
+    }
+
+    /// Produces what is left; the payload's inflated length.
+    pub(crate) fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
+        while self.fill(window)? > 0 {}
+        Ok(self.0.produced())
+    }
+
+    /// Bytes produced so far.
+    pub(crate) fn produced(&self) -> u64 {
+        self.0.produced()
+    }
+}
+
+/// The engine's error as the crate's; an I/O error of the source that
+/// wraps one of the crate's errors is that error.
+fn unwrap_source(e: neff_inflate::Error) -> Error {
+    match e {
+        neff_inflate::Error::Io(io) if io.get_ref().is_some_and(|r| r.is::<Error>()) => {
+            match io.into_inner().map(|b| b.downcast::<Error>()) {
+                Some(Ok(e)) => *e,
+                // Checked above: not reached.
+                _ => Error::Io(std::io::Error::other("a source error was lost")),
+            }
+        }
+        e => e.into(),
+    }
 }
 
 /// Inflates a whole gzip payload into one buffer of at most `cap` bytes

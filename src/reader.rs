@@ -50,6 +50,16 @@ enum Tar {
         object: remote::Object,
         retained: Retained,
     },
+    /// A gzip payload of a remote object, inflated as it arrived (no
+    /// temporary file): the file bytes held are its first
+    /// [`remote::FIRST`], the accessors' members the walk kept; other
+    /// members are inflated again from a new read of the object.
+    #[cfg(feature = "remote")]
+    RemoteGz {
+        object: remote::Object,
+        retained: Retained,
+        len: u64,
+    },
 }
 
 /// Options for opening a NEFF.
@@ -155,8 +165,11 @@ impl Neff {
     /// where it need not: one GET of its first 256 KiB (the whole of a small
     /// NEFF), then, for a raw payload, ranged GETs of the tar headers only
     /// (members are fetched when their data is asked for), and for a gzip
-    /// payload one GET of the rest, spooled to an unlinked temporary file
-    /// and read from its map as a local file is. Every
+    /// payload the rest in parts, several in flight: under 16 MiB
+    /// inflated as they arrive (the walk keeps the accessors' members;
+    /// another member's data is inflated again from a new read), larger
+    /// spooled to an unlinked temporary file and read from its map as a
+    /// local file is (in parallel rounds). Every
     /// request after the first is pinned to the first's ETag: an object
     /// replaced meanwhile is [`Error::ObjectChanged`]. From a server that
     /// ignores Range the object is read whole by one GET into such a file
@@ -190,6 +203,33 @@ impl Neff {
             remote::through_below(),
             remote::whole_below(remote::WHOLE_BELOW)
         );
+        if span.compression == Compression::Gzip && span.len < payload::PARALLEL_FROM {
+            // Inflated as its parts arrive, the walk keeping the
+            // accessors' members: no temporary file, and the transfer and
+            // the inflation overlap. (A payload this small would be
+            // inflated on one core anyway.)
+            let limits = &opts.limits;
+            let (index, retained, len) = tar::walk(
+                &mut |_| remote_gz(&object, &first, span, limits.max_inflated),
+                &mut || select::Retention::new(limits),
+                limits,
+            )?;
+            return Ok(Neff {
+                file: FileBytes::Owned(first),
+                span,
+                tar: Tar::RemoteGz {
+                    object,
+                    retained,
+                    len,
+                },
+                index,
+                limits: opts.limits,
+                sorted: OnceLock::new(),
+                known: OnceLock::new(),
+                json: json::Cache::default(),
+                def_skim: OnceLock::new(),
+            });
+        }
         if span.compression == Compression::Gzip
             || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
         {
@@ -228,7 +268,7 @@ impl Neff {
     /// only).
     pub fn is_ranged(&self) -> bool {
         #[cfg(feature = "remote")]
-        if let Tar::Remote { .. } = self.tar {
+        if let Tar::Remote { .. } | Tar::RemoteGz { .. } = self.tar {
             return true;
         }
         false
@@ -413,7 +453,7 @@ impl Neff {
         let held = self.stored_payload();
         sink(held)?;
         #[cfg(feature = "remote")]
-        if let Tar::Remote { object, .. } = &self.tar {
+        if let Tar::Remote { object, .. } | Tar::RemoteGz { object, .. } = &self.tar {
             let from = (self.span.start + held.len()) as u64;
             return object.stream(from..(self.span.start + self.span.len) as u64, sink);
         }
@@ -443,7 +483,7 @@ impl Neff {
             Tar::Whole(b) => Some(b),
             Tar::Streamed { .. } => None,
             #[cfg(feature = "remote")]
-            Tar::Remote { .. } => None,
+            Tar::Remote { .. } | Tar::RemoteGz { .. } => None,
         }
     }
 
@@ -451,6 +491,8 @@ impl Neff {
     pub fn tar_len(&self) -> u64 {
         match &self.tar {
             Tar::Streamed { len, .. } => *len,
+            #[cfg(feature = "remote")]
+            Tar::RemoteGz { len, .. } => *len,
             #[cfg(feature = "remote")]
             Tar::Remote { .. } => self.span.len as u64,
             _ => self.tar_bytes().len() as u64,
@@ -460,7 +502,12 @@ impl Neff {
     /// Whether the payload was walked as a bounded stream (and only the
     /// accessors' JSON members are held).
     pub fn is_streamed(&self) -> bool {
-        matches!(self.tar, Tar::Streamed { .. })
+        match self.tar {
+            Tar::Streamed { .. } => true,
+            #[cfg(feature = "remote")]
+            Tar::RemoteGz { .. } => true,
+            _ => false,
+        }
     }
 
     /// The tar bytes names are resolved against (empty when streamed: a
@@ -518,6 +565,10 @@ impl Neff {
         match &self.tar {
             Tar::Streamed { .. } if self.index.stored_len(e) == 0 => Some(&[]),
             Tar::Streamed { retained, .. } => retained.get(e.offset),
+            #[cfg(feature = "remote")]
+            Tar::RemoteGz { .. } if self.index.stored_len(e) == 0 => Some(&[]),
+            #[cfg(feature = "remote")]
+            Tar::RemoteGz { retained, .. } => retained.get(e.offset),
             #[cfg(feature = "remote")]
             Tar::Remote { retained, .. } => {
                 if let Some(kept) = retained.get(e.offset) {
@@ -712,7 +763,7 @@ impl payload::Passed for Neff {
 /// the inflation over). Memory is one window, whatever the members' sizes.
 pub struct DataCursor<'n> {
     neff: &'n Neff,
-    reread: Reread<GzStream<'n>>,
+    reread: Reread<Box<dyn tar::ByteStream + 'n>>,
 }
 
 impl std::fmt::Debug for DataCursor<'_> {
@@ -811,14 +862,31 @@ impl<'n> DataCursor<'n> {
             let start = neff.span.start as u64 + offset;
             return object.stream(start..start + len, sink);
         }
+        #[cfg(feature = "remote")]
+        if let Tar::RemoteGz { object, .. } = &neff.tar {
+            let cap = neff.limits.max_inflated;
+            let short = self.reread.read(
+                offset,
+                len,
+                &mut || Ok(Box::new(remote_gz(object, &neff.file, neff.span, cap)?)),
+                sink,
+            )?;
+            if short {
+                // Every read is pinned to the object's ETag: a payload
+                // that now inflates shorter than the walk saw is not the
+                // object's.
+                return Err(changed());
+            }
+            return Ok(());
+        }
         let short = self.reread.read(
             offset,
             len,
             &mut || {
-                Ok(
+                Ok(Box::new(
                     payload::stream(neff.stored_payload(), neff.limits.max_inflated, false)?
                         .release_behind(neff),
-                )
+                ))
             },
             sink,
         )?;
@@ -855,6 +923,23 @@ fn walk_stream(
     )
 }
 
+/// The gzip payload `span` of a remote object whose first bytes are
+/// `first`, inflated as it is read (the rest read ahead, several parts in
+/// flight), producing at most `cap` bytes.
+#[cfg(feature = "remote")]
+fn remote_gz<'o>(
+    object: &'o remote::Object,
+    first: &[u8],
+    span: PayloadSpan,
+    cap: u64,
+) -> Result<payload::Pieces<remote::RangeReader<'o>>> {
+    let end = span.start + span.len;
+    let held = first.len().clamp(span.start, end);
+    let head = &first[span.start.min(first.len())..held.min(first.len())];
+    let reader = object.reader(head, held as u64..end as u64)?;
+    Ok(payload::Pieces::new(reader, cap))
+}
+
 /// A remote object is what the tar layer's ranged walk fetches from.
 #[cfg(feature = "remote")]
 impl tar::Fetch for remote::Object {
@@ -882,6 +967,26 @@ impl tar::Fetch for remote::Object {
 impl tar::Ahead for remote::ReadAhead<'_> {
     fn next_part(&mut self) -> Result<Option<tar::Part>> {
         remote::ReadAhead::next_part(self)
+    }
+}
+
+/// A gzip payload inflated from a `Read` is the tar layer's byte stream
+/// too (a remote object's, as it arrives).
+impl<R: std::io::Read> tar::ByteStream for payload::Pieces<R> {
+    fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+        payload::Pieces::fill(self, out)
+    }
+    fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
+        payload::Pieces::skip(self, n, window)
+    }
+    fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
+        payload::Pieces::finish(self, window)
+    }
+    fn produced(&self) -> u64 {
+        payload::Pieces::produced(self)
+    }
+    fn doubtful(&self) -> bool {
+        false
     }
 }
 

@@ -8,8 +8,10 @@
 //! order) or hops over it with a new request, as the link's measured cost
 //! says ([`link`]: a round trip's worth of bytes; a cap on the bytes moved
 //! per object, [`set_byte_cap`]). A gzip payload, which cannot be read
-//! by ranges, is spooled ([`Object::spool`]) to an unlinked temporary file
-//! and read from its map as a local file is. The client is the `object_store` crate (S3 with the
+//! by ranges, is read whole: as a `Read` over its parts as they arrive
+//! ([`Object::reader`], inflated as it comes), or, when it is large enough
+//! for parallel rounds, spooled ([`Object::spool`]) to an unlinked
+//! temporary file and read from its map as a local file is. The client is the `object_store` crate (S3 with the
 //! standard AWS environment and credential chain; plain HTTP(S) with Range
 //! support); its requests are retried with backoff on 5xx, throttling and
 //! timeouts, a bounded number of times, and each has a timeout.
@@ -818,6 +820,25 @@ impl Object {
         ReadAhead::start(self, parts)
     }
 
+    /// The bytes `head` (already held: the range's first bytes) and then
+    /// `rest`, as a `Read`: `rest` is read ahead in parts growing from
+    /// [`STREAM_PART`] to [`PART`], several in flight, each pinned to the
+    /// ETag, so that a gzip payload is inflated as it arrives, with no
+    /// temporary file. A failure of the object comes out of `read` as an
+    /// `io::Error` wrapping this crate's [`Error`] (see
+    /// `payload::Pieces`, which unwraps it).
+    pub fn reader(&self, head: &[u8], rest: Range<u64>) -> Result<RangeReader<'_>> {
+        let ahead = match rest.start < rest.end {
+            true => Some(self.read_ahead(Parts::new(rest, STREAM_PART, PART))?),
+            false => None,
+        };
+        Ok(RangeReader {
+            head: Bytes::copy_from_slice(head),
+            chunks: std::collections::VecDeque::new(),
+            ahead,
+        })
+    }
+
     /// The object's size, as its first response said.
     pub fn size(&self) -> u64 {
         self.pin.size
@@ -1076,6 +1097,54 @@ impl Pinned {
     }
 }
 
+/// The first part a [`RangeReader`] reads ahead: the inflater starts on
+/// it while the larger parts after it are on their way.
+pub const STREAM_PART: u64 = 256 << 10;
+
+/// A range of an [`Object`] as a `Read` ([`Object::reader`]).
+pub struct RangeReader<'o> {
+    head: Bytes,
+    chunks: std::collections::VecDeque<Bytes>,
+    ahead: Option<ReadAhead<'o>>,
+}
+
+impl std::io::Read for RangeReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if out.is_empty() {
+                return Ok(0);
+            }
+            let next = match self.head.is_empty() {
+                false => &mut self.head,
+                true => match self.chunks.front_mut() {
+                    Some(c) => c,
+                    None => {
+                        let Some(ahead) = self.ahead.as_mut() else {
+                            return Ok(0);
+                        };
+                        match ahead.next_part() {
+                            Ok(Some(part)) => self.chunks.extend(part),
+                            Ok(None) => self.ahead = None,
+                            Err(e) => {
+                                self.ahead = None;
+                                return Err(std::io::Error::other(e));
+                            }
+                        }
+                        continue;
+                    }
+                },
+            };
+            let n = next.len().min(out.len());
+            out[..n].copy_from_slice(&next[..n]);
+            bytes::Buf::advance(next, n);
+            if self.chunks.front().is_some_and(|c| c.is_empty()) {
+                self.chunks.pop_front();
+            }
+            return Ok(n);
+        }
+    }
+}
+
 /// Parts of a range of an [`Object`] in flight, handed on in order
 /// ([`Object::read_ahead`]).
 pub struct ReadAhead<'o> {
@@ -1083,7 +1152,7 @@ pub struct ReadAhead<'o> {
     /// The parts not yet handed on, in order (the task's, mirrored: once
     /// the server ignores a Range, they come from the whole copy).
     parts: std::collections::VecDeque<Range<u64>>,
-    rx: tokio::sync::mpsc::Receiver<std::result::Result<crate::tar::Part, Miss>>,
+    rx: tokio::sync::mpsc::Receiver<std::result::Result<Vec<Bytes>, Miss>>,
     /// The task fetching the parts; `None` once they come from the whole
     /// copy of the object.
     task: Option<tokio::task::JoinHandle<()>>,
@@ -1147,7 +1216,7 @@ impl<'o> ReadAhead<'o> {
 
     /// The next part (`None` once the range is done): its bytes in the
     /// chunks they arrived in.
-    pub fn next_part(&mut self) -> Result<Option<crate::tar::Part>> {
+    pub fn next_part(&mut self) -> Result<Option<Vec<Bytes>>> {
         let Some(range) = self.parts.pop_front() else {
             return Ok(None);
         };

@@ -41,6 +41,26 @@ pub(crate) trait ByteStream {
     fn doubtful(&self) -> bool;
 }
 
+/// A boxed stream is one (a reader of member data holds whichever kind
+/// its payload needs).
+impl<S: ByteStream + ?Sized> ByteStream for Box<S> {
+    fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
+        (**self).fill(out)
+    }
+    fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
+        (**self).skip(n, window)
+    }
+    fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
+        (**self).finish(window)
+    }
+    fn produced(&self) -> u64 {
+        (**self).produced()
+    }
+    fn doubtful(&self) -> bool {
+        (**self).doubtful()
+    }
+}
+
 /// Which pass of a streamed walk a stream is opened for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pass {
