@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""`neff ls URL` of one object, several builds side by side, against the
+whole object downloaded with 8 ranged GETs of 8 MiB in flight (what `aws
+s3 cp` does for one large object), through the fault proxy of
+`scripts/servers` at 0 and 20 ms a request (its `ok` and `delay20` paths).
+Rounds interleaved, medians (PERF §24, §26, §27).
+
+    python3 scripts/servers start STATE SEED     # SEED holds REL
+    python3 bench/remote_ls.py PROXY REL RUNS BIN [BIN...] [--no-whole]
+
+PROXY is the `proxy` URL `scripts/servers start` prints; REL the object's
+path under the seed (for the 1 GiB raw NEFF of bench/make_corpus.py,
+copied to SEED/big/big.neff: big/big.neff).
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from remote_latency import download_whole  # noqa: E402
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--no-whole"]
+    whole = "--no-whole" not in sys.argv
+    if len(args) < 4:
+        sys.exit(__doc__)
+    proxy, rel, runs, bins = args[0], args[1], int(args[2]), args[3:]
+    for mode in ("ok", "delay20"):
+        url = f"{proxy}/http/{mode}/{rel}"
+        res = {b: [] for b in bins}
+        if whole:
+            res["whole"] = []
+        for _ in range(runs):
+            for b in bins:
+                t = time.monotonic()
+                subprocess.run([b, "ls", url], stdout=subprocess.DEVNULL, check=True)
+                res[b].append(time.monotonic() - t)
+            if whole:
+                t = time.monotonic()
+                download_whole(url)
+                res["whole"].append(time.monotonic() - t)
+        w = statistics.median(res["whole"]) if whole else None
+        for k, v in res.items():
+            m = statistics.median(v)
+            ratio = f" | {m / w:.2f}x the whole download" if w else ""
+            print(f"{mode} | {k} | {m:.3f} s{ratio} | runs {' '.join('%.3f' % x for x in v)}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
