@@ -9,9 +9,13 @@
 //! crate's (`Error::Gzip`, `Error::Limit`, `Error::Io`, with the same
 //! texts on every path).
 
-use crate::error::{Error, Result};
+#[cfg(feature = "remote")]
+use crate::error::Error;
+use crate::error::Result;
 
-pub(crate) use neff_inflate::{GzStream, Inflated, Passed, Whole, PARALLEL_FROM};
+#[cfg(feature = "remote")]
+pub(crate) use neff_inflate::PARALLEL_FROM;
+pub(crate) use neff_inflate::{GzStream, Inflated, Passed, Whole};
 
 /// How many threads the engine may use now: the pool's idle workers and
 /// the caller's own (`-j/--threads` sizes the pool).
@@ -46,8 +50,10 @@ pub(crate) fn stream(gz: &[u8], cap: u64, parallel: bool) -> Result<GzStream<'_>
 /// that is not held. A failure of the source that carries one of this
 /// crate's errors (a remote object replaced, cut, refused) comes out as
 /// that error, not as an I/O error's text.
+#[cfg(feature = "remote")]
 pub(crate) struct Pieces<R>(neff_inflate::GzReader<R>);
 
+#[cfg(feature = "remote")]
 impl<R: std::io::Read> Pieces<R> {
     pub(crate) fn new(input: R, cap: u64) -> Pieces<R> {
         Pieces(neff_inflate::GzReader::new(input, cap))
@@ -88,6 +94,7 @@ impl<R: std::io::Read> Pieces<R> {
 
 /// The engine's error as the crate's; an I/O error of the source that
 /// wraps one of the crate's errors is that error.
+#[cfg(feature = "remote")]
 fn unwrap_source(e: neff_inflate::Error) -> Error {
     match e {
         neff_inflate::Error::Io(io) if io.get_ref().is_some_and(|r| r.is::<Error>()) => {

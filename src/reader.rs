@@ -214,21 +214,12 @@ impl Neff {
                 &mut || select::Retention::new(limits),
                 limits,
             )?;
-            return Ok(Neff {
-                file: FileBytes::Owned(first),
-                span,
-                tar: Tar::RemoteGz {
-                    object,
-                    retained,
-                    len,
-                },
-                index,
-                limits: opts.limits,
-                sorted: OnceLock::new(),
-                known: OnceLock::new(),
-                json: json::Cache::default(),
-                def_skim: OnceLock::new(),
-            });
+            let tar = Tar::RemoteGz {
+                object,
+                retained,
+                len,
+            };
+            return Ok(Neff::held_first(first, span, tar, index, opts));
         }
         if span.compression == Compression::Gzip
             || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
@@ -250,17 +241,31 @@ impl Neff {
             select::Retention::new(&opts.limits),
             &opts.limits,
         )?;
-        Ok(Neff {
+        let tar = Tar::Remote { object, retained };
+        Ok(Neff::held_first(first, span, tar, index, opts))
+    }
+
+    /// A remote NEFF of which the first bytes are held (`first`), its
+    /// payload read as `tar` says.
+    #[cfg(feature = "remote")]
+    fn held_first(
+        first: Vec<u8>,
+        span: PayloadSpan,
+        tar: Tar,
+        index: Index,
+        opts: &Options,
+    ) -> Neff {
+        Neff {
             file: FileBytes::Owned(first),
             span,
-            tar: Tar::Remote { object, retained },
+            tar,
             index,
             limits: opts.limits,
             sorted: OnceLock::new(),
             known: OnceLock::new(),
             json: json::Cache::default(),
             def_skim: OnceLock::new(),
-        })
+        }
     }
 
     /// Whether this NEFF is a remote object read by ranges (its payload is
@@ -972,6 +977,7 @@ impl tar::Ahead for remote::ReadAhead<'_> {
 
 /// A gzip payload inflated from a `Read` is the tar layer's byte stream
 /// too (a remote object's, as it arrives).
+#[cfg(feature = "remote")]
 impl<R: std::io::Read> tar::ByteStream for payload::Pieces<R> {
     fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
         payload::Pieces::fill(self, out)
