@@ -40,6 +40,11 @@ enum Tar {
         retained: Retained,
         len: u64,
         spare: Option<Vec<u8>>,
+        /// The remote object the payload was read from as it arrived
+        /// (the file bytes held are then its first [`remote::FIRST`]);
+        /// other members are inflated again from a new read of it.
+        #[cfg(feature = "remote")]
+        object: Option<remote::Object>,
     },
     /// A raw payload of a remote object, read by ranges: the file bytes
     /// held are its first [`remote::FIRST`], and the accessors' members
@@ -49,16 +54,6 @@ enum Tar {
     Remote {
         object: remote::Object,
         retained: Retained,
-    },
-    /// A gzip payload of a remote object, inflated as it arrived (no
-    /// temporary file): the file bytes held are its first
-    /// [`remote::FIRST`], the accessors' members the walk kept; other
-    /// members are inflated again from a new read of the object.
-    #[cfg(feature = "remote")]
-    RemoteGz {
-        object: remote::Object,
-        retained: Retained,
-        len: u64,
     },
 }
 
@@ -214,10 +209,11 @@ impl Neff {
                 &mut || select::Retention::new(limits),
                 limits,
             )?;
-            let tar = Tar::RemoteGz {
-                object,
+            let tar = Tar::Streamed {
                 retained,
                 len,
+                spare: None,
+                object: Some(object),
             };
             return Ok(Neff::held_first(first, span, tar, index, opts));
         }
@@ -273,10 +269,24 @@ impl Neff {
     /// only).
     pub fn is_ranged(&self) -> bool {
         #[cfg(feature = "remote")]
-        if let Tar::Remote { .. } | Tar::RemoteGz { .. } = self.tar {
+        if self.remote().is_some() {
             return true;
         }
         false
+    }
+
+    /// The remote object this NEFF's payload is read from, when the
+    /// payload is not held.
+    #[cfg(feature = "remote")]
+    fn remote(&self) -> Option<&remote::Object> {
+        match &self.tar {
+            Tar::Remote { object, .. }
+            | Tar::Streamed {
+                object: Some(object),
+                ..
+            } => Some(object),
+            _ => None,
+        }
     }
 
     /// [`open_with`](Self::open_with), reading and inflating into the
@@ -393,6 +403,8 @@ impl Neff {
                             retained,
                             len,
                             spare,
+                            #[cfg(feature = "remote")]
+                            object: None,
                         };
                         return Ok((span, tar, index, None));
                     }
@@ -458,7 +470,7 @@ impl Neff {
         let held = self.stored_payload();
         sink(held)?;
         #[cfg(feature = "remote")]
-        if let Tar::Remote { object, .. } | Tar::RemoteGz { object, .. } = &self.tar {
+        if let Some(object) = self.remote() {
             let from = (self.span.start + held.len()) as u64;
             return object.stream(from..(self.span.start + self.span.len) as u64, sink);
         }
@@ -468,7 +480,7 @@ impl Neff {
     /// The size of the whole file (or remote object) in bytes.
     pub fn file_len(&self) -> u64 {
         #[cfg(feature = "remote")]
-        if let Tar::Remote { object, .. } = &self.tar {
+        if let Some(object) = self.remote() {
             return object.size();
         }
         self.file.len() as u64
@@ -488,7 +500,7 @@ impl Neff {
             Tar::Whole(b) => Some(b),
             Tar::Streamed { .. } => None,
             #[cfg(feature = "remote")]
-            Tar::Remote { .. } | Tar::RemoteGz { .. } => None,
+            Tar::Remote { .. } => None,
         }
     }
 
@@ -496,8 +508,6 @@ impl Neff {
     pub fn tar_len(&self) -> u64 {
         match &self.tar {
             Tar::Streamed { len, .. } => *len,
-            #[cfg(feature = "remote")]
-            Tar::RemoteGz { len, .. } => *len,
             #[cfg(feature = "remote")]
             Tar::Remote { .. } => self.span.len as u64,
             _ => self.tar_bytes().len() as u64,
@@ -507,12 +517,7 @@ impl Neff {
     /// Whether the payload was walked as a bounded stream (and only the
     /// accessors' JSON members are held).
     pub fn is_streamed(&self) -> bool {
-        match self.tar {
-            Tar::Streamed { .. } => true,
-            #[cfg(feature = "remote")]
-            Tar::RemoteGz { .. } => true,
-            _ => false,
-        }
+        matches!(self.tar, Tar::Streamed { .. })
     }
 
     /// The tar bytes names are resolved against (empty when streamed: a
@@ -570,10 +575,6 @@ impl Neff {
         match &self.tar {
             Tar::Streamed { .. } if self.index.stored_len(e) == 0 => Some(&[]),
             Tar::Streamed { retained, .. } => retained.get(e.offset),
-            #[cfg(feature = "remote")]
-            Tar::RemoteGz { .. } if self.index.stored_len(e) == 0 => Some(&[]),
-            #[cfg(feature = "remote")]
-            Tar::RemoteGz { retained, .. } => retained.get(e.offset),
             #[cfg(feature = "remote")]
             Tar::Remote { retained, .. } => {
                 if let Some(kept) = retained.get(e.offset) {
@@ -867,38 +868,14 @@ impl<'n> DataCursor<'n> {
             let start = neff.span.start as u64 + offset;
             return object.stream(start..start + len, sink);
         }
-        #[cfg(feature = "remote")]
-        if let Tar::RemoteGz { object, .. } = &neff.tar {
-            let cap = neff.limits.max_inflated;
-            let short = self.reread.read(
-                offset,
-                len,
-                &mut || Ok(Box::new(remote_gz(object, &neff.file, neff.span, cap)?)),
-                sink,
-            )?;
-            if short {
-                // Every read is pinned to the object's ETag: a payload
-                // that now inflates shorter than the walk saw is not the
-                // object's.
-                return Err(changed());
-            }
-            return Ok(());
-        }
-        let short = self.reread.read(
-            offset,
-            len,
-            &mut || {
-                Ok(Box::new(
-                    payload::stream(neff.stored_payload(), neff.limits.max_inflated, false)?
-                        .release_behind(neff),
-                ))
-            },
-            sink,
-        )?;
+        let short = self
+            .reread
+            .read(offset, len, &mut || neff.restream(), sink)?;
         neff.check_unchanged()?;
         if short {
             // The walk saw these bytes: a payload that now inflates shorter
-            // was read from a file that changed.
+            // was read from a file that changed (or, remote, is not the
+            // object every read is pinned to).
             return Err(changed());
         }
         Ok(())
@@ -928,19 +905,38 @@ fn walk_stream(
     )
 }
 
+impl Neff {
+    /// A new stream over a streamed payload, from its start: from the map,
+    /// or from a new read of the remote object it came from.
+    fn restream(&self) -> Result<Box<dyn tar::ByteStream + '_>> {
+        let cap = self.limits.max_inflated;
+        #[cfg(feature = "remote")]
+        if let Tar::Streamed {
+            object: Some(object),
+            ..
+        } = &self.tar
+        {
+            return Ok(Box::new(remote_gz(object, &self.file, self.span, cap)?));
+        }
+        Ok(Box::new(
+            payload::stream(self.stored_payload(), cap, false)?.release_behind(self),
+        ))
+    }
+}
+
 /// The gzip payload `span` of a remote object whose first bytes are
 /// `first`, inflated as it is read (the rest read ahead, several parts in
 /// flight), producing at most `cap` bytes.
 #[cfg(feature = "remote")]
 fn remote_gz<'o>(
     object: &'o remote::Object,
-    first: &[u8],
+    first: &'o [u8],
     span: PayloadSpan,
     cap: u64,
 ) -> Result<payload::Pieces<remote::RangeReader<'o>>> {
     let end = span.start + span.len;
     let held = first.len().clamp(span.start, end);
-    let head = &first[span.start.min(first.len())..held.min(first.len())];
+    let head = first.get(span.start..held).unwrap_or_default();
     let reader = object.reader(head, held as u64..end as u64)?;
     Ok(payload::Pieces::new(reader, cap))
 }

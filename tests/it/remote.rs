@@ -794,6 +794,14 @@ fn a_mid_size_gzip_neff_is_inflated_as_it_arrives_with_no_temporary_file() {
             );
         }
     }
+    // A scan's record gives the object's size, not the bytes held.
+    for url in urls(MID_GZ) {
+        let o = run_env(&["scan", "--json", "--no-progress", &url], &s.s3, &no_tmp);
+        let records = ndjson(&o.stdout);
+        assert_eq!(records.len(), 1, "{url}");
+        assert_eq!(records[0]["ok"], true, "{url}: {:?}", records[0]);
+        assert_eq!(records[0]["bytes"], size, "{url}");
+    }
     // The large one is still spooled (its payload gets parallel rounds):
     // without a TMPDIR it cannot be, so the check above can fail.
     let got = run_env(&["ls", &format!("s3://zoo/{BIG_GZ}")], &s.s3, &no_tmp);
