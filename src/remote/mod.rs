@@ -827,13 +827,13 @@ impl Object {
     /// temporary file. A failure of the object comes out of `read` as an
     /// `io::Error` wrapping this crate's [`Error`] (see
     /// `payload::Pieces`, which unwraps it).
-    pub fn reader(&self, head: &[u8], rest: Range<u64>) -> Result<RangeReader<'_>> {
+    pub fn reader<'a>(&'a self, head: &'a [u8], rest: Range<u64>) -> Result<RangeReader<'a>> {
         let ahead = match rest.start < rest.end {
             true => Some(self.read_ahead(Parts::new(rest, STREAM_PART, PART))?),
             false => None,
         };
         Ok(RangeReader {
-            head: Bytes::copy_from_slice(head),
+            head,
             chunks: std::collections::VecDeque::new(),
             ahead,
         })
@@ -1103,7 +1103,8 @@ pub const STREAM_PART: u64 = 256 << 10;
 
 /// A range of an [`Object`] as a `Read` ([`Object::reader`]).
 pub struct RangeReader<'o> {
-    head: Bytes,
+    /// The range's first bytes, held by the caller (not copied).
+    head: &'o [u8],
     chunks: std::collections::VecDeque<Bytes>,
     ahead: Option<ReadAhead<'o>>,
 }
@@ -1114,33 +1115,34 @@ impl std::io::Read for RangeReader<'_> {
             if out.is_empty() {
                 return Ok(0);
             }
-            let next = match self.head.is_empty() {
-                false => &mut self.head,
-                true => match self.chunks.front_mut() {
-                    Some(c) => c,
-                    None => {
-                        let Some(ahead) = self.ahead.as_mut() else {
-                            return Ok(0);
-                        };
-                        match ahead.next_part() {
-                            Ok(Some(part)) => self.chunks.extend(part),
-                            Ok(None) => self.ahead = None,
-                            Err(e) => {
-                                self.ahead = None;
-                                return Err(std::io::Error::other(e));
-                            }
-                        }
-                        continue;
-                    }
-                },
-            };
-            let n = next.len().min(out.len());
-            out[..n].copy_from_slice(&next[..n]);
-            bytes::Buf::advance(next, n);
-            if self.chunks.front().is_some_and(|c| c.is_empty()) {
-                self.chunks.pop_front();
+            if !self.head.is_empty() {
+                let n = self.head.len().min(out.len());
+                out[..n].copy_from_slice(&self.head[..n]);
+                self.head = &self.head[n..];
+                return Ok(n);
             }
-            return Ok(n);
+            if let Some(c) = self.chunks.front_mut() {
+                let n = c.len().min(out.len());
+                out[..n].copy_from_slice(&c[..n]);
+                bytes::Buf::advance(c, n);
+                if c.is_empty() {
+                    self.chunks.pop_front();
+                }
+                return Ok(n);
+            }
+            let Some(ahead) = self.ahead.as_mut() else {
+                return Ok(0);
+            };
+            match ahead.next_part() {
+                Ok(Some(part)) => self
+                    .chunks
+                    .extend(part.into_iter().filter(|c| !c.is_empty())),
+                Ok(None) => self.ahead = None,
+                Err(e) => {
+                    self.ahead = None;
+                    return Err(std::io::Error::other(e));
+                }
+            }
         }
     }
 }

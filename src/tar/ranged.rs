@@ -335,11 +335,11 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
                 self.ahead = None;
                 break;
             };
-            self.window.drop_before(off);
             for chunk in part {
                 self.window.push(chunk);
             }
-            // Parts wholly before `off` leave again at once.
+            // What the walk has gone past leaves (a part wholly before
+            // `off` at once).
             self.window.drop_before(off);
         }
         Ok(self.window.holds(off, len))
