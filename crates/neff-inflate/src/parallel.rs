@@ -263,16 +263,28 @@ enum Start {
     /// The last 32 KiB decoded hold no marker; the next block starts at
     /// this bit, where libdeflate takes over, primed with them.
     Clean(usize),
+    /// The decoder passed its limit of symbols (more than `limit -
+    /// WINDOW` decoded, the true start of the chunk) and the window had
+    /// not cleared: runs keep copying from before the cut.
+    Open,
 }
 
-/// Marker-decodes `data` from bit `from` with `d` until its window clears
-/// or the chunk ends at bit `to` (or the end of the stream). `None` when
-/// the data does not decode, runs past `to`, or ends early.
-fn marker_start(data: &[u8], from: usize, to: Option<usize>, d: &mut Decoder) -> Option<Start> {
+/// Marker-decodes `data` from bit `from` with `d` until its window clears,
+/// the chunk ends at bit `to` (or the end of the stream), or the decoder
+/// holds more than `limit` symbols. `None` when the data does not decode,
+/// runs past `to`, or ends early.
+fn marker_start(
+    data: &[u8],
+    from: usize,
+    to: Option<usize>,
+    d: &mut Decoder,
+    limit: usize,
+) -> Option<Start> {
     let mut b = Bits::new(data, from);
     loop {
-        let Some(Step::Ended(last)) = d.block(&mut b, WINDOW + MARKER_LIMIT) else {
-            return None;
+        let last = match d.block(&mut b, limit)? {
+            Step::Ended(last) => last,
+            Step::Full => return Some(Start::Open),
         };
         match to {
             Some(t) if b.pos == t => return Some(Start::Whole),
@@ -293,9 +305,12 @@ fn marker_start(data: &[u8], from: usize, to: Option<usize>, d: &mut Decoder) ->
 /// buffer of `cap` bytes (touched only as written).
 fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Option<Chunk> {
     let mut d = Decoder::new();
-    let clean = match marker_start(data, from, to, &mut d)? {
+    let clean = match marker_start(data, from, to, &mut d, WINDOW + MARKER_LIMIT)? {
         Start::Whole => return Some(Chunk::markers_only(d.produced().to_vec())),
         Start::Clean(bit) => bit,
+        // The caller inflates the rest on one thread once the bytes
+        // before the chunk are known.
+        Start::Open => return None,
     };
     let prefix = deflate::primer(&d.window(), (clean % 8) as u32);
     let s = synth(&prefix, data, clean, to);
@@ -314,21 +329,27 @@ fn later_chunk(data: &[u8], from: usize, to: Option<usize>, cap: usize) -> Optio
 /// the end of the stream), into `l` ([`Later`]): its start marker-decoded
 /// in `l.dec`, the rest inflated by libdeflate from `l.syn` into `l.buf`
 /// after room for the start's bytes, producing at most `cap` bytes past
-/// its window. `release` is told of the input once it is copied (or read
-/// to its end by the marker decoder). `false`
+/// its window. When the start's window has not cleared after
+/// [`MARKER_LIMIT`] symbols ([`GUESS_AFTER`] when `guess`, the rounds
+/// having seen long runs), the whole segment is inflated from a guessed
+/// window instead ([`guessed_segment`]). `release` is told of the input
+/// once it is copied (or read to its end by the marker decoder). `false`
 /// when the segment does not decode or does not fit.
 fn later_segment(
     data: &[u8],
-    from: usize,
-    to: Option<usize>,
+    (from, to): (usize, Option<usize>),
     cap: usize,
     l: &mut Later,
     release: &Release<'_>,
+    guess: bool,
 ) -> bool {
     l.dec.reset();
-    (l.marks, l.len, l.clean) = (0, 0, false);
-    match marker_start(data, from, to, &mut l.dec) {
+    (l.start, l.marks, l.len, l.clean, l.guessed) = (0, 0, 0, false, false);
+    (l.from, l.to) = (from, to);
+    let limit = WINDOW + if guess { GUESS_AFTER } else { MARKER_LIMIT };
+    match marker_start(data, from, to, &mut l.dec, limit) {
         None => false,
+        Some(Start::Open) => guessed_segment(data, cap, l, release),
         Some(Start::Whole) => {
             // Read to its end by the marker decoder: done with too.
             release.copied(from, to.unwrap_or(data.len() * 8));
@@ -352,6 +373,96 @@ fn later_segment(
             l.clean
         }
     }
+}
+
+/// Symbols a later segment marker-decodes, once the rounds have seen long
+/// runs, before it is inflated from a guessed window instead: enough for
+/// the check of [`verify_guess`] (at least [`WINDOW`]), and for a start
+/// whose window clears soon to take the exact path still.
+const GUESS_AFTER: usize = 2 * WINDOW;
+
+/// The output a round shares out when guessing windows (long runs): 24
+/// MiB a segment at two, down to [`seg_out`]'s from six segments on.
+/// Their compressed data is small (24:1 and more), so a segment's fixed
+/// cost, the search for a block start near its cut (a test at every bit,
+/// through the 17 KiB a block of zeros and noise takes), weighs as much
+/// as inflating 6 MiB: fewer, larger segments (3 GiB of zeros and noise
+/// at two segments: 0.85 s in 250 rounds of 6 MiB segments, 0.49 s in
+/// 64 of 24 MiB).
+const GUESS_ROUND: usize = 48 << 20;
+
+/// A round's inflated:compressed ratio under which the rounds stop
+/// guessing windows (they began on a long-runs member, or on a start
+/// that did not clear): runs copy from before the cut no more, and a
+/// guess would be wrong, the segment inflated twice.
+const GUESS_BELOW: usize = 6;
+
+/// The window a segment that copies from before its cut is inflated
+/// with, before the true one is known: zeros (long runs are padding).
+static GUESS: [u8; WINDOW] = [0; WINDOW];
+
+/// A later segment whose marker-decoded start did not clear (runs keep
+/// copying from before its cut: zero padding), inflated whole by
+/// libdeflate from a guessed window of zeros into `l.buf` (the window's
+/// bytes first, then the segment's: `l.start` is where those begin). The
+/// symbols `l.dec` decoded are the segment's true start, in markers of
+/// the window: once the true window is known, [`verify_guess`] checks
+/// them against the guessed output, and on a difference the segment is
+/// inflated again ([`redo_guess`]). `false` when it does not decode or
+/// does not fit.
+fn guessed_segment(data: &[u8], cap: usize, l: &mut Later, release: &Release<'_>) -> bool {
+    let room = cap + WINDOW + NONCE_ROOM;
+    let Some(out) = l.buf.get_mut(..room) else {
+        return false;
+    };
+    let prefix = deflate::primer(&GUESS, (l.from % 8) as u32);
+    synth_into(&mut l.syn, &prefix, data, l.from, l.to);
+    release.copied(l.from, l.to.unwrap_or(data.len() * 8));
+    let Some(n) = inflate_synth(&l.syn, out, l.to.is_some()) else {
+        return false;
+    };
+    (l.start, l.len, l.guessed) = (WINDOW, n, true);
+    // The decoded start lies inside what libdeflate produced.
+    n >= WINDOW + l.dec.produced().len()
+}
+
+/// Whether a segment inflated from a guessed window ([`guessed_segment`])
+/// holds the bytes it would have from `window`, the true 32 KiB before
+/// it. Its first symbols, resolved against `window`, are its true first
+/// bytes; where they equal what was inflated, so is everything after.
+/// (Each byte is a literal, which no window changes, or a copy from at
+/// most 32 KiB back: once 32 KiB are equal, every later byte copies from
+/// equal bytes. The marker decoder holds more than 32 KiB of symbols
+/// when it stops.)
+fn verify_guess(l: &Later, window: &[u8]) -> bool {
+    let symbols = l.dec.produced();
+    let out = &l.buf[l.start..l.len];
+    symbols.len() >= WINDOW
+        && symbols.len() <= out.len()
+        && symbols.iter().zip(out).all(|(&s, &b)| {
+            b == if s < MARKER {
+                s as u8
+            } else {
+                window[usize::from(s - MARKER)]
+            }
+        })
+}
+
+/// Inflates a segment whose guessed window was wrong again, from `window`
+/// (the true 32 KiB before it): on the caller's thread, in order, once
+/// the segments before it are known. `false` when it does not decode.
+fn redo_guess(data: &[u8], cap: usize, l: &mut Later, window: &[u8]) -> bool {
+    let room = cap + WINDOW + NONCE_ROOM;
+    let Some(out) = l.buf.get_mut(..room) else {
+        return false;
+    };
+    let prefix = deflate::primer(window, (l.from % 8) as u32);
+    synth_into(&mut l.syn, &prefix, data, l.from, l.to);
+    let Some(n) = inflate_synth(&l.syn, out, l.to.is_some()) else {
+        return false;
+    };
+    (l.start, l.len) = (window.len(), n);
+    n >= window.len()
 }
 
 /// Tells the caller's [`Passed`] hook of a segment's input once it is
@@ -535,6 +646,17 @@ pub(crate) struct Rounds<'a> {
     done: usize,
     markers: usize,
     last: LastRound,
+    /// Later segments take the guessed window soon ([`GUESS_AFTER`]):
+    /// the member is long runs ([`Rounds::guess_windows`]), or a start's
+    /// window did not clear after [`MARKER_LIMIT`] symbols.
+    guess: bool,
+    /// Segments inflated from a guessed window, and those of them
+    /// inflated again (the guess was wrong), for the debug log.
+    guessed: usize,
+    redone: usize,
+    /// The output a segment is sized for, in place of [`seg_out`]'s (the
+    /// tests' small rounds).
+    fixed_target: Option<usize>,
     /// Told of each segment's input once it is copied, as offsets `base`
     /// bytes further on than the stream's ([`Rounds::release_to`]).
     hook: Option<&'a dyn Passed>,
@@ -557,20 +679,30 @@ pub(crate) struct LastRound {
 
 /// A segment after A: its decoder (its marker-decoded start, kept from
 /// round to round with its memory), its synthetic input, and its output,
-/// `buf[..len]`: the start's `marks` bytes (written by [`resolve`] once
-/// the 32 KiB before the segment are known), then what libdeflate
+/// `buf[start..len]`: the start's `marks` bytes (written by [`resolve`]
+/// once the 32 KiB before the segment are known), then what libdeflate
 /// produced from where the start's window cleared, beginning with that
 /// window. One contiguous part, so that the start is never copied twice.
+/// (A segment inflated from a guessed window, [`guessed_segment`], has no
+/// marks: its output follows the window libdeflate was primed with.)
 #[derive(Default)]
 struct Later {
     dec: Decoder,
     syn: Vec<u8>,
     buf: Vec<u8>,
+    start: usize,
     marks: usize,
     len: usize,
     /// The start's window cleared inside the segment: its last 32 KiB are
     /// known before its start is resolved.
     clean: bool,
+    /// Inflated from a guessed window: checked, once the true one is
+    /// known, by [`verify_guess`].
+    guessed: bool,
+    /// The segment's input: from bit `from` to bit `to` (`None`: the
+    /// stream's end).
+    from: usize,
+    to: Option<usize>,
 }
 
 impl Later {
@@ -823,6 +955,10 @@ impl<'a> Rounds<'a> {
             done: 0,
             markers: 0,
             last: LastRound::default(),
+            guess: false,
+            guessed: 0,
+            redone: 0,
+            fixed_target: None,
             hook: None,
             base: 0,
         }
@@ -843,10 +979,28 @@ impl<'a> Rounds<'a> {
     pub(crate) fn set_segments(&mut self, n: usize) {
         let n = n.clamp(2, MAX_SEGS);
         if !self.learned && n != self.segs {
-            let scaled = self.seg as u64 * seg_out(n) as u64 / seg_out(self.segs) as u64;
+            let scaled = self.seg as u64 * self.target_for(n) as u64 / self.target() as u64;
             self.seg = usize::try_from(scaled).unwrap_or(usize::MAX).max(MIN_SEG);
         }
         self.segs = n;
+    }
+
+    /// The output each segment of a round of `n` is sized to produce:
+    /// [`seg_out`], or [`GUESS_ROUND`] shared out when guessing windows.
+    fn target_for(&self, n: usize) -> usize {
+        if let Some(t) = self.fixed_target {
+            return t;
+        }
+        if self.guess {
+            seg_out(n).max(GUESS_ROUND / n.max(1))
+        } else {
+            seg_out(n)
+        }
+    }
+
+    /// The output each segment of the next round is sized to produce.
+    fn target(&self) -> usize {
+        self.target_for(self.segs)
     }
 
     /// Segments per round.
@@ -945,7 +1099,7 @@ impl<'a> Rounds<'a> {
             return Some(&self.a[self.a_range.clone()]);
         }
         let l = self.later[..self.used].get(i - 1)?;
-        Some(&l.buf[..l.len])
+        Some(&l.buf[l.start..l.len])
     }
 
     /// The output of the last round, in order.
@@ -1038,6 +1192,7 @@ impl<'a> Rounds<'a> {
         // from rounds of fewer segments).
         let (buf_a, syn_a) = (&mut self.a[..size], &mut self.syn_a);
         let later = &mut self.later[..starts.len()];
+        let guess = self.guess;
         let (((first, ahead), time_a), rest) = rayon::join(
             || {
                 timed(|| {
@@ -1067,7 +1222,7 @@ impl<'a> Rounds<'a> {
                     .par_iter_mut()
                     .zip(starts.par_iter().zip(ends.par_iter()))
                     .map(|(l, (&from, &to))| {
-                        timed(|| later_segment(data, from, to, cap, l, &release))
+                        timed(|| later_segment(data, (from, to), cap, l, &release, guess))
                     })
                     .collect::<Vec<_>>()
             },
@@ -1119,9 +1274,11 @@ impl<'a> Rounds<'a> {
                 }
             });
         let waiting: Vec<bool> = windows.iter().take(good).map(Option::is_none).collect();
+        let mut good = good;
+        let mut failed = failed;
         for (i, waits) in waiting.into_iter().enumerate() {
             self.markers += self.later[i].marks;
-            if waits {
+            if waits || self.later[i].guessed {
                 // Segment i - 1 is resolved now: the last 32 KiB of the
                 // round's parts up to it are this one's window.
                 self.used = i;
@@ -1129,8 +1286,31 @@ impl<'a> Rounds<'a> {
                 if w.len() < WINDOW {
                     return Err(RoundFailed);
                 }
-                resolve(&mut self.later[i], &w);
+                let l = &mut self.later[i];
+                if !l.guessed {
+                    resolve(l, &w);
+                    continue;
+                }
+                self.guessed += 1;
+                if verify_guess(l, &w) {
+                    continue;
+                }
+                self.redone += 1;
+                if !redo_guess(data, cap, l, &w) {
+                    // It does not decode from the true window either: the
+                    // parts before it are handed out, as for any later
+                    // segment that does not decode.
+                    (good, failed) = (i, Some(i));
+                    break;
+                }
             }
+        }
+        if !self.guess && self.later[..good].iter().any(|l| l.guessed) {
+            log::debug!(
+                "a later segment's window did not clear after {MARKER_LIMIT} symbols (long \
+                 runs): later segments take a guessed window from now on"
+            );
+            self.guess = true;
         }
         self.used = good;
         if let Some(i) = failed {
@@ -1164,7 +1344,11 @@ impl<'a> Rounds<'a> {
         if consumed > 0 && produced > 0 {
             self.incompressible = produced < consumed + consumed / 50;
             let ratio = produced.div_ceil(consumed).max(1);
-            self.seg = (seg_out(self.segs) / ratio).clamp(16 << 10, 16 << 20);
+            if self.guess && ratio < GUESS_BELOW {
+                log::debug!("rounds at {ratio}:1: later segments no longer guess their windows");
+                self.guess = false;
+            }
+            self.seg = (self.target() / ratio).clamp(16 << 10, 16 << 20);
             self.learned = true;
         }
         (self.last.segments, self.last.read, self.last.produced) =
@@ -1192,6 +1376,9 @@ impl<'a> Rounds<'a> {
         self.stop = false;
         self.done = 0;
         self.markers = 0;
+        self.guess = false;
+        self.guessed = 0;
+        self.redone = 0;
     }
 
     /// What the rounds did, for the debug log: rounds decoded, the marker
@@ -1199,6 +1386,34 @@ impl<'a> Rounds<'a> {
     /// share in 64ths.
     pub(crate) fn stats(&self) -> (usize, usize, usize) {
         (self.done, self.markers, self.share)
+    }
+
+    /// Later segments inflated from a guessed window, and how many of them
+    /// were inflated again, for the debug log.
+    pub(crate) fn guesses(&self) -> (usize, usize) {
+        (self.guessed, self.redone)
+    }
+
+    /// Whether the next round's later segments guess their windows soon.
+    #[cfg(test)]
+    pub(crate) fn guessing(&self) -> bool {
+        self.guess
+    }
+
+    /// The member is long runs (zero padding between short stretches,
+    /// which the trailer says inflates `ratio`:1): a later segment's
+    /// window will not clear, since its runs copy from before its cut, so
+    /// from now on each is inflated from a guessed window of zeros after
+    /// a short marker-decoded start ([`GUESS_AFTER`]) and checked once the
+    /// true window is known; and segments are sized for that ratio from
+    /// the first round (a first round's default input would otherwise
+    /// inflate to 25 times its target).
+    pub(crate) fn guess_windows(&mut self, ratio: usize) {
+        self.guess = true;
+        if !self.learned {
+            // Rescaled as any first segment by `set_segments`.
+            self.seg = (self.target() / ratio.max(1)).clamp(MIN_SEG, 16 << 20);
+        }
     }
 
     /// What the last round did.
@@ -1493,6 +1708,96 @@ mod tests {
         let mut out = vec![0u8; data.len()];
         assert_eq!(split_inflate(&z, &mut out, 2, 64 << 10), Some(data.len()));
         assert!(out == data);
+    }
+
+    /// Runs of `fill` (zero padding, or some other byte) with islands of
+    /// noise of 0.5-4 KiB every 32-96 KiB, as the long-runs shape of the
+    /// benches has them, deflated at level 1.
+    fn long_runs(n: usize, fill: u8, seed: u64) -> (Vec<u8>, Vec<u8>) {
+        let mut x = seed;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as usize
+        };
+        let mut data = vec![fill; n];
+        let mut at = 0;
+        loop {
+            at += (32 << 10) + rnd() % (64 << 10);
+            let len = 512 + rnd() % 3584;
+            if at + len > n {
+                break;
+            }
+            data[at..at + len].iter_mut().for_each(|b| *b = rnd() as u8);
+        }
+        (data.clone(), level1(&data))
+    }
+
+    fn level1(data: &[u8]) -> Vec<u8> {
+        let mut c = Compressor::new(CompressionLvl::new(1).unwrap());
+        let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
+        let len = c.deflate_compress(data, &mut z).unwrap();
+        z.truncate(len);
+        z
+    }
+
+    /// `z` read in rounds of `n` segments of `target` bytes of output that
+    /// guess their windows from the first round: the bytes, and how many
+    /// segments guessed and were inflated again.
+    fn guessed_rounds(z: &[u8], n: usize, target: usize) -> (Vec<u8>, (usize, usize)) {
+        let mut r = Rounds::new(z, 64 << 10, 64 << 20);
+        r.fixed_target = Some(target);
+        r.set_segments(n);
+        r.guess_windows(20);
+        let mut out = Vec::new();
+        while r.next_round().unwrap() {
+            for p in r.parts() {
+                out.extend_from_slice(p);
+            }
+        }
+        (out, r.guesses())
+    }
+
+    #[test]
+    fn long_runs_are_inflated_from_a_guessed_window_and_checked_against_the_true_one() {
+        // Zero padding: most guesses hold. Padding of another byte: a
+        // segment whose start copies from its window is wrong and is
+        // inflated again. Either way the bytes are the sequential ones.
+        for (fill, seed) in [(0u8, 3), (0x41, 4)] {
+            // 4 MiB of DEFLATE data or so: rounds cut at least [`SEARCH`]
+            // before the end.
+            let (data, z) = long_runs(96 << 20, fill, seed);
+            for (n, target) in [(2, 4 << 20), (3, 2 << 20), (8, 1 << 20)] {
+                let (out, (guessed, redone)) = guessed_rounds(&z, n, target);
+                let at = format!("fill {fill:#x}, {n} segments of {target}");
+                assert!(out == data, "{at}: {} of {} bytes", out.len(), data.len());
+                assert!(guessed >= 8, "{at}: {guessed} guessed");
+                if fill == 0 {
+                    assert!(redone * 4 < guessed, "{at}: {redone} of {guessed} redone");
+                } else {
+                    assert!(redone * 2 > guessed, "{at}: {redone} of {guessed} redone");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_long_runs_read_from_guessed_windows_never_panic() {
+        let (_, z) = long_runs(4 << 20, 0, 6);
+        let mut x = 91u64;
+        for _ in 0..24 {
+            let mut bad = z.clone();
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let i = (x >> 33) as usize % bad.len();
+            bad[i] ^= (x >> 20) as u8 | 1;
+            let mut r = Rounds::new(&bad, 64 << 10, 64 << 20);
+            r.fixed_target = Some(256 << 10);
+            r.guess_windows(20);
+            while let Ok(true) = r.next_round() {}
+        }
     }
 
     #[test]

@@ -282,10 +282,12 @@ impl<'a> MemberRounds<'a> {
             }
             Ok(false) => {
                 let (rounds, markers, share) = self.rounds.stats();
+                let (guessed, redone) = self.rounds.guesses();
                 log::debug!(
                     "gzip member at offset {}: {rounds} parallel rounds of up to {} segments in \
                      {:.1} ms ({:.1} ms since the first began), {markers} symbols \
-                     marker-decoded, the later segments' last share {share}/64",
+                     marker-decoded, {guessed} segments from a guessed window ({redone} \
+                     inflated again), the later segments' last share {share}/64",
                     w.at,
                     self.rounds.segments(),
                     self.in_rounds * 1e3,
@@ -355,16 +357,17 @@ impl<'a> MemberRounds<'a> {
 
     /// Before a member's first round: its rounds' input is cut at the end
     /// [`member_end`] guesses (or, for a payload taken for one member, left
-    /// to the payload's end). `true` when the trailer there says the member
-    /// inflates [`LONG_RUNS`]:1 or more: such data is long runs (zero
-    /// padding between small stretches), which zlib-rs inflates in cache
-    /// faster than the rounds' second segment can be decoded (its window
-    /// never clears of the unknown bytes the runs copy), so the rounds
-    /// would only fail and hand over (3 GiB of zeros with 3 % noise: 0.67 s
-    /// against 0.54 s on one core); the caller hands over at once, and the
-    /// debug log says so. (ISIZE is the size mod 2³²: past 4 GiB a
-    /// long-run member may still be tried in rounds; and a wrong guess may
-    /// read a stray ISIZE: then one member is read on one core.)
+    /// to the payload's end). When the trailer there says the member
+    /// inflates [`LONG_RUNS`]:1 or more, it is long runs (zero padding
+    /// between small stretches): a later segment's window would never
+    /// clear of the unknown bytes its runs copy, so the rounds guess
+    /// windows from the first ([`Rounds::guess_windows`]; they stop when a
+    /// round inflates less than 6:1, as after a trailer that lied), and
+    /// the debug log says so. (ISIZE is the size mod 2³²: past 4 GiB a
+    /// long-run member may start without guessing, and a segment whose
+    /// start does not clear after 4 M symbols turns guessing on then.)
+    /// Always `false`: the rounds go on (the caller hands over to one core
+    /// on `true`).
     fn bound(&mut self, w: &Walk<'_>) -> bool {
         let (base, from) = (self.base, self.base + self.rounds.consumed());
         let gz = w.gz;
@@ -394,15 +397,21 @@ impl<'a> MemberRounds<'a> {
         self.end = MemberEnd::Cut;
         self.rounds.truncate(end - base);
         if isize >= (len as u64).saturating_mul(self.long_runs) {
+            let ratio = usize::try_from(isize / len as u64).unwrap_or(usize::MAX);
             log::debug!(
-                "gzip member at offset {} of {len} bytes inflating to {isize} ({}:1, long runs): \
-                 inflated on one core, where that is fastest",
+                "gzip member at offset {} of {len} bytes inflating to {isize} ({ratio}:1, long \
+                 runs): later segments inflated from a guessed window, checked",
                 w.at,
-                isize / len as u64
             );
-            return true;
+            self.rounds.guess_windows(ratio);
         }
         false
+    }
+
+    /// Whether the rounds guess windows now, and how many segments did.
+    #[cfg(test)]
+    pub(super) fn guesses(&self) -> (bool, usize) {
+        (self.rounds.guessing(), self.rounds.guesses().0)
     }
 
     /// Leaves the rounds: where one core takes over (its input offset, the
