@@ -84,7 +84,17 @@ fn find_block(data: &[u8], from: usize) -> Option<usize> {
                 return Some(after * 8);
             }
         }
+        // The first 13 bits of a dynamic block's header, tested at each bit
+        // of one load before the whole test: BFINAL 0, BTYPE 2, at most 286
+        // and 30 codes (7 of 8 bits fail the first test).
+        let w = data
+            .get(byte..byte + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
         for bit in 0..8 {
+            let v = w >> bit;
+            if v & 7 != 0b100 || (v >> 3) & 31 > 29 || (v >> 8) & 31 > 29 {
+                continue;
+            }
             let pos = byte * 8 + bit;
             if pos >= from && deflate::plausible_start(data, pos, false) {
                 return Some(pos);
@@ -191,6 +201,56 @@ fn inflate_synth(s: &[u8], out: &mut [u8], cut: bool) -> Option<usize> {
             matches!(done, Ok(flate2::Status::StreamEnd)) && z.total_in() as usize == s.len();
         whole.then_some(z.total_out() as usize)
     }
+}
+
+/// Output step of [`inflate_synth_crc`]: a step's bytes are still in
+/// the core's cache when they are checksummed.
+const CRC_STEP: usize = 512 << 10;
+
+/// As [`inflate_synth`], by zlib-rs in steps of [`CRC_STEP`], also
+/// taking the CRC-32 of the output from byte `skip` on (the window a
+/// primer outputs first is not the segment's), each step while it is in
+/// cache: the segments of long runs checksum their own output on their
+/// own threads, where the consumer would read it all again from memory
+/// between rounds. The output's real length and its CRC-32.
+fn inflate_synth_crc(s: &[u8], out: &mut [u8], cut: bool, skip: usize) -> Option<(usize, u32)> {
+    let mut z = flate2::Decompress::new(false);
+    let mut crc = libdeflater::Crc::new();
+    // A cut stream's last bytes are the nonce, not output.
+    let hold = if cut { NONCE.len() } else { 0 };
+    let mut summed = skip;
+    loop {
+        let (i, o) = (z.total_in() as usize, z.total_out() as usize);
+        let end = o.saturating_add(CRC_STEP).min(out.len());
+        let status = z
+            .decompress(
+                s.get(i..)?,
+                out.get_mut(o..end)?,
+                flate2::FlushDecompress::None,
+            )
+            .ok()?;
+        let n = z.total_out() as usize;
+        let upto = n.saturating_sub(hold);
+        if upto > summed {
+            crc.update(&out[summed..upto]);
+            summed = upto;
+        }
+        if status == flate2::Status::StreamEnd {
+            break;
+        }
+        if n == o && z.total_in() as usize == i {
+            // No progress: the input ended early, or the output is full.
+            return None;
+        }
+    }
+    let n = z.total_out() as usize;
+    let real = n.checked_sub(hold)?;
+    let whole = if cut {
+        out[real..n] == NONCE[..]
+    } else {
+        z.total_in() as usize == s.len()
+    };
+    (whole && real >= skip).then_some((real, crc.sum()))
 }
 
 /// Inflates `data` from bit `from`, where a block starts after `window`
@@ -345,6 +405,7 @@ fn later_segment(
 ) -> bool {
     l.dec.reset();
     (l.start, l.marks, l.len, l.clean, l.guessed) = (0, 0, 0, false, false);
+    l.crc = None;
     (l.from, l.to) = (from, to);
     let limit = WINDOW + if guess { GUESS_AFTER } else { MARKER_LIMIT };
     match marker_start(data, from, to, &mut l.dec, limit) {
@@ -377,7 +438,7 @@ fn later_segment(
 
 /// Symbols a later segment marker-decodes, once the rounds have seen long
 /// runs, before it is inflated from a guessed window instead: enough for
-/// the check of [`verify_guess`] (at least [`WINDOW`]), and for a start
+/// the check of [`settle_guess`] (at least twice [`WINDOW`]), and for a start
 /// whose window clears soon to take the exact path still.
 const GUESS_AFTER: usize = 2 * WINDOW;
 
@@ -406,7 +467,7 @@ static GUESS: [u8; WINDOW] = [0; WINDOW];
 /// libdeflate from a guessed window of zeros into `l.buf` (the window's
 /// bytes first, then the segment's: `l.start` is where those begin). The
 /// symbols `l.dec` decoded are the segment's true start, in markers of
-/// the window: once the true window is known, [`verify_guess`] checks
+/// the window: once the true window is known, [`settle_guess`] checks
 /// them against the guessed output, and on a difference the segment is
 /// inflated again ([`redo_guess`]). `false` when it does not decode or
 /// does not fit.
@@ -418,34 +479,64 @@ fn guessed_segment(data: &[u8], cap: usize, l: &mut Later, release: &Release<'_>
     let prefix = deflate::primer(&GUESS, (l.from % 8) as u32);
     synth_into(&mut l.syn, &prefix, data, l.from, l.to);
     release.copied(l.from, l.to.unwrap_or(data.len() * 8));
-    let Some(n) = inflate_synth(&l.syn, out, l.to.is_some()) else {
+    let Some((n, crc)) = inflate_synth_crc(&l.syn, out, l.to.is_some(), WINDOW) else {
         return false;
     };
-    (l.start, l.len, l.guessed) = (WINDOW, n, true);
+    (l.start, l.len, l.guessed, l.crc) = (WINDOW, n, true, Some(crc));
     // The decoded start lies inside what libdeflate produced.
     n >= WINDOW + l.dec.produced().len()
 }
 
-/// Whether a segment inflated from a guessed window ([`guessed_segment`])
-/// holds the bytes it would have from `window`, the true 32 KiB before
-/// it. Its first symbols, resolved against `window`, are its true first
-/// bytes; where they equal what was inflated, so is everything after.
-/// (Each byte is a literal, which no window changes, or a copy from at
-/// most 32 KiB back: once 32 KiB are equal, every later byte copies from
-/// equal bytes. The marker decoder holds more than 32 KiB of symbols
-/// when it stops.)
-fn verify_guess(l: &Later, window: &[u8]) -> bool {
+/// Settles a segment inflated from a guessed window ([`guessed_segment`])
+/// now that `window`, the true 32 KiB before it, is known: `true` when
+/// its bytes are now those `window` gives, `false` when it must be
+/// inflated again ([`redo_guess`]).
+///
+/// Its first P symbols (more than 64 K: [`GUESS_AFTER`]), resolved
+/// against `window`, are its true first bytes. Where the last 32 KiB of
+/// them equal what was inflated, so is every byte after: each byte is a
+/// literal, which no window changes, or a copy from at most 32 KiB back,
+/// and from there back lies only equal bytes. The bytes before them are
+/// then written from the resolved symbols, over what the guess made of
+/// them (a copy of a byte of noise the guess took for zero, as a short
+/// match near a cut inside noise makes), and the segment's CRC-32 is
+/// mended by linearity.
+fn settle_guess(l: &mut Later, window: &[u8]) -> bool {
     let symbols = l.dec.produced();
-    let out = &l.buf[l.start..l.len];
-    symbols.len() >= WINDOW
-        && symbols.len() <= out.len()
-        && symbols.iter().zip(out).all(|(&s, &b)| {
-            b == if s < MARKER {
-                s as u8
-            } else {
-                window[usize::from(s - MARKER)]
-            }
-        })
+    let out = &mut l.buf[l.start..l.len];
+    let p = symbols.len();
+    if p < 2 * WINDOW || p > out.len() {
+        return false;
+    }
+    let byte = |s: u16| {
+        if s < MARKER {
+            s as u8
+        } else {
+            window[usize::from(s - MARKER)]
+        }
+    };
+    let head = p - WINDOW;
+    if !symbols[head..]
+        .iter()
+        .zip(&out[head..p])
+        .all(|(&s, &b)| byte(s) == b)
+    {
+        return false;
+    }
+    let mut guessed = libdeflater::Crc::new();
+    guessed.update(&out[..head]);
+    for (dst, &s) in out[..head].iter_mut().zip(symbols) {
+        *dst = byte(s);
+    }
+    let mut known = libdeflater::Crc::new();
+    known.update(&out[..head]);
+    if guessed.sum() != known.sum() {
+        l.patched += 1;
+        let rest = (out.len() - head) as u64;
+        let shift = |c: u32| zlib_rs::crc32::crc32_combine(c, 0, rest);
+        l.crc = l.crc.map(|c| c ^ shift(guessed.sum()) ^ shift(known.sum()));
+    }
+    true
 }
 
 /// Inflates a segment whose guessed window was wrong again, from `window`
@@ -458,11 +549,11 @@ fn redo_guess(data: &[u8], cap: usize, l: &mut Later, window: &[u8]) -> bool {
     };
     let prefix = deflate::primer(window, (l.from % 8) as u32);
     synth_into(&mut l.syn, &prefix, data, l.from, l.to);
-    let Some(n) = inflate_synth(&l.syn, out, l.to.is_some()) else {
+    let Some((n, crc)) = inflate_synth_crc(&l.syn, out, l.to.is_some(), window.len()) else {
         return false;
     };
-    (l.start, l.len) = (window.len(), n);
-    n >= window.len()
+    (l.start, l.len, l.crc) = (window.len(), n, Some(crc));
+    true
 }
 
 /// Tells the caller's [`Passed`] hook of a segment's input once it is
@@ -618,6 +709,8 @@ pub(crate) struct Rounds<'a> {
     learned: bool,
     a: Vec<u8>,
     a_range: std::ops::Range<usize>,
+    /// The CRC-32 of A's output, when its thread took it (long runs).
+    a_crc: Option<u32>,
     /// Segment A's synthetic input, rebuilt in place every round.
     syn_a: Vec<u8>,
     /// The segments after A; the first `used` hold the last round's output.
@@ -654,6 +747,7 @@ pub(crate) struct Rounds<'a> {
     /// inflated again (the guess was wrong), for the debug log.
     guessed: usize,
     redone: usize,
+    patched: usize,
     /// The output a segment is sized for, in place of [`seg_out`]'s (the
     /// tests' small rounds).
     fixed_target: Option<usize>,
@@ -697,12 +791,16 @@ struct Later {
     /// known before its start is resolved.
     clean: bool,
     /// Inflated from a guessed window: checked, once the true one is
-    /// known, by [`verify_guess`].
+    /// known, by [`settle_guess`].
     guessed: bool,
     /// The segment's input: from bit `from` to bit `to` (`None`: the
     /// stream's end).
     from: usize,
     to: Option<usize>,
+    /// The CRC-32 of its output, when its thread took it.
+    crc: Option<u32>,
+    /// Guessed starts written again from their resolved symbols.
+    patched: usize,
 }
 
 impl Later {
@@ -944,6 +1042,7 @@ impl<'a> Rounds<'a> {
             learned: false,
             a: Vec::new(),
             a_range: 0..0,
+            a_crc: None,
             syn_a: Vec::new(),
             later: Vec::new(),
             used: 0,
@@ -958,6 +1057,7 @@ impl<'a> Rounds<'a> {
             guess: false,
             guessed: 0,
             redone: 0,
+            patched: 0,
             fixed_target: None,
             hook: None,
             base: 0,
@@ -1073,6 +1173,7 @@ impl<'a> Rounds<'a> {
         self.ahead = None;
         self.stop = false;
         self.a_range = 0..0;
+        self.a_crc = None;
         self.used = 0;
         true
     }
@@ -1100,6 +1201,15 @@ impl<'a> Rounds<'a> {
         }
         let l = self.later[..self.used].get(i - 1)?;
         Some(&l.buf[l.start..l.len])
+    }
+
+    /// The CRC-32 of part `i`, when the thread that produced it took it
+    /// (the rounds of long runs, [`Rounds::guess_windows`]).
+    pub(crate) fn part_crc(&self, i: usize) -> Option<u32> {
+        if i == 0 {
+            return self.a_crc;
+        }
+        self.later[..self.used].get(i - 1)?.crc
     }
 
     /// The output of the last round, in order.
@@ -1145,6 +1255,7 @@ impl<'a> Rounds<'a> {
     /// One try at [`next_round`](Self::next_round).
     fn try_round(&mut self) -> std::result::Result<bool, RoundFailed> {
         self.a_range = 0..0;
+        self.a_crc = None;
         self.used = 0;
         let Some(a) = self.next else {
             return Ok(false);
@@ -1153,10 +1264,18 @@ impl<'a> Rounds<'a> {
             return Err(RoundFailed);
         }
         let (data, seg, share, n) = (self.data, self.seg, self.share, self.segs);
-        // Cuts found ahead with the share of a round before are as good:
-        // any block boundary is a correct cut.
+        // Cuts found ahead with the share and segment size of the round
+        // before are as good (any block boundary is a correct cut) when
+        // that size is within a quarter of this one's: the size follows
+        // each round's ratio, and a search for new cuts here runs while
+        // every other thread waits (long runs: 1.3 ms a round, a fifth of
+        // it, for two searches through 17 KiB blocks).
         let Cuts { starts, end } = match self.ahead.take() {
-            Some(ahead) if ahead.from == a && ahead.seg == seg && ahead.segs == n => ahead.cuts?,
+            Some(ahead)
+                if ahead.from == a && ahead.seg.abs_diff(seg) <= seg / 4 && ahead.segs == n =>
+            {
+                ahead.cuts?
+            }
             _ => cuts(data, seg, share, n, a)?,
         };
         // Where the next round starts, should this one decode.
@@ -1199,7 +1318,14 @@ impl<'a> Rounds<'a> {
                     let primer = deflate::primer(window, (a % 8) as u32);
                     synth_into(syn_a, &primer, data, a, first_cut);
                     release.copied(a, first_cut.unwrap_or(data.len() * 8));
-                    let n_out = inflate_synth(syn_a, buf_a, first_cut.is_some());
+                    let (n_out, crc) = if guess {
+                        match inflate_synth_crc(syn_a, buf_a, first_cut.is_some(), window.len()) {
+                            Some((n, crc)) => (Some(n), Some(crc)),
+                            None => (None, None),
+                        }
+                    } else {
+                        (inflate_synth(syn_a, buf_a, first_cut.is_some()), None)
+                    };
                     let first = n_out
                         .filter(|&o| o >= window.len())
                         .map(|o| window.len()..o);
@@ -1214,7 +1340,7 @@ impl<'a> Rounds<'a> {
                         }),
                         _ => None,
                     };
-                    (first, ahead)
+                    (first.map(|r| (r, crc)), ahead)
                 })
             },
             || {
@@ -1229,7 +1355,7 @@ impl<'a> Rounds<'a> {
         );
         self.ahead = ahead;
         self.a_failed = first.is_none();
-        self.a_range = first.ok_or(RoundFailed)?;
+        (self.a_range, self.a_crc) = first.ok_or(RoundFailed)?;
         // The slowest later segment's rate (input per second), among those
         // with a cut at both ends.
         let mut rate_b = f64::INFINITY;
@@ -1292,7 +1418,9 @@ impl<'a> Rounds<'a> {
                     continue;
                 }
                 self.guessed += 1;
-                if verify_guess(l, &w) {
+                let patched = l.patched;
+                if settle_guess(l, &w) {
+                    self.patched += l.patched - patched;
                     continue;
                 }
                 self.redone += 1;
@@ -1369,6 +1497,7 @@ impl<'a> Rounds<'a> {
         self.next = Some(0);
         self.window.clear();
         self.a_range = 0..0;
+        self.a_crc = None;
         self.used = 0;
         self.incompressible = false;
         self.a_failed = false;
@@ -1379,6 +1508,7 @@ impl<'a> Rounds<'a> {
         self.guess = false;
         self.guessed = 0;
         self.redone = 0;
+        self.patched = 0;
     }
 
     /// What the rounds did, for the debug log: rounds decoded, the marker
@@ -1388,10 +1518,11 @@ impl<'a> Rounds<'a> {
         (self.done, self.markers, self.share)
     }
 
-    /// Later segments inflated from a guessed window, and how many of them
-    /// were inflated again, for the debug log.
-    pub(crate) fn guesses(&self) -> (usize, usize) {
-        (self.guessed, self.redone)
+    /// Later segments inflated from a guessed window, how many of them
+    /// had their start written again from its resolved symbols, and how
+    /// many were inflated again, for the debug log.
+    pub(crate) fn guesses(&self) -> (usize, usize, usize) {
+        (self.guessed, self.patched, self.redone)
     }
 
     /// Whether the next round's later segments guess their windows soon.
@@ -1745,7 +1876,7 @@ mod tests {
     /// `z` read in rounds of `n` segments of `target` bytes of output that
     /// guess their windows from the first round: the bytes, and how many
     /// segments guessed and were inflated again.
-    fn guessed_rounds(z: &[u8], n: usize, target: usize) -> (Vec<u8>, (usize, usize)) {
+    fn guessed_rounds(z: &[u8], n: usize, target: usize) -> (Vec<u8>, (usize, usize, usize)) {
         let mut r = Rounds::new(z, 64 << 10, 64 << 20);
         r.fixed_target = Some(target);
         r.set_segments(n);
@@ -1769,8 +1900,11 @@ mod tests {
             // before the end.
             let (data, z) = long_runs(96 << 20, fill, seed);
             for (n, target) in [(2, 4 << 20), (3, 2 << 20), (8, 1 << 20)] {
-                let (out, (guessed, redone)) = guessed_rounds(&z, n, target);
-                let at = format!("fill {fill:#x}, {n} segments of {target}");
+                let (out, (guessed, patched, redone)) = guessed_rounds(&z, n, target);
+                let at = format!(
+                    "fill {fill:#x}, {n} segments of {target}: {guessed} guessed, {patched} \
+                     patched, {redone} redone"
+                );
                 assert!(out == data, "{at}: {} of {} bytes", out.len(), data.len());
                 assert!(guessed >= 8, "{at}: {guessed} guessed");
                 if fill == 0 {

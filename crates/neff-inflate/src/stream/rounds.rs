@@ -282,12 +282,12 @@ impl<'a> MemberRounds<'a> {
             }
             Ok(false) => {
                 let (rounds, markers, share) = self.rounds.stats();
-                let (guessed, redone) = self.rounds.guesses();
+                let (guessed, patched, redone) = self.rounds.guesses();
                 log::debug!(
                     "gzip member at offset {}: {rounds} parallel rounds of up to {} segments in \
                      {:.1} ms ({:.1} ms since the first began), {markers} symbols \
-                     marker-decoded, {guessed} segments from a guessed window ({redone} \
-                     inflated again), the later segments' last share {share}/64",
+                     marker-decoded, {guessed} segments from a guessed window ({patched} \
+                     with their start written again, {redone} inflated again), the later segments' last share {share}/64",
                     w.at,
                     self.rounds.segments(),
                     self.in_rounds * 1e3,
@@ -326,15 +326,21 @@ impl<'a> MemberRounds<'a> {
     pub(super) fn skip(&mut self, w: &mut Walk<'_>, n: u64) -> Result<usize> {
         let mut left = usize::try_from(n).unwrap_or(usize::MAX);
         let (mut part, mut pos) = (self.part, self.pos);
+        // Each piece, and its CRC-32 when it runs to the end of a part
+        // whose thread took the part's ([`crc_after`]).
         let mut pieces = Vec::with_capacity(2 * self.rounds.segments());
         while left > 0 {
-            let Some(p) = self.rounds.part(part) else {
+            let Some(whole) = self.rounds.part(part) else {
                 break;
             };
-            let p = &p[pos.min(p.len())..];
+            let p = &whole[pos.min(whole.len())..];
             let take = p.len().min(left);
             if take > 0 {
-                pieces.push(&p[..take]);
+                let known = match self.rounds.part_crc(part) {
+                    Some(c) if take == p.len() && pos <= p.len() => Some(crc_after(whole, pos, c)),
+                    _ => None,
+                };
+                pieces.push((&p[..take], known));
             }
             left -= take;
             if take == p.len() {
@@ -344,12 +350,22 @@ impl<'a> MemberRounds<'a> {
                 pos += take;
             }
         }
-        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        let total: usize = pieces.iter().map(|(p, _)| p.len()).sum();
         if total == 0 {
             return Ok(0);
         }
-        let split = total >= super::walk::CRC_SPLIT_FROM && (w.threads)() >= 2;
-        let crc = stored::crc(&pieces, w.crc.sum(), split);
+        let split = (w.threads)() >= 2;
+        let (mut crc, mut unknown) = (w.crc.sum(), Vec::new());
+        for (p, known) in pieces {
+            let Some(c) = known else {
+                unknown.push(p);
+                continue;
+            };
+            crc = crc_on(&unknown, crc, split);
+            unknown.clear();
+            crc = zlib_rs::crc32::crc32_combine(crc, c, p.len() as u64);
+        }
+        let crc = crc_on(&unknown, crc, split);
         (self.part, self.pos) = (part, pos);
         w.skipped(total, crc)?;
         Ok(total)
@@ -438,6 +454,29 @@ impl<'a> MemberRounds<'a> {
     }
 }
 
+/// The CRC-32 `crc` continued over `pieces`: on two cores when they are
+/// large and `split` (another thread is free).
+fn crc_on(pieces: &[&[u8]], crc: u32, split: bool) -> u32 {
+    let total: usize = pieces.iter().map(|p| p.len()).sum();
+    stored::crc(pieces, crc, split && total >= super::walk::CRC_SPLIT_FROM)
+}
+
+/// The CRC-32 of `part[pos..]`, from `whole`, the CRC-32 of all of `part`
+/// (taken by the thread that inflated it, while in cache): that of its
+/// first `pos` bytes, which the consumer has just handed out (in cache
+/// too), taken out. CRC-32 is linear: crc(a ‖ b) = crc(a)·x^(8|b|) ⊕
+/// crc(b), and crc32_combine(crc(a), 0, |b|) is the first term. Reading
+/// the rest of the part again from memory costs the rounds of long runs a
+/// third of their time.
+fn crc_after(part: &[u8], pos: usize, whole: u32) -> u32 {
+    if pos == 0 {
+        return whole;
+    }
+    let mut head = libdeflater::Crc::new();
+    head.update(&part[..pos]);
+    whole ^ zlib_rs::crc32::crc32_combine(head.sum(), 0, (part.len() - pos) as u64)
+}
+
 /// Where the member whose DEFLATE data starts at `data` may end: the
 /// offset of the trailer before the first gzip header found within
 /// [`LOOK_AHEAD`] bytes, else of the payload's last 8 bytes. A guess (a
@@ -483,4 +522,23 @@ pub(super) fn is_large(gz: &[u8], data: usize, from: usize) -> (bool, bool) {
     let to = data.saturating_add(from);
     let followed = header_after(gz, data, to.min(gz.len())).is_some();
     (!followed && to < gz.len().saturating_sub(TRAILER), followed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crc_of_a_part_after_its_first_bytes_is_the_whole_parts_with_them_taken_out() {
+        let part: Vec<u8> = crate::noise(100_000, 3);
+        let crc = |b: &[u8]| {
+            let mut c = libdeflater::Crc::new();
+            c.update(b);
+            c.sum()
+        };
+        let whole = crc(&part);
+        for pos in [0, 1, 7, 4096, 65_537, 99_999, 100_000] {
+            assert_eq!(crc_after(&part, pos, whole), crc(&part[pos..]), "at {pos}");
+        }
+    }
 }
