@@ -108,22 +108,28 @@ fn stream_all(s: crate::Result<GzStream<'_>>) -> (Result<Vec<u8>, String>, bool)
 
 /// The bounded stream's parallel paths, forced on `gz` whatever its size
 /// (rounds with segments of 1 KiB and of 16 KiB, each producing at most
-/// 1 MiB, handing over to one core; members two at a time), give the bytes
-/// the sequential stream gives, or refuse what it refuses. Only a stream
-/// whose rounds said they were doubtful (its answer to be discarded and
-/// the payload read again sequentially) may err where the sequential
-/// stream reads.
+/// 1 MiB, handing over to one core; members two at a time; and rounds
+/// whose later segments always guess their windows, with 16 KiB
+/// segments), give the bytes the sequential stream gives, or refuse what
+/// it refuses. Only a stream whose rounds said they were doubtful (its
+/// answer to be discarded and the payload read again sequentially) may
+/// err where the sequential stream reads.
 pub fn parallel_matches_sequential(gz: &[u8]) {
     let cap = 64 << 20;
     let (seq, _) = stream_all(GzStream::new(gz, cap));
-    for seg in [1 << 10, 16 << 10] {
-        let (par, doubt) = stream_all(GzStream::parallel_with(gz, cap, seg, 1 << 20));
+    for (seg, guess) in [(1 << 10, false), (16 << 10, false), (16 << 10, true)] {
+        let s = if guess {
+            GzStream::guessing_with(gz, cap, (seg, 256 << 10), 1 << 20)
+        } else {
+            GzStream::parallel_with(gz, cap, seg, 1 << 20)
+        };
+        let (par, doubt) = stream_all(s);
         match (&seq, &par) {
-            (Ok(a), Ok(b)) => assert!(a == b, "parallel bytes differ (segment {seg})"),
+            (Ok(a), Ok(b)) => assert!(a == b, "parallel bytes differ (segment {seg}, {guess})"),
             (Err(_), Err(_)) => {}
             (Ok(_), Err(_)) if doubt => {}
             _ => panic!(
-                "sequential {:?} but parallel {:?} (segment {seg})",
+                "sequential {:?} but parallel {:?} (segment {seg}, guessing {guess})",
                 seq.as_ref().map(Vec::len),
                 par.as_ref().map(Vec::len)
             ),

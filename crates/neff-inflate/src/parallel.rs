@@ -748,6 +748,8 @@ pub(crate) struct Rounds<'a> {
     guessed: usize,
     redone: usize,
     patched: usize,
+    /// Guessing never stops ([`Rounds::always_guess`]).
+    guess_always: bool,
     /// The output a segment is sized for, in place of [`seg_out`]'s (the
     /// tests' small rounds).
     fixed_target: Option<usize>,
@@ -1058,6 +1060,7 @@ impl<'a> Rounds<'a> {
             guessed: 0,
             redone: 0,
             patched: 0,
+            guess_always: false,
             fixed_target: None,
             hook: None,
             base: 0,
@@ -1472,7 +1475,7 @@ impl<'a> Rounds<'a> {
         if consumed > 0 && produced > 0 {
             self.incompressible = produced < consumed + consumed / 50;
             let ratio = produced.div_ceil(consumed).max(1);
-            if self.guess && ratio < GUESS_BELOW {
+            if self.guess && ratio < GUESS_BELOW && !self.guess_always {
                 log::debug!("rounds at {ratio}:1: later segments no longer guess their windows");
                 self.guess = false;
             }
@@ -1505,7 +1508,7 @@ impl<'a> Rounds<'a> {
         self.stop = false;
         self.done = 0;
         self.markers = 0;
-        self.guess = false;
+        self.guess = self.guess_always;
         self.guessed = 0;
         self.redone = 0;
         self.patched = 0;
@@ -1529,6 +1532,15 @@ impl<'a> Rounds<'a> {
     #[cfg(test)]
     pub(crate) fn guessing(&self) -> bool {
         self.guess
+    }
+
+    /// Later segments guess their windows in every round, whatever the
+    /// data and its ratio, and each segment is sized to produce `target`
+    /// bytes (the tests and fuzz targets: every guess on data that is not
+    /// long runs is wrong, and must be caught).
+    pub(crate) fn always_guess(&mut self, target: usize) {
+        (self.guess, self.guess_always) = (true, true);
+        self.fixed_target = Some(target);
     }
 
     /// The member is long runs (zero padding between short stretches,

@@ -181,6 +181,21 @@ impl<'a> GzStream<'a> {
         GzStream::with_plan(gz, cap, Plan::forced(seg, out_cap))
     }
 
+    /// As [`parallel_with`](Self::parallel_with), with rounds whose later
+    /// segments always inflate from a guessed window (after a
+    /// marker-decoded start of 64 K symbols), checked once the true one is
+    /// known, each sized to produce `target` bytes: the path of long runs,
+    /// forced on any data.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn guessing_with(
+        gz: &'a [u8],
+        cap: u64,
+        (seg, target): (usize, usize),
+        out_cap: usize,
+    ) -> Result<GzStream<'a>> {
+        GzStream::with_plan(gz, cap, Plan::guessing(seg, out_cap, target))
+    }
+
     /// A stream whose members go to rounds by `plan`, two at a time
     /// otherwise, on the current pool's threads.
     #[cfg(any(test, feature = "fuzzing"))]

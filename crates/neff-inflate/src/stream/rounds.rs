@@ -47,6 +47,9 @@ pub(super) struct Plan<'a> {
     pub(super) single: bool,
     /// The last member's rounds, kept for their buffers when they are done.
     pub(super) spent: Option<Rounds<'a>>,
+    /// Later segments always guess their windows, each sized to produce
+    /// this many bytes ([`Plan::guessing`]).
+    guess_always: Option<usize>,
 }
 
 impl<'a> Plan<'a> {
@@ -60,6 +63,7 @@ impl<'a> Plan<'a> {
             long_runs: LONG_RUNS,
             single: false,
             spent: None,
+            guess_always: None,
         }
     }
 
@@ -85,6 +89,16 @@ impl<'a> Plan<'a> {
     pub(super) fn forced(seg: usize, out_cap: usize) -> Plan<'a> {
         let mut plan = Plan::new(seg, out_cap, 0);
         plan.long_runs = u64::MAX;
+        plan
+    }
+
+    /// Every member in rounds whose later segments always guess their
+    /// windows, whatever the data, each segment sized to produce `target`
+    /// bytes (the tests and fuzz targets).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(super) fn guessing(seg: usize, out_cap: usize, target: usize) -> Plan<'a> {
+        let mut plan = Plan::forced(seg, out_cap);
+        plan.guess_always = Some(target);
         plan
     }
 
@@ -128,6 +142,9 @@ impl<'a> Plan<'a> {
             None => Rounds::new(&gz[data..last], self.seg, self.out_cap),
         };
         rounds.release_to(w.release_hook(), data);
+        if let Some(target) = self.guess_always {
+            rounds.always_guess(target);
+        }
         let r = MemberRounds {
             rounds,
             base: data,
