@@ -313,12 +313,7 @@ impl Decoder {
                 if sym == 256 {
                     break;
                 }
-                let li = usize::from(sym - 257);
-                let len =
-                    usize::from(*LEN_BASE.get(li)?) + b.take(u32::from(LEN_EXTRA[li])) as usize;
-                let di = usize::from(dist.decode(b)?);
-                let d =
-                    usize::from(*DIST_BASE.get(di)?) + b.take(u32::from(DIST_EXTRA[di])) as usize;
+                let (len, d) = length_distance(sym, b, &dist)?;
                 let from = self.out.len().checked_sub(d)?;
                 if self.last_marker.is_some_and(|m| m >= from) {
                     // The source may hold markers: note where they land.
@@ -348,6 +343,17 @@ impl Decoder {
     }
 }
 
+/// The length of the match whose length symbol is `sym` (257 to 285) and
+/// its distance, read from `b` with the block's distance code `dist`.
+#[inline]
+fn length_distance(sym: u16, b: &mut Bits<'_>, dist: &Table) -> Option<(usize, usize)> {
+    let li = usize::from(sym - 257);
+    let len = usize::from(*LEN_BASE.get(li)?) + b.take(u32::from(LEN_EXTRA[li])) as usize;
+    let di = usize::from(dist.decode(b)?);
+    let d = usize::from(*DIST_BASE.get(di)?) + b.take(u32::from(DIST_EXTRA[di])) as usize;
+    Some((len, d))
+}
+
 /// Reads one whole block at `b` as [`Decoder::block`] would, after a full
 /// window, without producing its output: every code must decode and every
 /// distance reach no further back than the window and the block's own
@@ -375,12 +381,7 @@ fn skim_block(b: &mut Bits<'_>, symbols: usize) -> Option<Step> {
                 if sym == 256 {
                     return (!b.overrun()).then_some(Step::Ended(last));
                 }
-                let li = usize::from(sym - 257);
-                let len =
-                    usize::from(*LEN_BASE.get(li)?) + b.take(u32::from(LEN_EXTRA[li])) as usize;
-                let di = usize::from(dist.decode(b)?);
-                let d =
-                    usize::from(*DIST_BASE.get(di)?) + b.take(u32::from(DIST_EXTRA[di])) as usize;
+                let (len, d) = length_distance(sym, b, &dist)?;
                 if d > WINDOW + produced {
                     return None;
                 }

@@ -464,7 +464,7 @@ static GUESS: [u8; WINDOW] = [0; WINDOW];
 
 /// A later segment whose marker-decoded start did not clear (runs keep
 /// copying from before its cut: zero padding), inflated whole by
-/// libdeflate from a guessed window of zeros into `l.buf` (the window's
+/// zlib-rs from a guessed window of zeros into `l.buf` (the window's
 /// bytes first, then the segment's: `l.start` is where those begin). The
 /// symbols `l.dec` decoded are the segment's true start, in markers of
 /// the window: once the true window is known, [`settle_guess`] checks
@@ -541,14 +541,23 @@ fn settle_guess(l: &mut Later, window: &[u8]) -> bool {
 
 /// Inflates a segment whose guessed window was wrong again, from `window`
 /// (the true 32 KiB before it): on the caller's thread, in order, once
-/// the segments before it are known. `false` when it does not decode.
-fn redo_guess(data: &[u8], cap: usize, l: &mut Later, window: &[u8]) -> bool {
+/// the segments before it are known. Its synthetic stream is kept and
+/// only its primer written again (a primer's length, and its last byte
+/// when it ends inside one, do not depend on the window's bytes), so that
+/// the input the caller's hook was told of is not read again. `false`
+/// when it does not decode.
+fn redo_guess(cap: usize, l: &mut Later, window: &[u8]) -> bool {
     let room = cap + WINDOW + NONCE_ROOM;
     let Some(out) = l.buf.get_mut(..room) else {
         return false;
     };
-    let prefix = deflate::primer(window, (l.from % 8) as u32);
-    synth_into(&mut l.syn, &prefix, data, l.from, l.to);
+    let k = l.from % 8;
+    let prefix = deflate::primer(window, k as u32);
+    let n = prefix.bytes.len() - usize::from(k > 0);
+    if window.len() != WINDOW || l.syn.len() < prefix.bytes.len() {
+        return false;
+    }
+    l.syn[..n].copy_from_slice(&prefix.bytes[..n]);
     let Some((n, crc)) = inflate_synth_crc(&l.syn, out, l.to.is_some(), window.len()) else {
         return false;
     };
@@ -678,7 +687,8 @@ pub fn split_inflate(
 /// stream is inflated in rounds of N segments, N the threads the caller
 /// says it may use ([`set_segments`](Rounds::set_segments), asked before
 /// each round; at least 2). Segment A starts at a known block boundary
-/// with the known 32 KiB window and is inflated by libdeflate; each later
+/// with the known 32 KiB window and is inflated by libdeflate (by zlib-rs
+/// in steps, checksummed as it goes, when guessing windows); each later
 /// segment, which starts at a block boundary found near its cut, is
 /// marker-decoded at the same time on another thread (as the later chunks
 /// of [`split_inflate`] are) and resolved once the 32 KiB before it are
@@ -780,7 +790,7 @@ pub(crate) struct LastRound {
 /// produced from where the start's window cleared, beginning with that
 /// window. One contiguous part, so that the start is never copied twice.
 /// (A segment inflated from a guessed window, [`guessed_segment`], has no
-/// marks: its output follows the window libdeflate was primed with.)
+/// marks: its output follows the window zlib-rs was primed with.)
 #[derive(Default)]
 struct Later {
     dec: Decoder,
@@ -1020,8 +1030,8 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (v, t.elapsed().as_secs_f64())
 }
 
-/// A round that did not decode: no block boundary near a cut, a window
-/// that never cleared, a segment over its output cap, or corrupt data.
+/// A round that did not decode: no block boundary near a cut, a segment
+/// over its output cap, or corrupt data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundFailed;
 
@@ -1244,9 +1254,9 @@ impl<'a> Rounds<'a> {
             self.a_failed = false;
             match self.try_round() {
                 // Only segment A's failure is worth a nearer cut: when A
-                // decoded and a later one did not (its window never
-                // cleared: zero runs copied from before the cut), a smaller
-                // one would not either.
+                // decoded and a later one did not (corrupt data, a later
+                // segment over its cap), the parts before it were handed
+                // out and one core goes on from there.
                 Err(RoundFailed) if self.a_failed && self.seg > MIN_SEG => {
                     self.seg = (self.seg / 4).max(MIN_SEG);
                 }
@@ -1366,7 +1376,7 @@ impl<'a> Rounds<'a> {
         self.last.a_secs = time_a;
         self.last.slowest_secs = slowest;
         // The later segments that decoded, up to the first that did not
-        // (its window never cleared, or the member ends inside it). The
+        // (over its output cap, or the member ends inside it). The
         // parts before end at its start, a block boundary (the nonce proved
         // it): they are handed out, and the next round fails at once, so
         // that one core goes on from there with their window (nothing is
@@ -1405,6 +1415,7 @@ impl<'a> Rounds<'a> {
         let waiting: Vec<bool> = windows.iter().take(good).map(Option::is_none).collect();
         let mut good = good;
         let mut failed = failed;
+        let (mut guessed_now, mut redone_now) = (0, 0);
         for (i, waits) in waiting.into_iter().enumerate() {
             self.markers += self.later[i].marks;
             if waits || self.later[i].guessed {
@@ -1421,13 +1432,15 @@ impl<'a> Rounds<'a> {
                     continue;
                 }
                 self.guessed += 1;
+                guessed_now += 1;
                 let patched = l.patched;
                 if settle_guess(l, &w) {
                     self.patched += l.patched - patched;
                     continue;
                 }
                 self.redone += 1;
-                if !redo_guess(data, cap, l, &w) {
+                redone_now += 1;
+                if !redo_guess(cap, l, &w) {
                     // It does not decode from the true window either: the
                     // parts before it are handed out, as for any later
                     // segment that does not decode.
@@ -1436,7 +1449,15 @@ impl<'a> Rounds<'a> {
                 }
             }
         }
-        if !self.guess && self.later[..good].iter().any(|l| l.guessed) {
+        if self.guess && 2 * redone_now > guessed_now && !self.guess_always {
+            // Runs of something else than zeros: a guess costs a second
+            // inflation, in order. The marker decoder's full limit again.
+            log::debug!(
+                "{redone_now} of {guessed_now} guessed windows were wrong: later segments no \
+                 longer guess"
+            );
+            self.guess = false;
+        } else if !self.guess && guessed_now > 0 && 2 * redone_now <= guessed_now {
             log::debug!(
                 "a later segment's window did not clear after {MARKER_LIMIT} symbols (long \
                  runs): later segments take a guessed window from now on"
@@ -1475,7 +1496,7 @@ impl<'a> Rounds<'a> {
         if consumed > 0 && produced > 0 {
             self.incompressible = produced < consumed + consumed / 50;
             let ratio = produced.div_ceil(consumed).max(1);
-            if self.guess && ratio < GUESS_BELOW && !self.guess_always {
+            if self.guess && produced / consumed < GUESS_BELOW && !self.guess_always {
                 log::debug!("rounds at {ratio}:1: later segments no longer guess their windows");
                 self.guess = false;
             }
@@ -1553,10 +1574,9 @@ impl<'a> Rounds<'a> {
     /// inflate to 25 times its target).
     pub(crate) fn guess_windows(&mut self, ratio: usize) {
         self.guess = true;
-        if !self.learned {
-            // Rescaled as any first segment by `set_segments`.
-            self.seg = (self.target() / ratio.max(1)).clamp(MIN_SEG, 16 << 20);
-        }
+        // Sized for the ratio now, whatever the member before was (and
+        // rescaled as any first segment by `set_segments`).
+        self.seg = (self.target() / ratio.max(1)).clamp(MIN_SEG, 16 << 20);
     }
 
     /// What the last round did.
@@ -1888,7 +1908,7 @@ mod tests {
     /// `z` read in rounds of `n` segments of `target` bytes of output that
     /// guess their windows from the first round: the bytes, and how many
     /// segments guessed and were inflated again.
-    fn guessed_rounds(z: &[u8], n: usize, target: usize) -> (Vec<u8>, (usize, usize, usize)) {
+    fn guessed_rounds(z: &[u8], n: usize, target: usize) -> (Vec<u8>, (usize, usize, usize), bool) {
         let mut r = Rounds::new(z, 64 << 10, 64 << 20);
         r.fixed_target = Some(target);
         r.set_segments(n);
@@ -1899,30 +1919,31 @@ mod tests {
                 out.extend_from_slice(p);
             }
         }
-        (out, r.guesses())
+        (out, r.guesses(), r.guess)
     }
 
     #[test]
     fn long_runs_are_inflated_from_a_guessed_window_and_checked_against_the_true_one() {
-        // Zero padding: most guesses hold. Padding of another byte: a
-        // segment whose start copies from its window is wrong and is
-        // inflated again. Either way the bytes are the sequential ones.
+        // Zero padding: most guesses hold, and the rounds go on guessing.
+        // Padding of another byte: a segment whose start copies from its
+        // window is wrong and is inflated again, and the rounds stop
+        // guessing after a round of mostly wrong guesses. Either way the
+        // bytes are the sequential ones.
         for (fill, seed) in [(0u8, 3), (0x41, 4)] {
             // 4 MiB of DEFLATE data or so: rounds cut at least [`SEARCH`]
             // before the end.
             let (data, z) = long_runs(96 << 20, fill, seed);
             for (n, target) in [(2, 4 << 20), (3, 2 << 20), (8, 1 << 20)] {
-                let (out, (guessed, patched, redone)) = guessed_rounds(&z, n, target);
+                let (out, (guessed, patched, redone), guessing) = guessed_rounds(&z, n, target);
                 let at = format!(
                     "fill {fill:#x}, {n} segments of {target}: {guessed} guessed, {patched} \
                      patched, {redone} redone"
                 );
                 assert!(out == data, "{at}: {} of {} bytes", out.len(), data.len());
-                assert!(guessed >= 8, "{at}: {guessed} guessed");
                 if fill == 0 {
-                    assert!(redone * 4 < guessed, "{at}: {redone} of {guessed} redone");
+                    assert!(guessed >= 8 && redone * 4 < guessed && guessing, "{at}");
                 } else {
-                    assert!(redone * 2 > guessed, "{at}: {redone} of {guessed} redone");
+                    assert!(redone >= 1 && !guessing, "{at}");
                 }
             }
         }

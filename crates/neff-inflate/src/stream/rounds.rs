@@ -17,7 +17,8 @@ use crate::stored;
 /// sized from the ratio seen so far).
 pub(super) const SEGMENT: usize = 2 << 20;
 /// From this inflated:compressed ratio (the trailer's word) a member is
-/// not inflated in rounds: see [`MemberRounds::bound`].
+/// long runs: its rounds guess windows from the first (see
+/// [`MemberRounds::bound`]).
 pub(super) const LONG_RUNS: u64 = 12;
 /// Most output one segment may produce before the rounds give up.
 pub(super) const SEGMENT_OUT: usize = 64 << 20;
@@ -38,8 +39,8 @@ pub(super) struct Plan<'a> {
     /// The least compressed size that makes a member large ([`ROUNDS_FROM`];
     /// the tests' is 0).
     pub(super) from: usize,
-    /// The inflated:compressed ratio from which a member is not cut into
-    /// rounds ([`LONG_RUNS`]; the tests' is never).
+    /// The inflated:compressed ratio from which a member's rounds guess
+    /// windows from the first ([`LONG_RUNS`]; the tests' is never).
     long_runs: u64,
     /// The payload looks like one member ([`Plan::for_payload`]): the
     /// first member's rounds run to the payload's end without a search for
@@ -226,8 +227,7 @@ impl<'a> MemberRounds<'a> {
     /// Every part of the last round handed out: the next round starts at a
     /// known block boundary. Runs it, or says what comes instead: a run of
     /// stored blocks (read in place), one core (the member's data hardly
-    /// compresses, is long runs, or a round did not decode), or the
-    /// member's end.
+    /// compresses, or a round did not decode), or the member's end.
     fn between_rounds(&mut self, w: &mut Walk<'_>) -> Result<Option<Step>> {
         let base = self.base;
         if let Some(bit) = self.rounds.stored_next(MIN_RUN) {
@@ -269,9 +269,7 @@ impl<'a> MemberRounds<'a> {
             );
             return Ok(Some(Step::Switch(Switch::OneCore)));
         }
-        if self.bound(w) {
-            return Ok(Some(Step::Switch(Switch::OneCore)));
-        }
+        self.bound(w);
         // As many segments as the caller says threads are free now (at
         // least two: a member begun in rounds goes on in rounds).
         self.rounds.set_segments((w.threads)());
@@ -395,21 +393,20 @@ impl<'a> MemberRounds<'a> {
     /// between small stretches): a later segment's window would never
     /// clear of the unknown bytes its runs copy, so the rounds guess
     /// windows from the first ([`Rounds::guess_windows`]; they stop when a
-    /// round inflates less than 6:1, as after a trailer that lied), and
+    /// round inflates less than 6:1, as after a trailer that lied, or when
+    /// most of a round's guesses were wrong, as on runs of another byte), and
     /// the debug log says so. (ISIZE is the size mod 2³²: past 4 GiB a
     /// long-run member may start without guessing, and a segment whose
     /// start does not clear after 4 M symbols turns guessing on then.)
-    /// Always `false`: the rounds go on (the caller hands over to one core
-    /// on `true`).
-    fn bound(&mut self, w: &Walk<'_>) -> bool {
+    fn bound(&mut self, w: &Walk<'_>) {
         let (base, from) = (self.base, self.base + self.rounds.consumed());
         let gz = w.gz;
         let end = match self.end {
-            MemberEnd::Cut => return false,
+            MemberEnd::Cut => return,
             MemberEnd::Payload => gz.len() - TRAILER,
             MemberEnd::Unknown => {
                 let Some((end, found)) = member_end(gz, from) else {
-                    return false;
+                    return;
                 };
                 // The search read ahead of the rounds: those pages are
                 // dropped (the rounds fault them in again from the page
@@ -438,7 +435,6 @@ impl<'a> MemberRounds<'a> {
             );
             self.rounds.guess_windows(ratio);
         }
-        false
     }
 
     /// Whether the rounds guess windows now, and how many segments did.
