@@ -413,6 +413,15 @@ fn kraft_ok(lengths: &[u8]) -> bool {
     left == 0 || max == 1
 }
 
+/// Whether the low 13 bits of `bits` (stream order) can start a dynamic
+/// block header: BFINAL 0, BTYPE 2, HLIT + 257 <= 286 and HDIST + 1 <= 30.
+/// The block finder asks it at every bit (7 in 8 fail at once), before
+/// the rest of [`quick_header_check`].
+#[inline]
+pub(crate) fn dynamic_header_start(bits: u64) -> bool {
+    bits & 7 == 0b100 && (bits >> 3) & 31 <= 29 && (bits >> 8) & 31 <= 29
+}
+
 /// The cheap part of the block finder's test, allocation-free: a dynamic
 /// block header (BFINAL 0) whose code-length code is complete, as zlib's
 /// encoder always sends it, with at least two codes. The header and its
@@ -432,11 +441,7 @@ fn quick_header_check(data: &[u8], pos: usize) -> bool {
             u128::from_le_bytes(w)
         }
     } >> (pos % 8);
-    if w & 7 != 0b100 {
-        return false;
-    }
-    // HLIT + 257 <= 286 and HDIST + 1 <= 30.
-    if (w >> 3) & 31 > 29 || (w >> 8) & 31 > 29 {
+    if !dynamic_header_start(w as u64) {
         return false;
     }
     let hclen = ((w >> 13) & 15) as usize + 4;

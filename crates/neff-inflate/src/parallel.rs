@@ -85,14 +85,12 @@ fn find_block(data: &[u8], from: usize) -> Option<usize> {
             }
         }
         // The first 13 bits of a dynamic block's header, tested at each bit
-        // of one load before the whole test: BFINAL 0, BTYPE 2, at most 286
-        // and 30 codes (7 of 8 bits fail the first test).
+        // of one load before the whole test.
         let w = data
             .get(byte..byte + 8)
             .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
         for bit in 0..8 {
-            let v = w >> bit;
-            if v & 7 != 0b100 || (v >> 3) & 31 > 29 || (v >> 8) & 31 > 29 {
+            if !deflate::dynamic_header_start(w >> bit) {
                 continue;
             }
             let pos = byte * 8 + bit;
@@ -472,25 +470,44 @@ static GUESS: [u8; WINDOW] = [0; WINDOW];
 /// inflated again ([`redo_guess`]). `false` when it does not decode or
 /// does not fit.
 fn guessed_segment(data: &[u8], cap: usize, l: &mut Later, release: &Release<'_>) -> bool {
+    let prefix = deflate::primer(&GUESS, (l.from % 8) as u32);
+    synth_into(&mut l.syn, &prefix, data, l.from, l.to);
+    release.copied(l.from, l.to.unwrap_or(data.len() * 8));
+    l.guessed = true;
+    // The decoded start lies inside what was inflated.
+    inflate_primed(cap, l) && l.len - l.start >= l.dec.produced().len()
+}
+
+/// Inflates a later segment's synthetic stream `l.syn` (its primer, a
+/// guessed or the true window, then its input) into `l.buf`, its CRC-32
+/// taken as it goes: its bytes are `l.buf[l.start..l.len]`, after the
+/// window. `false` when it does not decode or does not fit.
+fn inflate_primed(cap: usize, l: &mut Later) -> bool {
     let room = cap + WINDOW + NONCE_ROOM;
     let Some(out) = l.buf.get_mut(..room) else {
         return false;
     };
-    let prefix = deflate::primer(&GUESS, (l.from % 8) as u32);
-    synth_into(&mut l.syn, &prefix, data, l.from, l.to);
-    release.copied(l.from, l.to.unwrap_or(data.len() * 8));
     let Some((n, crc)) = inflate_synth_crc(&l.syn, out, l.to.is_some(), WINDOW) else {
         return false;
     };
-    (l.start, l.len, l.guessed, l.crc) = (WINDOW, n, true, Some(crc));
-    // The decoded start lies inside what libdeflate produced.
-    n >= WINDOW + l.dec.produced().len()
+    (l.start, l.len, l.crc) = (WINDOW, n, Some(crc));
+    true
+}
+
+/// What [`settle_guess`] made of a guessed segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// The guess was right.
+    Held,
+    /// Its start was written again from the resolved symbols; the rest
+    /// was right.
+    Patched,
+    /// It must be inflated again ([`redo_guess`]).
+    Wrong,
 }
 
 /// Settles a segment inflated from a guessed window ([`guessed_segment`])
-/// now that `window`, the true 32 KiB before it, is known: `true` when
-/// its bytes are now those `window` gives, `false` when it must be
-/// inflated again ([`redo_guess`]).
+/// now that `window`, the true 32 KiB before it, is known.
 ///
 /// Its first P symbols (more than 64 K: [`GUESS_AFTER`]), resolved
 /// against `window`, are its true first bytes. Where the last 32 KiB of
@@ -501,12 +518,12 @@ fn guessed_segment(data: &[u8], cap: usize, l: &mut Later, release: &Release<'_>
 /// them (a copy of a byte of noise the guess took for zero, as a short
 /// match near a cut inside noise makes), and the segment's CRC-32 is
 /// mended by linearity.
-fn settle_guess(l: &mut Later, window: &[u8]) -> bool {
+fn settle_guess(l: &mut Later, window: &[u8]) -> Settled {
     let symbols = l.dec.produced();
     let out = &mut l.buf[l.start..l.len];
     let p = symbols.len();
     if p < 2 * WINDOW || p > out.len() {
-        return false;
+        return Settled::Wrong;
     }
     let byte = |s: u16| {
         if s < MARKER {
@@ -521,7 +538,7 @@ fn settle_guess(l: &mut Later, window: &[u8]) -> bool {
         .zip(&out[head..p])
         .all(|(&s, &b)| byte(s) == b)
     {
-        return false;
+        return Settled::Wrong;
     }
     let mut guessed = libdeflater::Crc::new();
     guessed.update(&out[..head]);
@@ -530,13 +547,13 @@ fn settle_guess(l: &mut Later, window: &[u8]) -> bool {
     }
     let mut known = libdeflater::Crc::new();
     known.update(&out[..head]);
-    if guessed.sum() != known.sum() {
-        l.patched += 1;
-        let rest = (out.len() - head) as u64;
-        let shift = |c: u32| zlib_rs::crc32::crc32_combine(c, 0, rest);
-        l.crc = l.crc.map(|c| c ^ shift(guessed.sum()) ^ shift(known.sum()));
+    if guessed.sum() == known.sum() {
+        return Settled::Held;
     }
-    true
+    let rest = (out.len() - head) as u64;
+    let shift = |c: u32| zlib_rs::crc32::crc32_combine(c, 0, rest);
+    l.crc = l.crc.map(|c| c ^ shift(guessed.sum()) ^ shift(known.sum()));
+    Settled::Patched
 }
 
 /// Inflates a segment whose guessed window was wrong again, from `window`
@@ -547,10 +564,6 @@ fn settle_guess(l: &mut Later, window: &[u8]) -> bool {
 /// the input the caller's hook was told of is not read again. `false`
 /// when it does not decode.
 fn redo_guess(cap: usize, l: &mut Later, window: &[u8]) -> bool {
-    let room = cap + WINDOW + NONCE_ROOM;
-    let Some(out) = l.buf.get_mut(..room) else {
-        return false;
-    };
     let k = l.from % 8;
     let prefix = deflate::primer(window, k as u32);
     let n = prefix.bytes.len() - usize::from(k > 0);
@@ -558,11 +571,7 @@ fn redo_guess(cap: usize, l: &mut Later, window: &[u8]) -> bool {
         return false;
     }
     l.syn[..n].copy_from_slice(&prefix.bytes[..n]);
-    let Some((n, crc)) = inflate_synth_crc(&l.syn, out, l.to.is_some(), window.len()) else {
-        return false;
-    };
-    (l.start, l.len, l.crc) = (window.len(), n, Some(crc));
-    true
+    inflate_primed(cap, l)
 }
 
 /// Tells the caller's [`Passed`] hook of a segment's input once it is
@@ -811,8 +820,6 @@ struct Later {
     to: Option<usize>,
     /// The CRC-32 of its output, when its thread took it.
     crc: Option<u32>,
-    /// Guessed starts written again from their resolved symbols.
-    patched: usize,
 }
 
 impl Later {
@@ -1433,10 +1440,13 @@ impl<'a> Rounds<'a> {
                 }
                 self.guessed += 1;
                 guessed_now += 1;
-                let patched = l.patched;
-                if settle_guess(l, &w) {
-                    self.patched += l.patched - patched;
-                    continue;
+                match settle_guess(l, &w) {
+                    Settled::Held => continue,
+                    Settled::Patched => {
+                        self.patched += 1;
+                        continue;
+                    }
+                    Settled::Wrong => {}
                 }
                 self.redone += 1;
                 redone_now += 1;
@@ -1873,36 +1883,14 @@ mod tests {
         assert!(out == data);
     }
 
-    /// Runs of `fill` (zero padding, or some other byte) with islands of
-    /// noise of 0.5-4 KiB every 32-96 KiB, as the long-runs shape of the
-    /// benches has them, deflated at level 1.
+    /// [`crate::long_runs`], and it deflated at level 1.
     fn long_runs(n: usize, fill: u8, seed: u64) -> (Vec<u8>, Vec<u8>) {
-        let mut x = seed;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as usize
-        };
-        let mut data = vec![fill; n];
-        let mut at = 0;
-        loop {
-            at += (32 << 10) + rnd() % (64 << 10);
-            let len = 512 + rnd() % 3584;
-            if at + len > n {
-                break;
-            }
-            data[at..at + len].iter_mut().for_each(|b| *b = rnd() as u8);
-        }
-        (data.clone(), level1(&data))
-    }
-
-    fn level1(data: &[u8]) -> Vec<u8> {
+        let data = crate::long_runs(n, fill, seed);
         let mut c = Compressor::new(CompressionLvl::new(1).unwrap());
         let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
-        let len = c.deflate_compress(data, &mut z).unwrap();
+        let len = c.deflate_compress(&data, &mut z).unwrap();
         z.truncate(len);
-        z
+        (data, z)
     }
 
     /// `z` read in rounds of `n` segments of `target` bytes of output that

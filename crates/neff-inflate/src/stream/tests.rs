@@ -807,20 +807,7 @@ fn rounds_of_guessed_windows_give_the_sequential_bytes_on_long_runs_of_any_byte(
     // that copies from before its cut is wrong and is inflated again),
     // read by fills as a walk reads them, on 2, 3 and 8 threads.
     for fill in [0u8, 0x41] {
-        let mut data = vec![fill; 96 << 20];
-        let mut x = 0x1234_5678_u64 + u64::from(fill);
-        let mut at = 0;
-        loop {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            at += (32 << 10) + (x as usize) % (64 << 10);
-            let len = 512 + (x >> 20) as usize % 3584;
-            if at + len > data.len() {
-                break;
-            }
-            data[at..at + len].copy_from_slice(&crate::noise(len, x)[..]);
-        }
+        let data = crate::long_runs(96 << 20, fill, 0x1234_5678 + u64::from(fill));
         let gz = gzip(&data);
         for threads in [2, 3, 8] {
             let pool = rayon::ThreadPoolBuilder::new()
