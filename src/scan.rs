@@ -4,7 +4,8 @@
 //! A bad file never stops a scan: it yields a record with `ok: false` and
 //! its error. Files are listed first (a parallel walk that follows symlinks
 //! and detects loops), sorted by path so that `--shard K/N` splits a zoo
-//! deterministically, then read by a rayon pool. Each worker reuses one
+//! deterministically, then read by a rayon pool; the objects of a bucket
+//! prefix are read as its listing pages arrive ([`scan_listing`]). Each worker reuses one
 //! [`Scratch`] (file and inflate buffers) across files, and a record is
 //! handed to the caller as soon as it is made: memory does not grow with
 //! the number of files beyond the list of paths. At most `jobs` files are
@@ -376,18 +377,7 @@ pub(crate) fn list_versions(
                 Ok(objects) => {
                     let mut found = found.lock().expect("lock");
                     for o in objects {
-                        // Each MODULE_* prefix above the key is an entry.
-                        let mut at = 0;
-                        for part in o.url.split('/') {
-                            at += part.len() + 1;
-                            if cache::is_entry_name(part) && at <= o.url.len() {
-                                met.lock()
-                                    .expect("lock")
-                                    .entry(o.url[..at - 1].into())
-                                    .or_default()
-                                    .object(&o.url[at..], o.modified);
-                            }
-                        }
+                        meet_object(&o, &mut met.lock().expect("lock"));
                         if o.url.ends_with(".neff") {
                             let p = PathBuf::from(&o.url);
                             versions.insert(p.clone(), (o.size, o.version));
@@ -511,6 +501,24 @@ pub(crate) fn list_versions(
     })
 }
 
+/// Notes a listed object in what the walk met of each compile-cache
+/// entry above its key (every `MODULE_*` prefix is one).
+#[cfg(feature = "remote")]
+fn meet_object(
+    o: &crate::remote::Listed,
+    met: &mut std::collections::HashMap<std::ffi::OsString, cache::Met>,
+) {
+    let mut at = 0;
+    for part in o.url.split('/') {
+        at += part.len() + 1;
+        if cache::is_entry_name(part) && at <= o.url.len() {
+            met.entry(o.url[..at - 1].into())
+                .or_default()
+                .object(&o.url[at..], o.modified);
+        }
+    }
+}
+
 /// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
 /// the sorted list has i mod n == k - 1. `None` keeps them all.
 pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
@@ -566,33 +574,88 @@ pub(crate) fn scan_with<T: Send>(
     emit: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    // Remote objects are read by more workers than cores: each waits on
-    // its requests (`--io-depth`).
-    #[cfg(feature = "remote")]
-    let remote = paths
-        .iter()
-        .any(|p| p.to_str().is_some_and(crate::remote::is_url));
-    #[cfg(not(feature = "remote"))]
-    let remote = false;
-    let pool = if remote {
-        crate::pool::remote_pool(jobs)
-    } else {
-        crate::pool::counting_pool(jobs)
-    }
-    .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
+    let pool = pool_for(paths.iter().any(|p| is_url(p)), jobs)?;
     pool.install(|| {
         paths
             .par_iter()
             .for_each_init(Scratch::default, |scratch, p| {
-                // Counted in flight while read, so that a big payload read
-                // while other workers are idle uses them for its inflate.
-                let job = crate::pool::Job::start();
-                let t = work(p, scratch);
-                drop(job);
-                emit(t)
+                emit(counted(|| work(p, scratch)))
             });
     });
     Ok(())
+}
+
+/// Whether `p` names a remote object or prefix.
+#[cfg(feature = "remote")]
+fn is_url(p: &Path) -> bool {
+    p.to_str().is_some_and(crate::remote::is_url)
+}
+
+/// Whether `p` names a remote object or prefix: never, in a build
+/// without remote I/O.
+#[cfg(not(feature = "remote"))]
+fn is_url(_: &Path) -> bool {
+    false
+}
+
+/// The pool a scan reads on: `jobs` workers, or for remote objects more
+/// workers than cores, each waiting on its requests (`--io-depth`).
+fn pool_for(remote: bool, jobs: usize) -> Result<rayon::ThreadPool> {
+    if remote {
+        crate::pool::remote_pool(jobs)
+    } else {
+        crate::pool::counting_pool(jobs)
+    }
+    .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))
+}
+
+/// Runs one file's work counted in flight, so that a big payload read
+/// while other workers are idle uses them for its inflate.
+fn counted<T>(work: impl FnOnce() -> T) -> T {
+    let _job = crate::pool::Job::start();
+    work()
+}
+
+/// Lists `roots` and scans what it finds, as [`list_with`] then
+/// [`Walked::scan`] do, except that each object under a bucket or
+/// repository prefix is read as soon as its listing page has arrived: a
+/// prefix of 100,000 keys (100 pages, each a round trip) is scanned while
+/// it is listed, not after. Local roots and single objects are listed
+/// first, as [`list_with`] lists them. `listed(n)` is told each time `n`
+/// more paths are queued (a progress bar's length); the walk's and the
+/// listings' errors come to `emit` as records. A sharded scan
+/// (`opts.shard`) lists everything first: a shard is a slice of the
+/// sorted whole.
+///
+/// A `model.neff` in a compile-cache entry waits until the listing has
+/// passed the entry's last key (a store lists in key order), so that its
+/// record judges the entry from all of its files; entries holding no NEFF
+/// are read when their prefixes' listings end.
+pub fn scan_listing(
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    listed: &(dyn Fn(usize) + Sync),
+    emit: &(dyn Fn(Record) + Sync),
+) -> Result<()> {
+    #[cfg(feature = "remote")]
+    {
+        let prefix = |r: &PathBuf| {
+            r.to_str().is_some_and(|u| {
+                crate::remote::is_url(u) && !u.ends_with(".neff") && crate::remote::is_listable(u)
+            })
+        };
+        if opts.shard.is_none() && roots.iter().any(prefix) {
+            let (prefixes, rest): (Vec<PathBuf>, Vec<PathBuf>) =
+                roots.iter().cloned().partition(prefix);
+            return listing::scan(&prefixes, &rest, opts, listed, emit);
+        }
+    }
+    let walked = list_with(roots, opts)?;
+    for r in walked.errors.iter().cloned() {
+        emit(r);
+    }
+    listed(walked.paths.len());
+    walked.scan(opts, emit)
 }
 
 fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
@@ -799,6 +862,221 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
         Err(e) => {
             r.cache_state = None;
             r.cache_reason = Some(format!("the entry could not be listed: {e}"));
+        }
+    }
+}
+
+/// The scan of bucket prefixes pipelined with their listings
+/// ([`scan_listing`]).
+#[cfg(feature = "remote")]
+mod listing {
+    use std::collections::{HashMap, HashSet, VecDeque};
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+    use std::sync::{mpsc, Mutex};
+
+    use rayon::prelude::*;
+
+    use super::{failed, list_versions, meet_object, met_of, record_with, ScanOptions};
+    use super::{Record, Result, Scratch};
+    use crate::cache::{self, Met};
+    use crate::remote::Listed;
+
+    /// NEFFs listed and not yet handed to the workers: each waits until
+    /// the listing has passed its compile-cache entry's last key.
+    #[derive(Default)]
+    pub(super) struct Held {
+        waiting: VecDeque<(PathBuf, Option<String>)>,
+        /// The last key seen, and whether keys have come in order so far
+        /// (a store that lists out of order has everything held to the end).
+        last: Option<String>,
+        ordered: bool,
+    }
+
+    impl Held {
+        pub(super) fn new() -> Held {
+            Held {
+                ordered: true,
+                ..Held::default()
+            }
+        }
+
+        /// Notes the key `url` (the listing has reached it) and, if it is a
+        /// NEFF, holds it; hands on each NEFF held whose entry is now
+        /// complete, in key order.
+        pub(super) fn key(&mut self, url: &str, out: &mut dyn FnMut(PathBuf)) {
+            if self.last.as_deref().is_some_and(|l| url < l) {
+                log::warn!("{url}: listed out of key order: entries read after the listing");
+                self.ordered = false;
+            }
+            self.last = Some(url.to_string());
+            if self.ordered {
+                while let Some((_, entry)) = self.waiting.front() {
+                    if entry.as_deref().is_some_and(|e| url.starts_with(e)) {
+                        break;
+                    }
+                    out(self.waiting.pop_front().expect("front").0);
+                }
+            }
+            if url.ends_with(".neff") {
+                let p = PathBuf::from(url);
+                let entry = cache::entry_dir(&p).map(|d| format!("{}/", d.display()));
+                self.waiting.push_back((p, entry));
+            }
+        }
+
+        /// The listing ended: every NEFF still held.
+        pub(super) fn end(&mut self, out: &mut dyn FnMut(PathBuf)) {
+            for (p, _) in self.waiting.drain(..) {
+                out(p);
+            }
+        }
+    }
+
+    pub(super) fn scan(
+        prefixes: &[PathBuf],
+        rest: &[PathBuf],
+        opts: &ScanOptions,
+        listed: &(dyn Fn(usize) + Sync),
+        emit: &(dyn Fn(Record) + Sync),
+    ) -> Result<()> {
+        // Local roots and single objects: listed first, as `list_with` does.
+        let local = list_versions(rest, None, &opts.walk)?;
+        for r in local.errors {
+            emit(r);
+        }
+        let met: Mutex<HashMap<OsString, Met>> = Mutex::default();
+        let (tx, rx) = mpsc::channel::<PathBuf>();
+        let pool = super::pool_for(true, opts.jobs)?;
+        std::thread::scope(|scope| {
+            let lister = scope.spawn(|| {
+                listed(local.paths.len());
+                for p in local.paths.iter().cloned() {
+                    let _ = tx.send(p);
+                }
+                list_prefixes(prefixes, &met, &tx, listed, emit);
+                drop(tx);
+            });
+            pool.install(|| {
+                rx.into_iter()
+                    .par_bridge()
+                    .for_each_init(Scratch::default, |scratch, p| {
+                        let m = met_of(&local.met, &p)
+                            .or_else(|| met_of(&met.lock().expect("lock"), &p));
+                        let r = super::counted(|| record_with(&p, opts, scratch, m, |_| ()).0);
+                        emit(r)
+                    });
+            });
+            lister.join().expect("the lister does not panic");
+        });
+        Ok(())
+    }
+
+    /// Lists each prefix, sending each NEFF to the workers once its entry
+    /// is complete, then the entries that hold none.
+    fn list_prefixes(
+        prefixes: &[PathBuf],
+        met: &Mutex<HashMap<OsString, Met>>,
+        tx: &mpsc::Sender<PathBuf>,
+        listed: &(dyn Fn(usize) + Sync),
+        emit: &(dyn Fn(Record) + Sync),
+    ) {
+        // Paths sent (roots may overlap).
+        let mut sent: HashSet<PathBuf> = HashSet::new();
+        {
+            let mut send = |p: PathBuf| {
+                if sent.insert(p.clone()) {
+                    listed(1);
+                    let _ = tx.send(p);
+                }
+            };
+            for root in prefixes {
+                let url = root.to_str().expect("a prefix is a URL");
+                let mut held = Held::new();
+                let got = crate::remote::list_each(url, &mut |o: Listed| {
+                    meet_object(&o, &mut met.lock().expect("lock"));
+                    held.key(&o.url, &mut send);
+                });
+                held.end(&mut send);
+                if let Err(e) = got {
+                    emit(failed(root, &e, None));
+                }
+            }
+        }
+        // Entries holding no NEFF, once every listing is done.
+        let parents: HashSet<&std::path::Path> = sent.iter().filter_map(|p| p.parent()).collect();
+        let mut bare: Vec<PathBuf> = met
+            .lock()
+            .expect("lock")
+            .keys()
+            .map(PathBuf::from)
+            .filter(|d| !parents.contains(d.as_path()))
+            .collect();
+        bare.sort();
+        listed(bare.len());
+        for d in bare {
+            let _ = tx.send(d);
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn run(keys: &[&str]) -> Vec<(usize, String)> {
+            // (keys seen when handed on, path)
+            let mut held = Held::new();
+            let mut out = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                held.key(k, &mut |p| out.push((i, p.display().to_string())));
+            }
+            held.end(&mut |p| out.push((keys.len(), p.display().to_string())));
+            out
+        }
+
+        #[test]
+        fn a_neff_in_an_entry_waits_for_the_entrys_last_key_and_others_go_at_once() {
+            let got = run(&[
+                "s3://b/c/MODULE_1+a/model.done",
+                "s3://b/c/MODULE_1+a/model.neff",
+                "s3://b/c/MODULE_1+a/model.neff.lock",
+                "s3://b/c/MODULE_2+b/model.neff",
+                "s3://b/c/MODULE_2+b/x.log",
+                "s3://b/d/one.neff",
+                "s3://b/d/two.neff",
+                "s3://b/e/MODULE_3+c/model.neff",
+            ]);
+            assert_eq!(
+                got,
+                [
+                    (3, "s3://b/c/MODULE_1+a/model.neff".into()),
+                    (5, "s3://b/c/MODULE_2+b/model.neff".into()),
+                    (6, "s3://b/d/one.neff".into()),
+                    (7, "s3://b/d/two.neff".into()),
+                    (8, "s3://b/e/MODULE_3+c/model.neff".into()),
+                ]
+            );
+        }
+
+        #[test]
+        fn keys_out_of_order_hold_every_neff_to_the_end_of_the_listing() {
+            let got = run(&[
+                "s3://b/z/MODULE_1+a/model.neff",
+                "s3://b/a/MODULE_2+b/model.neff",
+                "s3://b/zz/x",
+            ]);
+            assert_eq!(got.len(), 2);
+            assert!(got.iter().all(|(i, _)| *i == 3), "{got:?}");
+        }
+
+        #[test]
+        fn an_entry_name_that_prefixes_another_does_not_hold_it() {
+            // MODULE_1+a/ is passed by MODULE_1+ab/...
+            let got = run(&[
+                "s3://b/MODULE_1+a/model.neff",
+                "s3://b/MODULE_1+ab/model.neff",
+            ]);
+            assert_eq!(got[0], (1, "s3://b/MODULE_1+a/model.neff".into()));
         }
     }
 }

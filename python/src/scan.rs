@@ -140,12 +140,8 @@ pub fn scan_paths(
                     neff::catalog::scan_indexed(db, rebuild, &paths, &opts, &|r, _| emit(r))
                         .map(drop)
                 }
-                None => scan::list_with(&paths, &opts).and_then(|mut walked| {
-                    for r in std::mem::take(&mut walked.errors) {
-                        emit(r);
-                    }
-                    walked.scan(&opts, &emit)
-                }),
+                // A bucket's objects are read as its pages are listed.
+                None => scan::scan_listing(&paths, &opts, &|_| (), &emit),
             };
             if let Err(e) = done {
                 let _ = tx

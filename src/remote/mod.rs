@@ -1289,7 +1289,14 @@ async fn collect(
 /// Every object under the S3 prefix `url`, whatever its key (a compile
 /// cache's `model.done`, `model.log` and locks too), in key order.
 pub fn list_all(url: &str) -> Result<Vec<Listed>> {
-    let out = list_where(url, &|_| true)?;
+    let mut out = Vec::new();
+    if is_hf(url) {
+        out = list_hf(url)?;
+    } else {
+        list_bucket(url, &mut |o| out.push(o))?;
+    }
+    out.sort_by(|a, b| a.url.cmp(&b.url));
+    note_listed(&out);
     log::debug!("{url}: listed {} objects", out.len());
     Ok(out)
 }
@@ -1309,21 +1316,34 @@ fn bucket_prefix(url: &str) -> Result<(String, Arc<dyn ObjectStore>, ObjPath)> {
     Ok((root, store, prefix))
 }
 
-fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
+/// Every object under the bucket prefix `url` (`s3://`, `gs://`, `az://`),
+/// handed to `each` as its listing page arrives, in the store's order (by
+/// key: S3, GCS and Azure list in UTF-8 byte order); each object's size
+/// is noted first, for [`Object::open`] to fetch it whole in one request.
+/// A listing that fails partway has handed on what it listed before the
+/// error. (A hub repository's tree comes in no order: [`list_all`].)
+pub(crate) fn list_each(url: &str, each: &mut dyn FnMut(Listed)) -> Result<()> {
     if is_hf(url) {
-        let mut out = list_hf(url, keep)?;
-        out.sort_by(|a, b| a.url.cmp(&b.url));
-        note_listed(&out);
-        return Ok(out);
+        for o in list_all(url)? {
+            each(o);
+        }
+        return Ok(());
     }
+    list_bucket(url, &mut |o| {
+        note_listed(std::slice::from_ref(&o));
+        each(o)
+    })
+}
+
+fn list_bucket(url: &str, each: &mut dyn FnMut(Listed)) -> Result<()> {
     let (root, store, prefix) = bucket_prefix(url)?;
     let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
     // A page that fails (a reset, a cut body, a 5xx past the client's own
     // retries) is asked for again, after the last key listed, a bounded
     // number of times; not found and access denied are answers.
     let retries = retries();
-    let mut out = runtime()?.block_on(async {
-        let mut out: Vec<Listed> = Vec::new();
+    runtime()?.block_on(async {
+        let mut listed = 0u64;
         let mut last: Option<ObjPath> = None;
         let mut tries = 0u64;
         loop {
@@ -1342,10 +1362,8 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                     }
                 };
                 last = Some(m.location.clone());
-                if !keep(m.location.as_ref()) {
-                    continue;
-                }
-                out.push(Listed {
+                listed += 1;
+                each(Listed {
                     url: format!("{root}/{}", m.location),
                     size: m.size,
                     version: m
@@ -1356,7 +1374,7 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                 });
             }
             let Some(e) = failed else {
-                return Ok::<_, Error>(out);
+                return Ok::<_, Error>(());
             };
             let answer = matches!(
                 e,
@@ -1369,21 +1387,17 @@ fn list_where(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
             }
             tries += 1;
             log::debug!(
-                "{url}: listing failed ({}): again after {} keys",
+                "{url}: listing failed ({}): again after {listed} keys",
                 one_line(&e),
-                out.len()
             );
             backoff(tries).await;
         }
-    })?;
-    out.sort_by(|a, b| a.url.cmp(&b.url));
-    note_listed(&out);
-    Ok(out)
+    })
 }
 
 /// The files under an `hf://` prefix, from the hub's tree API, page after
 /// page; a page that fails is asked for again, a bounded number of times.
-fn list_hf(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
+fn list_hf(url: &str) -> Result<Vec<Listed>> {
     let repo = hf::HfUrl::parse(url)?;
     let retries = retries();
     let http = http_client()?;
@@ -1447,9 +1461,6 @@ fn list_hf(url: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<Listed>> {
                 }
             };
             for f in hf::page(&body).map_err(remote)? {
-                if !keep(&f.path) {
-                    continue;
-                }
                 out.push(Listed {
                     url: repo.file(&f.path),
                     size: f.size,

@@ -1802,3 +1802,117 @@ fn scans_as_local_acc(root: &str) {
         assert_eq!(without_path(h), without_path(w), "{p}");
     }
 }
+
+#[test]
+fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole() {
+    // 2,202 keys under pages/: three listing pages of 1,000. A NEFF is the
+    // first key; a compile-cache entry straddles the first page's end (its
+    // model.neff the page's last key, its lock the next page's first); a
+    // plain NEFF sits on the second page.
+    let s = servers();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("pages");
+    let neff = &neffs("fixtures/acc")[0];
+    let put = |rel: &str, bytes: &[u8]| {
+        let p = local.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    };
+    let neff_bytes = std::fs::read(neff).unwrap();
+    put("0/early.neff", &neff_bytes);
+    for i in 0..998 {
+        put(&format!("a/f{i:04}.txt"), b"x");
+    }
+    // No model.done: locked with its lock, incomplete without it.
+    let entry = "b/neuronxcc-2.0.0/MODULE_1+a";
+    put(&format!("{entry}/model.neff"), &neff_bytes);
+    put(&format!("{entry}/model.neff.lock"), b"");
+    put("d/late.neff", &neff_bytes);
+    for i in 0..1199 {
+        put(&format!("e/f{i:04}.txt"), b"x");
+    }
+    let up = Command::new("python3")
+        .arg(root().join("scripts/servers"))
+        .args(["upload", &s.s3, local.to_str().unwrap(), "pages/"])
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+
+    // 40 ms a request: each listing page waits out its round trip.
+    let endpoint = format!("{}/s3/delay40", s.proxy);
+    let o = run_env(
+        &[
+            "scan",
+            "--json",
+            "--no-progress",
+            "--sorted",
+            "s3://zoo/pages/",
+        ],
+        &endpoint,
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let remote = ndjson(&o.stdout);
+    let local_out = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        local.to_str().unwrap(),
+    ]);
+    let want = ndjson(&local_out.stdout);
+    let paths: Vec<String> = remote
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().into())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "s3://zoo/pages/0/early.neff".to_string(),
+            format!("s3://zoo/pages/{entry}/model.neff"),
+            "s3://zoo/pages/d/late.neff".to_string(),
+        ]
+    );
+    assert_eq!(want.len(), 3);
+    for (r, l) in remote.iter().zip(&want) {
+        // The straddling entry is judged from all its keys (its lock
+        // included): as on disk.
+        for k in [
+            "ok",
+            "cache_state",
+            "compiler",
+            "cache_key",
+            "arch",
+            "members",
+        ] {
+            assert_eq!(r[k], l[k], "{k} of {}", r["path"]);
+        }
+    }
+    assert_eq!(remote[1]["cache_state"], "locked", "{:?}", remote[1]);
+
+    // Pipelined: the first NEFF was asked for before the last page was.
+    let log = std::fs::read_to_string(&s.proxy_log).unwrap();
+    let arrived = |l: &str| -> f64 { l.split(' ').nth(4).unwrap().parse().unwrap() };
+    let lists: Vec<f64> = log
+        .lines()
+        .filter(|l| l.starts_with("GET /s3/delay40/zoo?") && l.contains("pages"))
+        .map(arrived)
+        .collect();
+    assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
+    let early: Vec<f64> = log
+        .lines()
+        .filter(|l| l.starts_with("GET /s3/delay40/zoo/pages/0/early.neff "))
+        .map(arrived)
+        .collect();
+    assert!(!early.is_empty(), "early.neff was read through the proxy");
+    assert!(
+        early[0] < lists[2],
+        "early.neff asked for at {} and the last page at {}",
+        early[0],
+        lists[2]
+    );
+}

@@ -116,23 +116,22 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             missing_root = true;
         }
     }
-    // The indexed scan lists the files itself.
-    let mut walked = match index {
-        None => Some(scan::list_with(roots, opts).map_err(|err| Failure {
-            path: PathBuf::from("scan"),
-            err,
-        })?),
-        Some(_) => None,
-    };
+    // A glob that does not compile is refused before anything is read.
+    opts.walk.check().map_err(|err| Failure {
+        path: PathBuf::from("scan"),
+        err,
+    })?;
     #[cfg(feature = "remote")]
     let remote = roots.iter().any(|r| r.to_str().is_some_and(neff::is_url));
     #[cfg(not(feature = "remote"))]
     let remote = false;
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
         // The indexed scan lists the files inside the library: no length.
+        // Its length grows as the paths are listed (a bucket's pages
+        // arrive while the first objects are read).
         let (b, template) = match index {
             None => (
-                indicatif::ProgressBar::new(walked.as_ref().map_or(0, |w| w.paths.len()) as u64),
+                indicatif::ProgressBar::new(0),
                 "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}",
             ),
             Some(_) => (indicatif::ProgressBar::no_length(), "{pos} NEFFs {per_sec}"),
@@ -206,11 +205,12 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     let mut from_index = None;
     match index {
         None => {
-            let walked = walked.as_mut().expect("listed above");
-            for r in std::mem::take(&mut walked.errors) {
-                emit(r);
-            }
-            walked.scan(opts, &emit).map_err(|err| Failure {
+            let listed = |n: usize| {
+                if let Some(b) = &bar {
+                    b.inc_length(n as u64);
+                }
+            };
+            scan::scan_listing(roots, opts, &listed, &emit).map_err(|err| Failure {
                 path: PathBuf::from("scan"),
                 err,
             })?;
