@@ -10,7 +10,10 @@ Rounds interleaved, medians (PERF §24, §26, §27).
 
 PROXY is the `proxy` URL `scripts/servers start` prints; REL the object's
 path under the seed (for the 1 GiB raw NEFF of bench/make_corpus.py,
-copied to SEED/big/big.neff: big/big.neff).
+copied to SEED/big/big.neff: big/big.neff). `direct:HTTP` in its place
+(HTTP: the `http` URL printed, nginx itself) times the object on loopback
+without the proxy in front (PERF §29). A BIN may carry options after a
+space, quoted as one argument: "target/release/neff --max-bytes-moved 10M".
 """
 import os
 import statistics
@@ -28,15 +31,17 @@ def main():
     if len(args) < 4:
         sys.exit(__doc__)
     proxy, rel, runs, bins = args[0], args[1], int(args[2]), args[3:]
-    for mode in ("ok", "delay20"):
-        url = f"{proxy}/http/{mode}/{rel}"
+    direct = proxy.startswith("direct:")
+    for mode in ("direct",) if direct else ("ok", "delay20"):
+        url = f"{proxy[len('direct:'):]}/{rel}" if direct else f"{proxy}/http/{mode}/{rel}"
         res = {b: [] for b in bins}
         if whole:
             res["whole"] = []
         for _ in range(runs):
             for b in bins:
                 t = time.monotonic()
-                subprocess.run([b, "ls", url], stdout=subprocess.DEVNULL, check=True)
+                cmd = b.split()
+                subprocess.run(cmd[:1] + ["ls", url] + cmd[1:], stdout=subprocess.DEVNULL, check=True)
                 res[b].append(time.monotonic() - t)
             if whole:
                 t = time.monotonic()
