@@ -905,8 +905,8 @@ mod listing {
         /// NEFF, holds it; hands on each NEFF held whose entry is now
         /// complete, in key order.
         pub(super) fn key(&mut self, url: &str, out: &mut dyn FnMut(PathBuf)) {
-            if self.last.as_deref().is_some_and(|l| url < l) {
-                log::warn!("{url}: listed out of key order: entries read after the listing");
+            if self.ordered && self.last.as_deref().is_some_and(|l| url < l) {
+                log::warn!("{url}: listed out of key order: the rest is read after the listing");
                 self.ordered = false;
             }
             self.last = Some(url.to_string());
