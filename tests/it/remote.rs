@@ -154,6 +154,9 @@ fn servers() -> &'static Servers {
             .arg(&state)
             .arg(&seed)
             .arg(std::process::id().to_string())
+            // Deleted by the servers' watchdog once this process ends
+            // (the static holding `dir` is never dropped).
+            .arg(dir.path())
             .stderr(Stdio::inherit())
             .output()
             .expect("run scripts/servers");
