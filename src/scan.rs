@@ -954,7 +954,9 @@ mod listing {
                 for p in local.paths.iter().cloned() {
                     let _ = tx.send(p);
                 }
-                list_prefixes(prefixes, &met, &tx, listed, emit);
+                // A single object named beside a prefix holding it is read once.
+                let sent = local.paths.iter().cloned().collect();
+                list_prefixes(prefixes, sent, &met, &tx, listed, emit);
                 drop(tx);
             });
             pool.install(|| {
@@ -976,13 +978,13 @@ mod listing {
     /// is complete, then the entries that hold none.
     fn list_prefixes(
         prefixes: &[PathBuf],
+        // Paths sent already (roots may overlap).
+        mut sent: HashSet<PathBuf>,
         met: &Mutex<HashMap<OsString, Met>>,
         tx: &mpsc::Sender<PathBuf>,
         listed: &(dyn Fn(usize) + Sync),
         emit: &(dyn Fn(Record) + Sync),
     ) {
-        // Paths sent (roots may overlap).
-        let mut sent: HashSet<PathBuf> = HashSet::new();
         {
             let mut send = |p: PathBuf| {
                 if sent.insert(p.clone()) {

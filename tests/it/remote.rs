@@ -1909,6 +1909,20 @@ fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole
         }
     }
     assert_eq!(remote[1]["cache_state"], "locked", "{:?}", remote[1]);
+    // A single object named beside the prefix holding it is read once.
+    let both = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        "s3://zoo/pages/0/early.neff",
+        "s3://zoo/pages/",
+    ]);
+    let both: Vec<String> = ndjson(&both.stdout)
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().into())
+        .collect();
+    assert_eq!(both, paths, "each object once");
 
     // Pipelined: the first NEFF was asked for before the last page was.
     let log = std::fs::read_to_string(&s.proxy_log).unwrap();
