@@ -950,6 +950,9 @@ impl tar::Fetch for remote::Object {
     fn through_below(&self) -> u64 {
         remote::through_below()
     }
+    fn hop_worth(&self) -> Option<u64> {
+        remote::hop_worth()
+    }
     fn ahead<'s>(
         &'s self,
         range: std::ops::Range<u64>,

@@ -54,13 +54,22 @@ pub fn stats() -> Stats {
 }
 
 /// A request in flight, counted from [`Request::start`] until dropped.
-pub(crate) struct Request;
+pub(crate) struct Request {
+    /// No other request was in flight when this one started: its round
+    /// trip is the link's own, with no queueing behind the process's
+    /// other requests.
+    alone: bool,
+}
 
 impl Request {
     pub(crate) fn start() -> Request {
         REQUESTS.fetch_add(1, Ordering::Relaxed);
-        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
-        Request
+        let before = IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        Request { alone: before == 0 }
+    }
+    /// Whether no other request was in flight when this one started.
+    pub(crate) fn alone(&self) -> bool {
+        self.alone
     }
     /// Notes `n` more body bytes received.
     pub(crate) fn got(&self, n: u64) {
@@ -76,6 +85,12 @@ impl Drop for Request {
 
 /// Round trip, microseconds (moving average; 0 until measured).
 static RTT_US: AtomicU64 = AtomicU64::new(0);
+/// Round trip of requests made alone (no other in flight), microseconds
+/// (moving average; 0 until measured): what a hop from header to header
+/// costs one object walked alone.
+static RTT_ALONE_US: AtomicU64 = AtomicU64::new(0);
+/// Remote objects open in the process ([`Open`]).
+static OPEN: AtomicU64 = AtomicU64::new(0);
 /// Bytes per second per connection (moving average; 0 until measured).
 static BW: AtomicU64 = AtomicU64::new(0);
 /// Most bytes moved per object (0: no cap).
@@ -89,9 +104,14 @@ fn blend(slot: &AtomicU64, x: u64) {
 }
 
 /// Notes one response: `first` from the request to its headers, then
-/// `bytes` of body in `body`.
-pub(crate) fn observe(first: Duration, bytes: u64, body: Duration) {
-    blend(&RTT_US, first.as_micros().min(u64::MAX as u128) as u64);
+/// `bytes` of body in `body`; `alone`: no other request was in flight
+/// when it was made ([`Request::alone`]).
+pub(crate) fn observe(first: Duration, bytes: u64, body: Duration, alone: bool) {
+    let first_us = first.as_micros().min(u64::MAX as u128) as u64;
+    blend(&RTT_US, first_us);
+    if alone {
+        blend(&RTT_ALONE_US, first_us);
+    }
     if bytes >= MEASURED_FROM {
         let us = body.as_micros().max(50) as u64;
         blend(&BW, bytes.saturating_mul(1_000_000) / us);
@@ -119,6 +139,49 @@ pub fn through_below() -> u64 {
     let (rtt, bw) = estimate();
     let bytes = (rtt.as_secs_f64() * bw as f64) as u64;
     bytes.min(MAX_THROUGH)
+}
+
+/// The bytes one object read on alone brings in the time a hop costs
+/// (a request made alone: no queueing behind its own read-ahead), at its
+/// share of the link (the parts in flight of a read-ahead, each at a
+/// connection's throughput); `None` while other objects are open, whose requests
+/// overlap its own (their round trips hide behind each other, and the
+/// walk's choice per member stands).
+///
+/// A walk whose skipped members average more than this moves less and
+/// ends sooner hopping over every one, a request each, than reading on
+/// through them: on loopback a request costs ~130 µs, and reading on
+/// through the same archive costs its download.
+pub(crate) fn hop_worth() -> Option<u64> {
+    if OPEN.load(Ordering::Relaxed) > 1 {
+        return None;
+    }
+    let (rtt, bw) = estimate();
+    let alone = match RTT_ALONE_US.load(Ordering::Relaxed) {
+        0 => rtt,
+        r => Duration::from_micros(r),
+    };
+    let depth = super::ahead::depth();
+    let bytes = alone.as_secs_f64() * bw as f64 * depth as f64;
+    Some(bytes as u64)
+}
+
+/// A remote object open, counted until dropped ([`hop_worth`] knows
+/// whether it is alone).
+#[derive(Debug)]
+pub(crate) struct Open;
+
+impl Open {
+    pub(crate) fn start() -> Open {
+        OPEN.fetch_add(1, Ordering::Relaxed);
+        Open
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Objects no larger than this are fetched whole in one request rather
@@ -178,13 +241,19 @@ mod tests {
                 Duration::from_millis(25),
                 8 << 20,
                 Duration::from_millis(80),
+                false,
             );
         }
         let far = through_below();
         assert!((2_400_000..2_800_000).contains(&far), "{far}");
         // Small bodies move the round trip, not the throughput.
         for _ in 0..20 {
-            observe(Duration::from_millis(1), 2048, Duration::from_micros(10));
+            observe(
+                Duration::from_millis(1),
+                2048,
+                Duration::from_micros(10),
+                false,
+            );
         }
         let near = through_below();
         assert!(near < far / 10, "{near} vs {far}");

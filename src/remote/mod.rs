@@ -70,6 +70,7 @@ mod link;
 mod profile;
 
 pub use ahead::Parts;
+pub(crate) use link::hop_worth;
 pub use link::{
     cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
 };
@@ -682,6 +683,8 @@ pub struct Object {
     /// Held while the whole object is fetched: one GET of it, whatever
     /// the number of readers that found the Range ignored.
     fetching: Mutex<()>,
+    /// Counted among the objects open ([`link::hop_worth`]).
+    _open: link::Open,
 }
 
 /// The largest raw NEFF fetched whole (the first request, then one for
@@ -717,7 +720,7 @@ impl Object {
         let retries = retries();
         let first = rt.block_on(async {
             let mut tries = 0u64;
-            let (r, body, headers, t0) = loop {
+            let (r, body, headers, t0, alone) = loop {
                 let t0 = std::time::Instant::now();
                 let counted = link::Request::start();
                 let r = match store.get_opts(&path, opts.clone()).await {
@@ -731,7 +734,7 @@ impl Object {
                 match collect(r, range.end - range.start).await {
                     Ok(body) => {
                         counted.got(body.len() as u64);
-                        break ((meta, range), body, headers, t0);
+                        break ((meta, range), body, headers, t0, counted.alone());
                     }
                     // A body cut or reset: the first request again (no
                     // version is pinned yet), a bounded number of times.
@@ -744,7 +747,7 @@ impl Object {
                 }
             };
             let (meta, range) = r;
-            link::observe(headers, body.len() as u64, t0.elapsed() - headers);
+            link::observe(headers, body.len() as u64, t0.elapsed() - headers, alone);
             log::info!(
                 "{url}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
                 range.start,
@@ -770,6 +773,7 @@ impl Object {
                 whole: OnceLock::from(file),
                 fetching: Mutex::new(()),
                 moved: size.into(),
+                _open: link::Open::start(),
             };
             return Ok((object, first));
         };
@@ -784,6 +788,7 @@ impl Object {
             whole: OnceLock::new(),
             fetching: Mutex::new(()),
             moved: (bytes.len() as u64).into(),
+            _open: link::Open::start(),
         };
         let want = asked.min(object.pin.size);
         if bytes.len() as u64 != want {
@@ -1085,7 +1090,7 @@ impl Pinned {
             ));
             return Err((e.into(), Some(got)));
         }
-        link::observe(headers, got, t0.elapsed() - headers);
+        link::observe(headers, got, t0.elapsed() - headers, counted.alone());
         log::info!(
             "{}: GET bytes {}..{}: {got} bytes in {:.1} ms",
             self.url,

@@ -20,6 +20,13 @@
 //!   download, never a round trip per member; a member longer than that
 //!   threshold ends the read-ahead and is hopped over.
 //!
+//! An object walked alone on a link where a request is cheap (loopback)
+//! is hopped through whole: once [`JUDGED_AFTER`] members have been
+//! passed, if their data averages more than half of what a read-ahead
+//! brings in the time of one request ([`Fetch::hop_worth`]), the walk
+//! only hops from then on, as under a cap; mixing the two ways there pays
+//! both a request per large member and the bytes between them.
+//!
 //! The data of members the accessors will read (`retain`, the JSON
 //! sidecars) is kept as the walk passes it ([`Retained`]), fetched with
 //! the header after it in one request when hopping, so that reading them
@@ -80,6 +87,15 @@ pub trait Fetch {
             from: self,
             parts: Parts::new(range, first, MAX_PART),
         }))
+    }
+
+    /// The bytes reading on brings in the time one hop costs, for an
+    /// object walked alone (`None`, the default: not known, or not alone).
+    /// A walk whose skipped member data averages more than half of this
+    /// hops over every member, as under a cap: mixing the two ways pays both a
+    /// request per large member and the bytes between them.
+    fn hop_worth(&self) -> Option<u64> {
+        None
     }
 
     /// How many more bytes may be fetched from this object (`None`: no
@@ -232,6 +248,15 @@ pub const MAX_PART: u64 = 8 << 20;
 
 /// The smallest first part of a read-ahead.
 const MIN_PART: u64 = 64 << 10;
+/// Members passed before the walk judges whether to hop over them all
+/// ([`Fetch::hop_worth`]).
+const JUDGED_AFTER: u64 = 4;
+/// Hopping only is chosen when the members passed average more than
+/// `1 / HOP_BIAS` of a hop's worth: where the two ways cost about the
+/// same, hopping moves a hundredth of the bytes (egress is billed), and
+/// on loopback both pure ways took about as long as the download where
+/// the mix between them took twice as long (PERF §30).
+const HOP_BIAS: u64 = 2;
 
 /// Walks the `len` tar bytes that start `base` bytes into what `F` fetches.
 pub struct RangeSource<'a, F: Fetch + ?Sized> {
@@ -245,6 +270,16 @@ pub struct RangeSource<'a, F: Fetch + ?Sized> {
     ahead: Option<Box<dyn Ahead + 'a>>,
     /// The length of the next read-ahead (0: twice a round trip's worth).
     span: u64,
+    /// Members whose data the walk passed without keeping it, and their
+    /// bytes: what [`Fetch::hop_worth`] is weighed against. Empty members
+    /// and ones over [`MAX_PART`] are left out: a few of those would
+    /// outweigh the many smaller ones the choice is about.
+    passed: u64,
+    passed_bytes: u64,
+    /// The last judgement of [`Self::hopping`] (logged when it changes;
+    /// once it is to hop, it stands for the rest of the walk: going back
+    /// and forth is the mix that pays both ways).
+    hops: std::cell::Cell<Option<bool>>,
     names: Arena,
     /// Where the data of members asked to be retained goes (none: not kept).
     retained: Option<&'a RefCell<Retained>>,
@@ -266,6 +301,9 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
             next: WINDOW,
             ahead: None,
             span: 0,
+            passed: 0,
+            passed_bytes: 0,
+            hops: Default::default(),
             names: Arena::default(),
             retained: None,
         }
@@ -279,10 +317,31 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
     /// a cap moves the fewest bytes (headers, in small windows) and fails
     /// only if they alone pass it.
     fn through(&self) -> u64 {
-        match self.from.budget() {
-            Some(_) => 0,
-            None => self.from.through_below(),
+        if self.from.budget().is_some() || self.hopping() {
+            return 0;
         }
+        self.from.through_below()
+    }
+
+    /// Whether the members passed so far cost less to hop over, one
+    /// request each, than to read through ([`Fetch::hop_worth`], with
+    /// [`HOP_BIAS`]), judged once [`JUDGED_AFTER`] have been.
+    fn hopping(&self) -> bool {
+        if self.passed < JUDGED_AFTER || self.hops.get() == Some(true) {
+            return self.hops.get() == Some(true);
+        }
+        let mean = self.passed_bytes / self.passed;
+        let worth = self.from.hop_worth();
+        let hop = worth.is_some_and(|worth| mean.saturating_mul(HOP_BIAS) > worth);
+        if self.hops.get() != Some(hop) {
+            self.hops.set(Some(hop));
+            log::debug!(
+                "ranged walk: {} members passed, {mean} bytes on average; a hop is worth {worth:?} bytes: {}",
+                self.passed,
+                if hop { "hopping only" } else { "reading through the shorter" }
+            );
+        }
+        hop
     }
 
     /// Makes the window hold `off..off + len` (within the tar): read on
@@ -385,11 +444,16 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
         if let Some(left) = data_in(self.len, off, size) {
             return Ok(Some(left));
         }
+        if !retain && size > 0 && size <= MAX_PART {
+            self.passed += 1;
+            self.passed_bytes += size;
+        }
         if let Some(kept) = self.retained.filter(|_| retain && size > 0) {
             let n = size as usize;
-            if self.from.budget().is_some() && !self.window.holds(off, n) {
-                // Bytes are counted: fetched when an accessor asks, not
-                // for a listing that may never.
+            if (self.from.budget().is_some() || self.hopping()) && !self.window.holds(off, n) {
+                // Bytes are counted, or a request costs less than reading
+                // on: fetched when an accessor asks, not for a listing
+                // that may never.
                 return Ok(None);
             }
             // Read now (it will be), with the next header in the same
@@ -716,6 +780,50 @@ mod tests {
         );
         assert!(from.0.fetched() * 20 < tar.len() as u64);
         assert!(got.entries.iter().all(|e| kept.get(e.offset).is_none()));
+    }
+
+    #[test]
+    fn an_object_alone_whose_members_average_more_than_a_hop_is_walked_by_hops_only() {
+        // 200 members of 200 KiB: a round trip's worth (1 MiB) is more
+        // than each, so the walk alone reads through them all; a hop that
+        // costs 64 KiB of reading on (loopback: a quick request, a fast
+        // read-ahead) makes hopping over every one cheaper.
+        struct Alone(Counted, Option<u64>);
+        impl Fetch for Alone {
+            fn fetch(&self, r: Range<u64>) -> Result<Vec<u8>> {
+                self.0.fetch(r)
+            }
+            fn through_below(&self) -> u64 {
+                self.0 .2
+            }
+            fn hop_worth(&self) -> Option<u64> {
+                self.1
+            }
+        }
+        let entries: Vec<PackEntry> = (0..200)
+            .map(|i| PackEntry::file(&format!("sg00/w{i}.bin"), vec![i as u8; 200 << 10], 0))
+            .collect();
+        let neff = raw(&entries);
+        let walk_with = |worth| {
+            let from = Alone(Counted::new(neff.clone(), 1 << 20), worth);
+            let mut src = RangeSource::new(&from, 1024, neff.len() - 1024, &[]);
+            let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+            drop(src);
+            assert_eq!(got.entries.len(), 200);
+            let requests = from.0 .1.borrow().len();
+            (from.0.fetched(), requests)
+        };
+        let len = neff.len() as u64;
+        // Not known (other objects open): read through, a few requests.
+        let (through, n) = walk_with(None);
+        assert!(through * 10 > len * 9, "fetched {through} of {len}");
+        assert!(n <= 20, "{n} requests");
+        // Members average less than a hop's worth: read through still.
+        assert_eq!(walk_with(Some(1 << 20)).0, through);
+        // More: after the first few, a small window per member.
+        let (hopped, n) = walk_with(Some(64 << 10));
+        assert!(hopped * 20 < len, "fetched {hopped} of {len}");
+        assert!((190..=205).contains(&n), "{n} requests");
     }
 
     #[test]
