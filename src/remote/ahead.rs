@@ -66,17 +66,6 @@ pub(crate) fn depth() -> usize {
 }
 
 /// A read-ahead (or a read of a long range) alive, counted until dropped.
-pub(crate) struct Alive;
-
-impl Alive {
-    pub(crate) fn start() -> Alive {
-        ALIVE.fetch_add(1, Ordering::Relaxed);
-        Alive
-    }
-}
-
-impl Drop for Alive {
-    fn drop(&mut self) {
-        ALIVE.fetch_sub(1, Ordering::Relaxed);
-    }
+pub(crate) fn alive() -> super::link::Gauge {
+    super::link::Gauge::hold(&ALIVE)
 }

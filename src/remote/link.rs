@@ -13,7 +13,7 @@
 //! unless a request made alone costs less than reading on through its
 //! members ([`hop_worth`]: on loopback, ~130 µs).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Round trip assumed before one is measured: a bucket in the same region.
@@ -91,8 +91,8 @@ static RTT_US: AtomicU64 = AtomicU64::new(0);
 /// (moving average; 0 until measured): what a hop from header to header
 /// costs one object walked alone.
 static RTT_ALONE_US: AtomicU64 = AtomicU64::new(0);
-/// Remote objects open in the process ([`Open`]).
-static OPEN: AtomicU64 = AtomicU64::new(0);
+/// Remote objects open in the process ([`open`]).
+static OPEN: AtomicUsize = AtomicUsize::new(0);
 /// Bytes per second per connection (moving average; 0 until measured).
 static BW: AtomicU64 = AtomicU64::new(0);
 /// Most bytes moved per object (0: no cap).
@@ -168,22 +168,29 @@ pub(crate) fn hop_worth() -> Option<u64> {
     Some(bytes as u64)
 }
 
-/// A remote object open, counted until dropped ([`hop_worth`] knows
-/// whether it is alone).
+/// A count held while a value lives: one more at [`Gauge::hold`], one
+/// less when dropped (the objects open here, the read-aheads alive in
+/// [`super::ahead`]).
 #[derive(Debug)]
-pub(crate) struct Open;
+pub(crate) struct Gauge(&'static AtomicUsize);
 
-impl Open {
-    pub(crate) fn start() -> Open {
-        OPEN.fetch_add(1, Ordering::Relaxed);
-        Open
+impl Gauge {
+    pub(crate) fn hold(count: &'static AtomicUsize) -> Gauge {
+        count.fetch_add(1, Ordering::Relaxed);
+        Gauge(count)
     }
 }
 
-impl Drop for Open {
+impl Drop for Gauge {
     fn drop(&mut self) {
-        OPEN.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// A remote object open, counted until dropped ([`hop_worth`] knows
+/// whether it is alone).
+pub(crate) fn open() -> Gauge {
+    Gauge::hold(&OPEN)
 }
 
 /// Objects no larger than this are fetched whole in one request rather

@@ -684,7 +684,7 @@ pub struct Object {
     /// the number of readers that found the Range ignored.
     fetching: Mutex<()>,
     /// Counted among the objects open ([`link::hop_worth`]).
-    _open: link::Open,
+    _open: link::Gauge,
 }
 
 /// The largest raw NEFF fetched whole (the first request, then one for
@@ -773,7 +773,7 @@ impl Object {
                 whole: OnceLock::from(file),
                 fetching: Mutex::new(()),
                 moved: size.into(),
-                _open: link::Open::start(),
+                _open: link::open(),
             };
             return Ok((object, first));
         };
@@ -788,7 +788,7 @@ impl Object {
             whole: OnceLock::new(),
             fetching: Mutex::new(()),
             moved: (bytes.len() as u64).into(),
-            _open: link::Open::start(),
+            _open: link::open(),
         };
         let want = asked.min(object.pin.size);
         if bytes.len() as u64 != want {
@@ -948,7 +948,7 @@ impl Object {
         self.check_range(&rest)?;
         self.charge(rest.end - rest.start)?;
         let file_ref = &file;
-        let _alive = ahead::Alive::start();
+        let _alive = ahead::alive();
         let parts = rest.clone().step_by(PART as usize).map(|at| {
             let part = at..(at + PART).min(rest.end);
             async move {
@@ -1163,7 +1163,7 @@ pub struct ReadAhead<'o> {
     /// The task fetching the parts; `None` once they come from the whole
     /// copy of the object.
     task: Option<tokio::task::JoinHandle<()>>,
-    _alive: ahead::Alive,
+    _alive: link::Gauge,
 }
 
 impl<'o> ReadAhead<'o> {
@@ -1173,7 +1173,7 @@ impl<'o> ReadAhead<'o> {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         // Its share among the others alive, then counted among them.
         let depth = ahead::depth();
-        let alive = ahead::Alive::start();
+        let alive = ahead::alive();
         if object.whole.get().is_some() {
             // The server ignores Range: every part from the whole copy.
             return Ok(ReadAhead {

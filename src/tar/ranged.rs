@@ -271,15 +271,15 @@ pub struct RangeSource<'a, F: Fetch + ?Sized> {
     /// The length of the next read-ahead (0: twice a round trip's worth).
     span: u64,
     /// Members whose data the walk passed without keeping it, and their
-    /// bytes: what [`Fetch::hop_worth`] is weighed against. Empty members
+    /// bytes: what [`Fetch::hop_worth`] is weighed against ([`Self::judge`]). Empty members
     /// and ones over [`MAX_PART`] are left out: a few of those would
     /// outweigh the many smaller ones the choice is about.
     passed: u64,
     passed_bytes: u64,
-    /// The last judgement of [`Self::hopping`] (logged when it changes;
-    /// once it is to hop, it stands for the rest of the walk: going back
-    /// and forth is the mix that pays both ways).
-    hops: std::cell::Cell<Option<bool>>,
+    /// The walk only hops from here on ([`Self::judge`]): once chosen,
+    /// it stands for the rest of the walk (going back and forth is the
+    /// mix that pays both ways).
+    hopping: bool,
     names: Arena,
     /// Where the data of members asked to be retained goes (none: not kept).
     retained: Option<&'a RefCell<Retained>>,
@@ -303,7 +303,7 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
             span: 0,
             passed: 0,
             passed_bytes: 0,
-            hops: Default::default(),
+            hopping: false,
             names: Arena::default(),
             retained: None,
         }
@@ -317,31 +317,33 @@ impl<'a, F: Fetch + ?Sized> RangeSource<'a, F> {
     /// a cap moves the fewest bytes (headers, in small windows) and fails
     /// only if they alone pass it.
     fn through(&self) -> u64 {
-        if self.from.budget().is_some() || self.hopping() {
+        if self.from.budget().is_some() || self.hopping {
             return 0;
         }
         self.from.through_below()
     }
 
-    /// Whether the members passed so far cost less to hop over, one
-    /// request each, than to read through ([`Fetch::hop_worth`], with
-    /// [`HOP_BIAS`]), judged once [`JUDGED_AFTER`] have been.
-    fn hopping(&self) -> bool {
-        if self.passed < JUDGED_AFTER || self.hops.get() == Some(true) {
-            return self.hops.get() == Some(true);
+    /// Counts a member whose data the walk passes, and judges whether
+    /// the members passed so far cost less to hop over, one request each,
+    /// than to read through ([`Fetch::hop_worth`], with [`HOP_BIAS`]),
+    /// once [`JUDGED_AFTER`] have been.
+    fn judge(&mut self, size: u64) {
+        self.passed += 1;
+        self.passed_bytes += size;
+        if self.hopping || self.passed < JUDGED_AFTER {
+            return;
         }
         let mean = self.passed_bytes / self.passed;
-        let worth = self.from.hop_worth();
-        let hop = worth.is_some_and(|worth| mean.saturating_mul(HOP_BIAS) > worth);
-        if self.hops.get() != Some(hop) {
-            self.hops.set(Some(hop));
+        let Some(worth) = self.from.hop_worth() else {
+            return;
+        };
+        if mean.saturating_mul(HOP_BIAS) > worth {
+            self.hopping = true;
             log::debug!(
-                "ranged walk: {} members passed, {mean} bytes on average; a hop is worth {worth:?} bytes: {}",
-                self.passed,
-                if hop { "hopping only" } else { "reading through the shorter" }
+                "ranged walk: {} members passed, {mean} bytes on average, a hop worth {worth}: hopping only",
+                self.passed
             );
         }
-        hop
     }
 
     /// Makes the window hold `off..off + len` (within the tar): read on
@@ -445,12 +447,11 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
             return Ok(Some(left));
         }
         if !retain && size > 0 && size <= MAX_PART {
-            self.passed += 1;
-            self.passed_bytes += size;
+            self.judge(size);
         }
         if let Some(kept) = self.retained.filter(|_| retain && size > 0) {
             let n = size as usize;
-            if (self.from.budget().is_some() || self.hopping()) && !self.window.holds(off, n) {
+            if (self.from.budget().is_some() || self.hopping) && !self.window.holds(off, n) {
                 // Bytes are counted, or a request costs less than reading
                 // on: fetched when an accessor asks, not for a listing
                 // that may never.
