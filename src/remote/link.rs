@@ -145,7 +145,7 @@ pub fn through_below() -> u64 {
 
 /// The bytes one object read on alone brings in the time a hop costs
 /// (a request made alone: no queueing behind its own read-ahead), at its
-/// share of the link (the parts in flight of a read-ahead, each at a
+/// share of the link (`depth` parts of a read-ahead in flight, each at a
 /// connection's throughput); `None` while other objects are open, whose requests
 /// overlap its own (their round trips hide behind each other, and the
 /// walk's choice per member stands).
@@ -154,7 +154,7 @@ pub fn through_below() -> u64 {
 /// ends sooner hopping over every one, a request each, than reading on
 /// through them: on loopback a request costs ~130 µs, and reading on
 /// through the same archive costs its download.
-pub(crate) fn hop_worth() -> Option<u64> {
+pub(crate) fn hop_worth(depth: usize) -> Option<u64> {
     if OPEN.load(Ordering::Relaxed) > 1 {
         return None;
     }
@@ -163,8 +163,7 @@ pub(crate) fn hop_worth() -> Option<u64> {
         0 => rtt,
         r => Duration::from_micros(r),
     };
-    let depth = super::ahead::depth();
-    let bytes = alone.as_secs_f64() * bw as f64 * depth as f64;
+    let bytes = alone.as_secs_f64() * bw as f64 * depth.max(1) as f64;
     Some(bytes as u64)
 }
 

@@ -70,11 +70,17 @@ mod link;
 mod profile;
 
 pub use ahead::Parts;
-pub(crate) use link::hop_worth;
 pub use link::{
     cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
 };
 pub use profile::set_profile;
+
+/// The bytes one object walked alone reads on in the time of a request
+/// made alone, at the depth a read-ahead of it would have
+/// ([`link::hop_worth`]); `None` while other objects are open.
+pub(crate) fn hop_worth() -> Option<u64> {
+    link::hop_worth(ahead::depth())
+}
 
 /// Whether `s` names a remote object (`s3://`, `gs://`, `az://`, `hf://`,
 /// `http://` or `https://`) rather than a local path.
