@@ -348,6 +348,8 @@ pub(crate) struct Found {
     /// (Keyed by the directory's bytes: hashing them is cheaper than
     /// hashing a path's components.)
     pub(crate) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+    /// The bucket prefixes whose listing failed: what they hold is unknown.
+    pub(crate) unlisted: Vec<PathBuf>,
 }
 
 pub(crate) fn list_versions(
@@ -357,6 +359,8 @@ pub(crate) fn list_versions(
 ) -> Result<Found> {
     #[allow(unused_mut)]
     let mut versions = Versions::new();
+    #[allow(unused_mut)]
+    let mut unlisted = Vec::new();
     let found = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     // The directories symlink loops led back to (each loop reported once).
@@ -385,7 +389,10 @@ pub(crate) fn list_versions(
                         }
                     }
                 }
-                Err(e) => errors.lock().expect("lock").push(failed(root, &e, None)),
+                Err(e) => {
+                    unlisted.push(root.clone());
+                    errors.lock().expect("lock").push(failed(root, &e, None));
+                }
             }
             continue;
         }
@@ -498,6 +505,7 @@ pub(crate) fn list_versions(
         versions,
         linked: linked.into_inner().expect("lock"),
         met,
+        unlisted,
     })
 }
 
@@ -638,17 +646,8 @@ pub fn scan_listing(
     emit: &(dyn Fn(Record) + Sync),
 ) -> Result<()> {
     #[cfg(feature = "remote")]
-    {
-        let prefix = |r: &PathBuf| {
-            r.to_str().is_some_and(|u| {
-                crate::remote::is_url(u) && !u.ends_with(".neff") && crate::remote::is_listable(u)
-            })
-        };
-        if opts.shard.is_none() && roots.iter().any(prefix) {
-            let (prefixes, rest): (Vec<PathBuf>, Vec<PathBuf>) =
-                roots.iter().cloned().partition(prefix);
-            return listing::scan(&prefixes, &rest, opts, listed, emit);
-        }
+    if let Some((prefixes, rest)) = streamed_prefixes(roots, opts) {
+        return listing::scan(&prefixes, &rest, opts, listed, emit);
     }
     let walked = list_with(roots, opts)?;
     for r in walked.errors.iter().cloned() {
@@ -656,6 +655,70 @@ pub fn scan_listing(
     }
     listed(walked.paths.len());
     walked.scan(opts, emit)
+}
+
+/// The roots split into the bucket or repository prefixes to read while
+/// they are listed, and the rest (local roots, single objects), when there
+/// is any such prefix and the scan is not sharded (a shard is a slice of
+/// the sorted whole, so it lists everything first).
+#[cfg_attr(not(any(feature = "remote", feature = "catalog")), allow(dead_code))]
+pub(crate) fn streamed_prefixes(
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
+    #[cfg(feature = "remote")]
+    {
+        let prefix = |r: &PathBuf| {
+            r.to_str().is_some_and(|u| {
+                crate::remote::is_url(u) && !u.ends_with(".neff") && crate::remote::is_listable(u)
+            })
+        };
+        if opts.shard.is_none() && roots.iter().any(prefix) {
+            return Some(roots.iter().cloned().partition(prefix));
+        }
+    }
+    let _ = (roots, opts);
+    None
+}
+
+/// What the listings of a scan read while it lists have seen so far,
+/// shared with the workers reading what they found.
+#[derive(Default)]
+#[cfg_attr(not(all(feature = "remote", feature = "catalog")), allow(dead_code))]
+pub(crate) struct Seen {
+    /// What the listings met of each compile-cache entry.
+    met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>>,
+    /// What the listings said of each NEFF (size, ETag).
+    versions: Mutex<Versions>,
+    /// The prefixes whose listing failed, whole or part way: what they
+    /// held is unknown.
+    unlisted: Mutex<Vec<PathBuf>>,
+}
+
+#[cfg_attr(not(all(feature = "remote", feature = "catalog")), allow(dead_code))]
+impl Seen {
+    /// What a walk (`local`) or the listings met of `path`'s compile-cache
+    /// entry.
+    pub(crate) fn met(
+        &self,
+        local: &std::collections::HashMap<std::ffi::OsString, cache::Met>,
+        path: &Path,
+    ) -> Option<cache::Met> {
+        met_of(local, path).or_else(|| met_of(&self.met.lock().expect("lock"), path))
+    }
+
+    /// What a listing said of `path` (size, ETag), if it is a listed object.
+    pub(crate) fn version(&self, local: &Versions, path: &Path) -> Option<(u64, String)> {
+        if let Some(v) = local.get(path) {
+            return Some(v.clone());
+        }
+        self.versions.lock().expect("lock").get(path).cloned()
+    }
+
+    /// The prefixes whose listing failed.
+    pub(crate) fn unlisted(self) -> Vec<PathBuf> {
+        self.unlisted.into_inner().expect("lock")
+    }
 }
 
 fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
@@ -866,20 +929,22 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
     }
 }
 
+#[cfg(all(feature = "remote", feature = "catalog"))]
+pub(crate) use listing::read_while_listing;
+
 /// The scan of bucket prefixes pipelined with their listings
 /// ([`scan_listing`]).
 #[cfg(feature = "remote")]
 mod listing {
-    use std::collections::{HashMap, HashSet, VecDeque};
-    use std::ffi::OsString;
-    use std::path::PathBuf;
-    use std::sync::{mpsc, Mutex};
+    use std::collections::{HashSet, VecDeque};
+    use std::path::{Path, PathBuf};
+    use std::sync::mpsc;
 
     use rayon::prelude::*;
 
-    use super::{failed, list_versions, meet_object, met_of, record_with, ScanOptions};
+    use super::{failed, list_versions, meet_object, record_with, ScanOptions, Seen};
     use super::{Record, Result, Scratch};
-    use crate::cache::{self, Met};
+    use crate::cache;
     use crate::remote::Listed;
 
     /// NEFFs listed and not yet handed to the workers: each waits until
@@ -945,28 +1010,54 @@ mod listing {
         for r in local.errors {
             emit(r);
         }
-        let met: Mutex<HashMap<OsString, Met>> = Mutex::default();
+        let seen = Seen::default();
+        read_while_listing(
+            prefixes,
+            &local.paths,
+            opts.jobs,
+            &seen,
+            listed,
+            &|p, scratch| record_with(p, opts, scratch, seen.met(&local.met, p), |_| ()).0,
+            emit,
+            emit,
+        )
+    }
+
+    /// Runs `work` on each of `paths` (listed already) and of the NEFFs
+    /// and bare compile-cache entries under `prefixes` as their listings
+    /// find them, on the remote pool of `jobs`; `emit` gets each result,
+    /// `fail` each listing's error (as a record naming the prefix). What
+    /// the listings see goes into `seen` before the path it concerns is
+    /// handed to `work`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn read_while_listing<T: Send>(
+        prefixes: &[PathBuf],
+        paths: &[PathBuf],
+        jobs: usize,
+        seen: &Seen,
+        listed: &(dyn Fn(usize) + Sync),
+        work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
+        emit: &(dyn Fn(T) + Sync),
+        fail: &(dyn Fn(Record) + Sync),
+    ) -> Result<()> {
         let (tx, rx) = mpsc::channel::<PathBuf>();
-        let pool = super::pool_for(true, opts.jobs)?;
+        let pool = super::pool_for(true, jobs)?;
         std::thread::scope(|scope| {
             let lister = scope.spawn(|| {
-                listed(local.paths.len());
-                for p in local.paths.iter().cloned() {
+                listed(paths.len());
+                for p in paths.iter().cloned() {
                     let _ = tx.send(p);
                 }
                 // A single object named beside a prefix holding it is read once.
-                let sent = local.paths.iter().cloned().collect();
-                list_prefixes(prefixes, sent, &met, &tx, listed, emit);
+                let sent = paths.iter().cloned().collect();
+                list_prefixes(prefixes, sent, seen, &tx, listed, fail);
                 drop(tx);
             });
             pool.install(|| {
                 rx.into_iter()
                     .par_bridge()
                     .for_each_init(Scratch::default, |scratch, p| {
-                        let m = met_of(&local.met, &p)
-                            .or_else(|| met_of(&met.lock().expect("lock"), &p));
-                        let r = super::counted(|| record_with(&p, opts, scratch, m, |_| ()).0);
-                        emit(r)
+                        emit(super::counted(|| work(&p, scratch)))
                     });
             });
             lister.join().expect("the lister does not panic");
@@ -980,10 +1071,10 @@ mod listing {
         prefixes: &[PathBuf],
         // Paths sent already (roots may overlap).
         mut sent: HashSet<PathBuf>,
-        met: &Mutex<HashMap<OsString, Met>>,
+        seen: &Seen,
         tx: &mpsc::Sender<PathBuf>,
         listed: &(dyn Fn(usize) + Sync),
-        emit: &(dyn Fn(Record) + Sync),
+        fail: &(dyn Fn(Record) + Sync),
     ) {
         {
             let mut send = |p: PathBuf| {
@@ -996,18 +1087,26 @@ mod listing {
                 let url = root.to_str().expect("a prefix is a URL");
                 let mut held = Held::new();
                 let got = crate::remote::list_each(url, &mut |o: Listed| {
-                    meet_object(&o, &mut met.lock().expect("lock"));
+                    meet_object(&o, &mut seen.met.lock().expect("lock"));
+                    if o.url.ends_with(".neff") {
+                        seen.versions
+                            .lock()
+                            .expect("lock")
+                            .insert(PathBuf::from(&o.url), (o.size, o.version.clone()));
+                    }
                     held.key(&o.url, &mut send);
                 });
                 held.end(&mut send);
                 if let Err(e) = got {
-                    emit(failed(root, &e, None));
+                    seen.unlisted.lock().expect("lock").push(root.clone());
+                    fail(failed(root, &e, None));
                 }
             }
         }
         // Entries holding no NEFF, once every listing is done.
         let parents: HashSet<&std::path::Path> = sent.iter().filter_map(|p| p.parent()).collect();
-        let mut bare: Vec<PathBuf> = met
+        let mut bare: Vec<PathBuf> = seen
+            .met
             .lock()
             .expect("lock")
             .keys()

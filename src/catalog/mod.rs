@@ -41,7 +41,7 @@ mod schema;
 mod update;
 
 pub use schema::{merge_sql, schema_script, INDEXES, NEFF_COLUMNS, SCHEMA, SCHEMA_VERSION};
-pub use update::scan_indexed;
+pub use update::{scan_indexed, scan_indexed_listing};
 
 use std::path::{Path, PathBuf};
 

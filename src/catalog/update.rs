@@ -2,7 +2,10 @@
 //! stat identity is unchanged are answered from the database without a
 //! read; new or changed files are read (record and rows from one open) and
 //! their rows replaced, in batched write transactions; rows of files gone
-//! from the walked roots are deleted.
+//! from the walked roots are deleted (not those under a bucket prefix whose
+//! listing failed). A bucket prefix is read while it is listed, as the
+//! plain scan reads it: each object answered or read once its listing page
+//! has arrived.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -64,13 +67,10 @@ impl Stat {
 }
 
 /// The identity of `p`: its file's [`Stat`], or for a remote object what
-/// its listing said (size, and the ETag folded into `ino`; the other
-/// fields 0), so that an unchanged object is known without a request.
-fn identity(p: &Path, versions: &scan::Versions) -> std::io::Result<Stat> {
-    if versions.is_empty() {
-        return Stat::of(p);
-    }
-    match versions.get(p) {
+/// its listing said (`version`: size, and the ETag folded into `ino`; the
+/// other fields 0), so that an unchanged object is known without a request.
+fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Result<Stat> {
+    match version {
         Some((size, version)) => {
             use sha2::{Digest, Sha256};
             let h = Sha256::digest(version.as_bytes());
@@ -208,12 +208,12 @@ struct Cached {
 }
 
 /// Every row's key; with its identity, options and record for the files
-/// this scan will look at (`wanted`, by key), so that memory follows the
-/// scan's own files, not the whole catalogue's records.
+/// this scan will look at (the keys `wanted` says yes to), so that memory
+/// follows the scan's own files, not the whole catalogue's records.
 fn load(
     conn: &Connection,
     db: &Path,
-    wanted: &HashSet<String>,
+    wanted: &dyn Fn(&str) -> bool,
 ) -> Result<HashMap<String, Option<Cached>>> {
     let mut st = conn
         .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options, record FROM neffs")
@@ -222,7 +222,7 @@ fn load(
     let mut out = HashMap::new();
     while let Some(r) = rows.next().map_err(err(db))? {
         let path: String = r.get(0).map_err(err(db))?;
-        let cached = if wanted.contains(&path) {
+        let cached = if wanted(&path) {
             let c = || -> rusqlite::Result<Cached> {
                 Ok(Cached {
                     stat: Stat {
@@ -423,15 +423,41 @@ pub fn scan_indexed(
     opts: &ScanOptions,
     emit: &(dyn Fn(Record, Origin) + Sync),
 ) -> Result<Update> {
+    scan_indexed_listing(db, rebuild, roots, opts, &|_| (), emit)
+}
+
+/// [`scan_indexed`], reading the objects of a bucket or repository prefix
+/// as its listing pages arrive, as [`scan::scan_listing`] does (a warm
+/// object is answered from its row as soon as it is listed, a new one read
+/// then), and telling `listed(n)` each time `n` more files are queued (a
+/// progress bar's length). A sharded scan lists everything first.
+///
+/// Rows under a prefix whose listing failed are kept: what it holds is
+/// unknown, not gone.
+pub fn scan_indexed_listing(
+    db: &Path,
+    rebuild: bool,
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    listed: &(dyn Fn(usize) + Sync),
+    emit: &(dyn Fn(Record, Origin) + Sync),
+) -> Result<Update> {
     use rayon::prelude::*;
     let mut conn = schema::open_rw(db, rebuild)?;
+    // Prefixes read while they are listed, if any; the rest walked first.
+    let streamed = scan::streamed_prefixes(roots, opts);
+    let (prefixes, rest) = match &streamed {
+        Some((p, r)) => (p.as_slice(), r.as_slice()),
+        None => (&[][..], roots),
+    };
     let scan::Found {
         paths: all,
         errors: walk_errors,
         versions,
         linked,
         met,
-    } = scan::list_versions(roots, None, &opts.walk)?;
+        mut unlisted,
+    } = scan::list_versions(rest, None, &opts.walk)?;
     let pool = crate::pool::counting_pool(opts.jobs)
         .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
     // Every file's key (the removal of vanished rows needs all of them,
@@ -453,64 +479,76 @@ pub fn scan_indexed(
         .collect();
     let mine = scan::shard_of(all.clone(), opts.shard);
     let options = options_key(opts);
-    let wanted: HashSet<String> = mine
-        .iter()
-        .map(|p| keys[p.as_os_str()].to_string())
-        .collect();
-    let cached = load(&conn, db, &wanted)?;
+    let wanted: HashSet<&str> = mine.iter().map(|p| keys[p.as_os_str()]).collect();
+    // The rows of objects still to be listed: every row under a prefix.
+    let listing: Vec<String> = prefixes.iter().map(|r| under(r).1).collect();
+    let cached = load(&conn, db, &|k| {
+        wanted.contains(k) || listing.iter().any(|d| k.starts_with(d.as_str()))
+    })?;
     drop(wanted);
     for r in walk_errors {
         emit(r, Origin::Read);
     }
 
-    // Unchanged files, answered from the rows, on the scan's threads (the
-    // stats are the cost here).
-    let mut update = Update::default();
-    let misses = Mutex::new(Vec::new());
-    let refreshed = Mutex::new(Vec::new());
-    let hits = AtomicUsize::new(0);
-    let check = |p: &PathBuf| {
-        let key = keys[p.as_os_str()];
-        let hit = match (
-            cached.get(key).and_then(Option::as_ref),
-            identity(p, &versions),
-        ) {
-            (Some(c), Ok(stat)) if c.stat == stat && c.options == options => {
+    // Each file: answered from its row when its identity is unchanged (the
+    // stat, or the listing's size and ETag, is the cost), else read.
+    let seen = scan::Seen::default();
+    let key = |p: &Path| match keys.get(p.as_os_str()) {
+        Some(k) => k.to_string(),
+        // Found by a listing during the scan.
+        None => key_of(p),
+    };
+    let visit = |p: &Path, scratch: &mut crate::reader::Scratch| -> Visit {
+        let key = key(p);
+        let met = seen.met(&met, p);
+        // The identity is taken before the read: a file changed during the
+        // read gets a new identity, so the next scan reads it again.
+        let stat = identity(p, seen.version(&versions, p).as_ref()).ok();
+        let hit = match (cached.get(&key).and_then(Option::as_ref), stat) {
+            (Some(c), Some(stat)) if c.stat == stat && c.options == options => {
                 serde_json::from_str::<Record>(&c.record).ok()
             }
             _ => None,
         };
-        let Some(mut r) = hit else {
-            misses.lock().expect("lock").push(p.clone());
-            return;
-        };
-        r.path = p.display().to_string();
-        if r.cache_state.is_some() || r.cache_key.is_some() {
-            // The entry's state is not part of the file's identity: judge
-            // it again.
-            let before = (r.cache_state, r.cache_reason.clone());
-            // From what this scan's walk met of the entry.
-            scan::cache_entry(p, &mut r, &opts.open, scan::met_of(&met, p));
-            if (r.cache_state, r.cache_reason.clone()) != before {
-                refreshed
-                    .lock()
-                    .expect("lock")
-                    .push((key.to_string(), r.clone()));
+        if let Some(mut r) = hit {
+            r.path = p.display().to_string();
+            let mut refreshed = false;
+            if r.cache_state.is_some() || r.cache_key.is_some() {
+                // The entry's state is not part of the file's identity:
+                // judge it again, from what this scan met of the entry.
+                let before = (r.cache_state, r.cache_reason.clone());
+                scan::cache_entry(p, &mut r, &opts.open, met);
+                refreshed = (r.cache_state, r.cache_reason.clone()) != before;
             }
+            return Visit {
+                key,
+                record: r,
+                how: How::Hit { refreshed },
+            };
         }
-        hits.fetch_add(1, Ordering::Relaxed);
-        emit(r, Origin::Index);
+        let scanned_at = now_utc();
+        let (record, rows) = scan::record_with(p, opts, scratch, met, |n| Box::new(Rows::of(n)));
+        Visit {
+            key,
+            record,
+            how: How::Read {
+                stat,
+                scanned_at,
+                rows,
+            },
+        }
     };
-    pool.install(|| mine.par_iter().for_each(check));
-    update.from_index = hits.into_inner();
-    let mut misses = misses.into_inner().expect("lock");
-    misses.sort();
-    let refreshed = refreshed.into_inner().expect("lock");
 
+    let mut update = Update::default();
+    let hits = AtomicUsize::new(0);
+    let read = AtomicUsize::new(0);
+    let refreshed = Mutex::new(Vec::new());
+    // The keys of what a scan read while listing visited (a walk's are in
+    // `key_list`).
+    let listed_keys = Mutex::new(Vec::new());
     let conn_m = Mutex::new(&mut conn);
     let pending: Mutex<Vec<Fresh>> = Mutex::new(Vec::new());
     let write_err: Mutex<Option<Error>> = Mutex::new(None);
-    let read = AtomicUsize::new(0);
     let flush = |batch: Vec<Fresh>| {
         if batch.is_empty() {
             return;
@@ -520,52 +558,78 @@ pub fn scan_indexed(
             write_err.lock().expect("lock").get_or_insert(e);
         }
     };
-    let work = |p: &Path, scratch: &mut crate::reader::Scratch| {
-        // The identity is taken before the read: a file changed during the
-        // read gets a new identity, so the next scan reads it again.
-        let stat = identity(p, &versions).ok();
-        let scanned_at = now_utc();
-        let (record, rows) = scan::record_with(p, opts, scratch, scan::met_of(&met, p), Rows::of);
-        (p.to_path_buf(), stat, scanned_at, record, rows)
-    };
-    let done = |(p, stat, scanned_at, record, rows): (
-        PathBuf,
-        Option<Stat>,
-        String,
-        Record,
-        Option<Rows>,
-    )| {
-        read.fetch_add(1, Ordering::Relaxed);
-        if let Some(stat) = stat {
-            let fresh = Fresh {
-                key: keys[p.as_os_str()].to_string(),
-                scanned_at,
-                stat,
-                json: json(&record),
-                record: record.clone(),
-                rows,
-            };
-            let full = {
-                let mut p = pending.lock().expect("lock");
-                p.push(fresh);
-                (p.len() >= BATCH).then(|| std::mem::take(&mut *p))
-            };
-            if let Some(batch) = full {
-                flush(batch);
+    let done = |v: Visit| {
+        let Visit { key, record, how } = v;
+        let origin = match how {
+            How::Hit { refreshed: changed } => {
+                hits.fetch_add(1, Ordering::Relaxed);
+                if changed {
+                    refreshed
+                        .lock()
+                        .expect("lock")
+                        .push((key.clone(), record.clone()));
+                }
+                Origin::Index
             }
+            How::Read {
+                stat,
+                scanned_at,
+                rows,
+            } => {
+                read.fetch_add(1, Ordering::Relaxed);
+                if let Some(stat) = stat {
+                    let fresh = Fresh {
+                        key: key.clone(),
+                        scanned_at,
+                        stat,
+                        json: json(&record),
+                        record: record.clone(),
+                        rows: rows.map(|r| *r),
+                    };
+                    let full = {
+                        let mut p = pending.lock().expect("lock");
+                        p.push(fresh);
+                        (p.len() >= BATCH).then(|| std::mem::take(&mut *p))
+                    };
+                    if let Some(batch) = full {
+                        flush(batch);
+                    }
+                }
+                Origin::Read
+            }
+        };
+        if streamed.is_some() {
+            listed_keys.lock().expect("lock").push(key);
         }
-        emit(record, Origin::Read);
+        emit(record, origin);
     };
-    // A cold load (an empty catalogue and many files to read) builds the
-    // secondary indexes once at its end instead of row by row.
-    let cold = misses.len() >= 4 * BATCH && {
+    // A cold load (an empty catalogue and many files to read, or a prefix
+    // of unknown size) builds the secondary indexes once at its end
+    // instead of row by row.
+    let cold = (streamed.is_some() || mine.len() >= 4 * BATCH) && {
         let c = conn_m.lock().expect("lock");
         let rows: i64 = c
             .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
             .map_err(err(db))?;
         rows == 0 && schema::drop_indexes(&c, db).is_ok()
     };
-    scan::scan_with(&misses, opts.jobs, &work, &done)?;
+    match &streamed {
+        #[cfg(feature = "remote")]
+        Some(_) => scan::read_while_listing(
+            prefixes,
+            &mine,
+            opts.jobs,
+            &seen,
+            listed,
+            &visit,
+            &done,
+            &|r| emit(r, Origin::Read),
+        )?,
+        _ => {
+            listed(mine.len());
+            scan::scan_with(&mine, opts.jobs, &visit, &done)?;
+        }
+    }
     flush(std::mem::take(&mut *pending.lock().expect("lock")));
     if cold {
         let c = conn_m.lock().expect("lock");
@@ -574,9 +638,12 @@ pub fn scan_indexed(
     if let Some(e) = write_err.into_inner().expect("lock") {
         return Err(e);
     }
+    update.from_index = hits.into_inner();
     update.read = read.into_inner();
+    unlisted.extend(seen.unlisted());
 
     // Compile-cache entries whose state changed: same rows, the new state.
+    let refreshed = refreshed.into_inner().expect("lock");
     if !refreshed.is_empty() {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -596,9 +663,19 @@ pub fn scan_indexed(
         tx.commit().map_err(err(db))?;
     }
 
-    // Rows of files gone from under the walked roots.
-    let found: HashSet<&str> = key_list.iter().map(String::as_str).collect();
-    let prefixes: Vec<(String, String)> = roots.iter().map(|r| under(r)).collect();
+    // Rows of files gone from under the walked roots (not under a prefix
+    // whose listing failed: what it holds is unknown).
+    let listed_keys = listed_keys.into_inner().expect("lock");
+    let found: HashSet<&str> = key_list
+        .iter()
+        .chain(&listed_keys)
+        .map(String::as_str)
+        .collect();
+    let prefixes: Vec<(String, String)> = roots
+        .iter()
+        .filter(|r| !unlisted.contains(r))
+        .map(|r| under(r))
+        .collect();
     let gone: Vec<&String> = cached
         .keys()
         .filter(|k| !found.contains(k.as_str()))
@@ -618,4 +695,26 @@ pub fn scan_indexed(
         tx.commit().map_err(err(db))?;
     }
     Ok(update)
+}
+
+/// What became of one file of an indexed scan: its record, and how it
+/// was made.
+struct Visit {
+    key: String,
+    record: Record,
+    how: How,
+}
+
+enum How {
+    /// Answered from its row; `refreshed` when its compile-cache entry's
+    /// state changed (the row is updated).
+    Hit { refreshed: bool },
+    /// Read (new, changed, or not cacheable), with its rows.
+    Read {
+        /// Its identity before the read (`None`: none, so no row is kept).
+        stat: Option<Stat>,
+        scanned_at: String,
+        /// (Boxed: a summary is large beside a hit's flag.)
+        rows: Option<Box<Rows>>,
+    },
 }

@@ -1819,45 +1819,78 @@ fn scans_as_local_acc(root: &str) {
     }
 }
 
+/// The compile-cache entry of `pages/` whose keys straddle a page's end.
+const PAGES_ENTRY: &str = "b/neuronxcc-2.0.0/MODULE_1+a";
+
+/// Uploads (once) 2,202 keys under `s3://zoo/pages/`: three listing pages
+/// of 1,000. A NEFF is the first key; a compile-cache entry straddles the
+/// first page's end (its model.neff the page's last key, its lock the next
+/// page's first); a plain NEFF sits on the second page. Returns the local
+/// copy.
+fn pages() -> &'static Path {
+    static PAGES: OnceLock<tempfile::TempDir> = OnceLock::new();
+    PAGES
+        .get_or_init(|| {
+            let s = servers();
+            let dir = tempfile::tempdir().unwrap();
+            let local = dir.path().join("pages");
+            let neff = &neffs("fixtures/acc")[0];
+            let put = |rel: &str, bytes: &[u8]| {
+                let p = local.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, bytes).unwrap();
+            };
+            let neff_bytes = std::fs::read(neff).unwrap();
+            put("0/early.neff", &neff_bytes);
+            for i in 0..998 {
+                put(&format!("a/f{i:04}.txt"), b"x");
+            }
+            // No model.done: locked with its lock, incomplete without it.
+            put(&format!("{PAGES_ENTRY}/model.neff"), &neff_bytes);
+            put(&format!("{PAGES_ENTRY}/model.neff.lock"), b"");
+            put("d/late.neff", &neff_bytes);
+            for i in 0..1199 {
+                put(&format!("e/f{i:04}.txt"), b"x");
+            }
+            let up = Command::new("python3")
+                .arg(root().join("scripts/servers"))
+                .args(["upload", &s.s3, local.to_str().unwrap(), "pages/"])
+                .output()
+                .unwrap();
+            assert!(
+                up.status.success(),
+                "{}",
+                String::from_utf8_lossy(&up.stderr)
+            );
+            dir
+        })
+        .path()
+}
+
+/// The proxy's log lines from byte `from` on, and the times (seconds) at
+/// which the requests for the listing pages of `pages/` and for
+/// `pages/0/early.neff` arrived through `mode`.
+fn pages_requests(from: usize, mode: &str) -> (Vec<f64>, Vec<f64>) {
+    let log = std::fs::read_to_string(&servers().proxy_log).unwrap();
+    let arrived = |l: &str| -> f64 { l.split(' ').nth(4).unwrap().parse().unwrap() };
+    let lists: Vec<f64> = log[from..]
+        .lines()
+        .filter(|l| l.starts_with(&format!("GET /s3/{mode}/zoo?")) && l.contains("pages"))
+        .map(arrived)
+        .collect();
+    let early: Vec<f64> = log[from..]
+        .lines()
+        .filter(|l| l.starts_with(&format!("GET /s3/{mode}/zoo/pages/0/early.neff ")))
+        .map(arrived)
+        .collect();
+    (lists, early)
+}
+
 #[test]
 fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole() {
-    // 2,202 keys under pages/: three listing pages of 1,000. A NEFF is the
-    // first key; a compile-cache entry straddles the first page's end (its
-    // model.neff the page's last key, its lock the next page's first); a
-    // plain NEFF sits on the second page.
     let s = servers();
-    let dir = tempfile::tempdir().unwrap();
-    let local = dir.path().join("pages");
-    let neff = &neffs("fixtures/acc")[0];
-    let put = |rel: &str, bytes: &[u8]| {
-        let p = local.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, bytes).unwrap();
-    };
-    let neff_bytes = std::fs::read(neff).unwrap();
-    put("0/early.neff", &neff_bytes);
-    for i in 0..998 {
-        put(&format!("a/f{i:04}.txt"), b"x");
-    }
-    // No model.done: locked with its lock, incomplete without it.
-    let entry = "b/neuronxcc-2.0.0/MODULE_1+a";
-    put(&format!("{entry}/model.neff"), &neff_bytes);
-    put(&format!("{entry}/model.neff.lock"), b"");
-    put("d/late.neff", &neff_bytes);
-    for i in 0..1199 {
-        put(&format!("e/f{i:04}.txt"), b"x");
-    }
-    let up = Command::new("python3")
-        .arg(root().join("scripts/servers"))
-        .args(["upload", &s.s3, local.to_str().unwrap(), "pages/"])
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-
+    let local = pages();
+    let entry = PAGES_ENTRY;
     // 40 ms a request: each listing page waits out its round trip.
     let endpoint = format!("{}/s3/delay40", s.proxy);
     let o = run_env(
@@ -1925,19 +1958,8 @@ fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole
     assert_eq!(both, paths, "each object once");
 
     // Pipelined: the first NEFF was asked for before the last page was.
-    let log = std::fs::read_to_string(&s.proxy_log).unwrap();
-    let arrived = |l: &str| -> f64 { l.split(' ').nth(4).unwrap().parse().unwrap() };
-    let lists: Vec<f64> = log
-        .lines()
-        .filter(|l| l.starts_with("GET /s3/delay40/zoo?") && l.contains("pages"))
-        .map(arrived)
-        .collect();
+    let (lists, early) = pages_requests(0, "delay40");
     assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
-    let early: Vec<f64> = log
-        .lines()
-        .filter(|l| l.starts_with("GET /s3/delay40/zoo/pages/0/early.neff "))
-        .map(arrived)
-        .collect();
     assert!(!early.is_empty(), "early.neff was read through the proxy");
     assert!(
         early[0] < lists[2],
@@ -1945,4 +1967,79 @@ fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole
         early[0],
         lists[2]
     );
+}
+
+#[test]
+fn an_indexed_scan_reads_a_prefix_while_listing_it_and_keeps_the_rows_of_one_it_cannot_list() {
+    let s = servers();
+    pages();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("pages.db");
+    let db = db.to_str().unwrap();
+    // 41 ms a request (a mode of its own: the plain scan's test reads the
+    // log of `delay40` beside this one).
+    let scan = |mode: &str| {
+        run_env(
+            &[
+                "scan",
+                "--json",
+                "--no-progress",
+                "--sorted",
+                "--index",
+                db,
+                "s3://zoo/pages/",
+            ],
+            &format!("{}/s3/{mode}", s.proxy),
+            &[],
+        )
+    };
+    let from = std::fs::metadata(&s.proxy_log).map_or(0, |m| m.len() as usize);
+    let cold = scan("delay41");
+    let err = String::from_utf8_lossy(&cold.stderr);
+    assert!(cold.status.success(), "{err}");
+    assert!(
+        err.contains("3 files") && err.contains(", 0 from the index"),
+        "{err}"
+    );
+    let plain = run(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--sorted",
+        "s3://zoo/pages/",
+    ]);
+    // (The lock's age in the entry's reason moves with the clock.)
+    let records = |o: &Output| -> Vec<serde_json::Value> {
+        let mut v = ndjson(&o.stdout);
+        for r in &mut v {
+            r.as_object_mut().unwrap().remove("cache_reason");
+        }
+        v
+    };
+    assert_eq!(records(&cold), records(&plain));
+    // Pipelined: the first NEFF was asked for before the last page was.
+    let (lists, early) = pages_requests(from, "delay41");
+    assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
+    assert!(!early.is_empty(), "early.neff was read through the proxy");
+    assert!(
+        early[0] < lists[2],
+        "early.neff asked for at {} and the last page at {}",
+        early[0],
+        lists[2]
+    );
+
+    let warm = scan("delay41");
+    let err = String::from_utf8_lossy(&warm.stderr);
+    assert!(err.contains(", 3 from the index"), "{err}");
+    assert_eq!(records(&warm), records(&plain));
+
+    // A listing refused: the prefix is named, and its rows are not taken
+    // for gone (the next scan answers them from the index).
+    let denied = scan("403");
+    let err = String::from_utf8_lossy(&denied.stderr);
+    assert_eq!(denied.status.code(), Some(3), "{err}");
+    assert!(err.contains("s3://zoo/pages/"), "{err}");
+    let again = scan("delay41");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains(", 3 from the index"), "{err}");
 }

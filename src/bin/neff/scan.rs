@@ -126,16 +126,10 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     #[cfg(not(feature = "remote"))]
     let remote = false;
     let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
-        // The indexed scan lists the files inside the library: no length.
         // Its length grows as the paths are listed (a bucket's pages
-        // arrive while the first objects are read).
-        let (b, template) = match index {
-            None => (
-                indicatif::ProgressBar::new(0),
-                "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}",
-            ),
-            Some(_) => (indicatif::ProgressBar::no_length(), "{pos} NEFFs {per_sec}"),
-        };
+        // arrive while the first objects are read), indexed or not.
+        let b = indicatif::ProgressBar::new(0);
+        let template = "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}";
         // A scan of remote objects also shows what the network does.
         let template = if remote {
             format!("{template} {{msg}}")
@@ -203,20 +197,23 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         }
     };
     let mut from_index = None;
+    let listed = |n: usize| {
+        if let Some(b) = &bar {
+            b.inc_length(n as u64);
+        }
+    };
     match index {
         None => {
-            let listed = |n: usize| {
-                if let Some(b) = &bar {
-                    b.inc_length(n as u64);
-                }
-            };
             scan::scan_listing(roots, opts, &listed, &emit).map_err(|err| Failure {
                 path: PathBuf::from("scan"),
                 err,
             })?;
         }
         Some((db, rebuild)) => {
-            let up = neff::catalog::scan_indexed(db, rebuild, roots, opts, &|r, _| emit(r))
+            let up =
+                neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, &listed, &|r, _| {
+                    emit(r)
+                })
                 .map_err(|err| Failure {
                     path: db.to_path_buf(),
                     err,
