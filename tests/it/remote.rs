@@ -1476,14 +1476,16 @@ fn dash_v_logs_each_request_with_its_range_bytes_and_time() {
     );
 }
 
-#[test]
-fn a_container_in_azurite_answers_as_the_local_files_and_scans_as_the_local_directory() {
-    // Azure's own emulator, started by scripts/servers, holding the seed.
+/// Every seed fixture's `ls --json` and `get cc-world-size`, the large
+/// and mid-size NEFFs (raw walked by ranges, If-Match on each; gzip
+/// spooled or inflated as it arrives) and a scan of `acc/`, read from the
+/// store at `root` (`az://zoo`, `gs://zoo`), answer as the local files do.
+fn a_store_answers_as_local(root: &str) {
     let s = servers();
     for rel in seed_files("acc") {
         let local = s.seed.join(&rel);
         let local = local.to_str().unwrap();
-        let url = format!("az://zoo/{rel}");
+        let url = format!("{root}/{rel}");
         for (cmd, question) in [("ls", "--json"), ("get", "cc-world-size")] {
             // `neff ls --json FILE`, `neff get FILE cc-world-size`.
             let on = |f: &str| match cmd {
@@ -1500,49 +1502,6 @@ fn a_container_in_azurite_answers_as_the_local_files_and_scans_as_the_local_dire
             );
         }
     }
-    // The large raw NEFF, walked by ranges (If-Match on each), and the
-    // large gzip one, spooled.
-    for (rel, args) in [
-        (BIG_RAW, &["ls", "--json", "FILE"][..]),
-        (BIG_RAW, &["cat", "FILE", r"sg00/weights07\.bin"]),
-        (BIG_GZ, &["get", "FILE", "cc-world-size"]),
-        (MID_RAW, &["ls", "--json", "FILE"]),
-    ] {
-        answers_as_local(args, rel, &format!("az://zoo/{rel}"), &s.s3, &[]);
-    }
-    // A scan of the container's prefix: the local scan's records.
-    scans_as_local_acc("az://zoo/acc/");
-    // A container that does not exist: one line naming the URL.
-    let e = refused(&["ls", "az://nosuch/x.neff"], &[], &s.s3);
-    assert!(e.starts_with("neff: az://nosuch/x.neff: "), "{e}");
-}
-
-#[test]
-fn a_bucket_in_fake_gcs_server_answers_as_the_local_files_and_scans_as_the_local_directory() {
-    // Google Cloud Storage's emulator, started by scripts/servers, holding
-    // the seed (XML API: ranged GETs, `list-type=2` listings).
-    let s = servers();
-    for rel in seed_files("acc") {
-        let local = s.seed.join(&rel);
-        let local = local.to_str().unwrap();
-        let url = format!("gs://zoo/{rel}");
-        for (cmd, question) in [("ls", "--json"), ("get", "cc-world-size")] {
-            let on = |f: &str| match cmd {
-                "ls" => run(&[cmd, question, f]),
-                _ => run(&[cmd, f, question]),
-            };
-            let (want, got) = (on(local), on(&url));
-            assert_eq!(got.status.code(), want.status.code(), "{url} {cmd}");
-            assert_eq!(got.stdout, want.stdout, "{url} {cmd}");
-            assert_eq!(
-                String::from_utf8_lossy(&got.stderr).replace(&url, "<file>"),
-                String::from_utf8_lossy(&want.stderr).replace(local, "<file>"),
-                "{url} {cmd}"
-            );
-        }
-    }
-    // The large raw NEFF walked by ranges, the large gzip one spooled, the
-    // mid-size gzip one inflated as it arrives.
     for (rel, args) in [
         (BIG_RAW, &["ls", "--json", "FILE"][..]),
         (BIG_RAW, &["cat", "FILE", r"sg00/weights07\.bin"]),
@@ -1550,10 +1509,26 @@ fn a_bucket_in_fake_gcs_server_answers_as_the_local_files_and_scans_as_the_local
         (MID_RAW, &["ls", "--json", "FILE"]),
         (MID_GZ, &["ls", "--json", "FILE"]),
     ] {
-        answers_as_local(args, rel, &format!("gs://zoo/{rel}"), &s.s3, &[]);
+        answers_as_local(args, rel, &format!("{root}/{rel}"), &s.s3, &[]);
     }
-    // A scan of the bucket's prefix: the local scan's records.
-    scans_as_local_acc("gs://zoo/acc/");
+    // A scan of the prefix: the local scan's records.
+    scans_as_local_acc(&format!("{root}/acc/"));
+}
+
+#[test]
+fn a_container_in_azurite_answers_as_the_local_files_and_scans_as_the_local_directory() {
+    // Azure's own emulator, started by scripts/servers, holding the seed.
+    a_store_answers_as_local("az://zoo");
+    // A container that does not exist: one line naming the URL.
+    let e = refused(&["ls", "az://nosuch/x.neff"], &[], &servers().s3);
+    assert!(e.starts_with("neff: az://nosuch/x.neff: "), "{e}");
+}
+
+#[test]
+fn a_bucket_in_fake_gcs_server_answers_as_the_local_files_and_scans_as_the_local_directory() {
+    // Google Cloud Storage's emulator, started by scripts/servers, holding
+    // the seed (XML API: ranged GETs, `list-type=2` listings).
+    a_store_answers_as_local("gs://zoo");
     // A key that is not there: one line naming the URL, exit 3.
     let o = run(&["ls", "gs://zoo/acc/nosuch.neff"]);
     let e = String::from_utf8_lossy(&o.stderr);
@@ -1921,10 +1896,11 @@ fn pages() -> &'static Path {
         .path()
 }
 
-/// The proxy's log lines from byte `from` on, and the times (seconds) at
-/// which the requests for the listing pages of `pages/` and for
-/// `pages/0/early.neff` arrived through `mode`.
-fn pages_requests(from: usize, mode: &str) -> (Vec<f64>, Vec<f64>) {
+/// Asserts, from the proxy's log lines from byte `from` on, that the
+/// listing of `pages/` through `mode` took three pages and that
+/// `pages/0/early.neff` was asked for before the last page was (the
+/// request's arrival times).
+fn read_while_listed(from: usize, mode: &str) {
     let log = std::fs::read_to_string(&servers().proxy_log).unwrap();
     let arrived = |l: &str| -> f64 { l.split(' ').nth(4).unwrap().parse().unwrap() };
     let lists: Vec<f64> = log[from..]
@@ -1937,7 +1913,14 @@ fn pages_requests(from: usize, mode: &str) -> (Vec<f64>, Vec<f64>) {
         .filter(|l| l.starts_with(&format!("GET /s3/{mode}/zoo/pages/0/early.neff ")))
         .map(arrived)
         .collect();
-    (lists, early)
+    assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
+    assert!(!early.is_empty(), "early.neff was read through the proxy");
+    assert!(
+        early[0] < lists[2],
+        "early.neff asked for at {} and the last page at {}",
+        early[0],
+        lists[2]
+    );
 }
 
 #[test]
@@ -2012,15 +1995,7 @@ fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole
     assert_eq!(both, paths, "each object once");
 
     // Pipelined: the first NEFF was asked for before the last page was.
-    let (lists, early) = pages_requests(0, "delay40");
-    assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
-    assert!(!early.is_empty(), "early.neff was read through the proxy");
-    assert!(
-        early[0] < lists[2],
-        "early.neff asked for at {} and the last page at {}",
-        early[0],
-        lists[2]
-    );
+    read_while_listed(0, "delay40");
 }
 
 #[test]
@@ -2072,15 +2047,7 @@ fn an_indexed_scan_reads_a_prefix_while_listing_it_and_keeps_the_rows_of_one_it_
     };
     assert_eq!(records(&cold), records(&plain));
     // Pipelined: the first NEFF was asked for before the last page was.
-    let (lists, early) = pages_requests(from, "delay41");
-    assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
-    assert!(!early.is_empty(), "early.neff was read through the proxy");
-    assert!(
-        early[0] < lists[2],
-        "early.neff asked for at {} and the last page at {}",
-        early[0],
-        lists[2]
-    );
+    read_while_listed(from, "delay41");
 
     let warm = scan("delay41");
     let err = String::from_utf8_lossy(&warm.stderr);
