@@ -160,11 +160,12 @@ impl Neff {
     /// where it need not: one GET of its first 256 KiB (the whole of a small
     /// NEFF), then, for a raw payload, ranged GETs of the tar headers only
     /// (members are fetched when their data is asked for), and for a gzip
-    /// payload the rest in parts, several in flight: under 16 MiB
-    /// inflated as they arrive (the walk keeps the accessors' members;
-    /// another member's data is inflated again from a new read), larger
-    /// spooled to an unlinked temporary file and read from its map as a
-    /// local file is (in parallel rounds). Every
+    /// payload the rest in parts, several in flight: under 16 MiB, or
+    /// on a scan's worker while every other worker is busy, inflated as
+    /// they arrive (the walk keeps the accessors' members; another
+    /// member's data is inflated again from a new read), else spooled to
+    /// an unlinked temporary file and read from its map as a local file
+    /// is (in parallel rounds). Every
     /// request after the first is pinned to the first's ETag: an object
     /// replaced meanwhile is [`Error::ObjectChanged`]. From a server that
     /// ignores Range the object is read whole by one GET into such a file
@@ -198,11 +199,14 @@ impl Neff {
             remote::through_below(),
             remote::whole_below(remote::WHOLE_BELOW)
         );
-        if span.compression == Compression::Gzip && span.len < payload::PARALLEL_FROM {
+        if span.compression == Compression::Gzip
+            && (span.len < payload::PARALLEL_FROM || crate::pool::saturated())
+        {
             // Inflated as its parts arrive, the walk keeping the
             // accessors' members: no temporary file, and the transfer and
-            // the inflation overlap. (A payload this small would be
-            // inflated on one core anyway.)
+            // the inflation overlap. (A payload this small, or one read by
+            // a scan's worker while every other worker reads too, would
+            // be inflated on one core anyway.)
             let limits = &opts.limits;
             let (index, retained, len) = tar::walk(
                 &mut |_| remote_gz(&object, &first, span, limits.max_inflated),

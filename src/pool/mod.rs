@@ -155,6 +155,17 @@ pub(crate) fn idle_threads() -> usize {
         .min(threads)
 }
 
+/// Whether this thread is a worker of a [`counting_pool`] (a scan's)
+/// whose every other worker is reading a file: no thread to spare for a
+/// large payload's parallel rounds now. On any other thread, false (a
+/// caller's own pool says nothing of how busy it is).
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(crate) fn saturated() -> bool {
+    rayon::current_thread_index().is_some()
+        && IN_FLIGHT.with(|c| c.get().is_some())
+        && idle_threads() < 2
+}
+
 /// The runtime remote requests run on, one for the process: as many
 /// workers as the worker count, at most four (they wait on the network,
 /// not on a core), at least two.

@@ -10,8 +10,9 @@
 //! per object, [`set_byte_cap`]). A gzip payload, which cannot be read
 //! by ranges, is read whole: as a `Read` over its parts as they arrive
 //! ([`Object::reader`], inflated as it comes), or, when it is large enough
-//! for parallel rounds, spooled ([`Object::spool`]) to an unlinked
-//! temporary file and read from its map as a local file is. The client is the `object_store` crate (S3 with the
+//! for parallel rounds and a thread is free for them, spooled
+//! ([`Object::spool`]) to an unlinked temporary file and read from its map
+//! as a local file is. The client is the `object_store` crate (S3 with the
 //! standard AWS environment and credential chain; plain HTTP(S) with Range
 //! support); its requests are retried with backoff on 5xx, throttling and
 //! timeouts, a bounded number of times, and each has a timeout.

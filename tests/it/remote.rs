@@ -854,6 +854,43 @@ fn a_large_gzip_neff_is_spooled_to_disk_not_held_in_memory() {
 }
 
 #[test]
+fn a_scan_whose_workers_are_all_busy_inflates_a_large_gzip_neff_as_it_arrives_not_spooled() {
+    // With no usable TMPDIR a spool cannot be made. A scan's worker with
+    // no other worker idle would inflate the payload on one core anyway:
+    // it inflates the parts as they arrive, and the record is the local
+    // one. With workers to spare, the payload is spooled for parallel
+    // rounds, which the missing TMPDIR refuses.
+    let s = servers();
+    let local = s.seed.join(BIG_GZ);
+    assert!(std::fs::metadata(&local).unwrap().len() >= 16 << 20);
+    let url = format!("s3://zoo/{BIG_GZ}");
+    let no_tmp = [("TMPDIR", "/nonexistent/neff-test-no-tmp")];
+    let scan = |depth: &str, file: &str, env: &[(&str, &str)]| {
+        let o = run_env(
+            &[
+                "-j",
+                "1",
+                "--io-depth",
+                depth,
+                "scan",
+                "--json",
+                "--no-progress",
+                file,
+            ],
+            &s.s3,
+            env,
+        );
+        ndjson(&o.stdout).remove(0)
+    };
+    let want = scan("1", local.to_str().unwrap(), &[]);
+    assert_eq!(want["ok"], true, "{want}");
+    let got = scan("1", &url, &no_tmp);
+    assert_eq!(without_path(&got), without_path(&want), "{got}");
+    let spare = scan("8", &url, &no_tmp);
+    assert_eq!(spare["ok"], false, "{spare}");
+}
+
+#[test]
 fn a_long_range_is_fetched_as_parts_several_in_flight_at_once() {
     // The gzip object is fetched whole (first 256 KiB, then the rest in
     // 8 MiB parts). Through the proxy's `slow` mode every request waits
