@@ -213,6 +213,24 @@ mod tests {
     }
 
     #[test]
+    fn only_a_counting_pools_worker_with_every_other_worker_busy_is_saturated() {
+        let pool = counting_pool(2).unwrap();
+        pool.install(|| {
+            let _a = Job::start();
+            assert!(!saturated(), "one file in flight on two workers");
+            let _b = Job::start();
+            assert!(saturated(), "two files in flight on two workers");
+        });
+        // Off a counting pool nothing is known of how busy the threads are.
+        assert!(!saturated(), "the caller's thread");
+        let other = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        assert!(!other.install(saturated), "a pool that does not count");
+    }
+
+    #[test]
     fn a_worker_of_a_pool_that_does_not_count_is_never_free() {
         // `neff mem` reads its files on the global pool: every worker may be
         // reading one, so none inflates on a second core.
