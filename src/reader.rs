@@ -941,7 +941,14 @@ fn remote_gz<'o>(
     let end = span.start + span.len;
     let held = first.len().clamp(span.start, end);
     let head = first.get(span.start..held).unwrap_or_default();
-    let reader = object.reader(head, held as u64..end as u64)?;
+    // Small parts first, so that the inflater starts soon; full parts at
+    // once on a scan's worker whose every other worker is busy (its core
+    // has other work meanwhile: fewer round trips count for more there).
+    let first = match crate::pool::saturated() {
+        true => remote::PART,
+        false => remote::STREAM_PART,
+    };
+    let reader = object.reader(head, held as u64..end as u64, first)?;
     Ok(payload::Pieces::new(reader, cap))
 }
 

@@ -834,14 +834,20 @@ impl Object {
 
     /// The bytes `head` (already held: the range's first bytes) and then
     /// `rest`, as a `Read`: `rest` is read ahead in parts growing from
-    /// [`STREAM_PART`] to [`PART`], several in flight, each pinned to the
+    /// `first` bytes ([`STREAM_PART`]: the inflater starts soon) to [`PART`],
+    /// several in flight, each pinned to the
     /// ETag, so that a gzip payload is inflated as it arrives, with no
     /// temporary file. A failure of the object comes out of `read` as an
     /// `io::Error` wrapping this crate's [`Error`] (see
     /// `payload::Pieces`, which unwraps it).
-    pub fn reader<'a>(&'a self, head: &'a [u8], rest: Range<u64>) -> Result<RangeReader<'a>> {
+    pub fn reader<'a>(
+        &'a self,
+        head: &'a [u8],
+        rest: Range<u64>,
+        first: u64,
+    ) -> Result<RangeReader<'a>> {
         let ahead = match rest.start < rest.end {
-            true => Some(self.read_ahead(Parts::new(rest, STREAM_PART, PART))?),
+            true => Some(self.read_ahead(Parts::new(rest, first, PART))?),
             false => None,
         };
         Ok(RangeReader {
