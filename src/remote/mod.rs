@@ -119,6 +119,17 @@ fn remote(reason: impl Into<String>) -> Error {
     remote_as(std::io::ErrorKind::Other, reason)
 }
 
+/// An unlinked temporary file for an object read whole, or an error that
+/// says where it was to be made (`$TMPDIR`, else /tmp) and why not.
+fn spool_file() -> Result<File> {
+    tempfile::tempfile().map_err(|e| {
+        remote(format!(
+            "cannot make a temporary file in {} to spool the object: {e}",
+            std::env::temp_dir().display()
+        ))
+    })
+}
+
 fn remote_as(io: std::io::ErrorKind, reason: impl Into<String>) -> Error {
     Error::Remote {
         reason: reason.into(),
@@ -575,7 +586,7 @@ fn fetch_whole(
         if_match: etag.map(str::to_string),
         ..Default::default()
     };
-    let file = tempfile::tempfile()?;
+    let file = spool_file()?;
     runtime()?
         .block_on(async {
             let counted = link::Request::start();
@@ -955,7 +966,7 @@ impl Object {
         if let Some(file) = self.whole.get() {
             return Ok((file.try_clone()?, self.pin.size));
         }
-        let file = tempfile::tempfile()?;
+        let file = spool_file()?;
         file.write_all_at(first, 0)?;
         let rest = first.len() as u64..self.pin.size;
         self.check_range(&rest)?;

@@ -888,6 +888,12 @@ fn a_scan_whose_workers_are_all_busy_inflates_a_large_gzip_neff_as_it_arrives_no
     assert_eq!(without_path(&got), without_path(&want), "{got}");
     let spare = scan("8", &url, &no_tmp);
     assert_eq!(spare["ok"], false, "{spare}");
+    // The reason names the directory.
+    let why = spare["error"].as_str().unwrap();
+    assert!(
+        why.contains("cannot make a temporary file in /nonexistent/neff-test-no-tmp"),
+        "{why}"
+    );
 }
 
 #[test]
