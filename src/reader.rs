@@ -199,9 +199,10 @@ impl Neff {
             remote::through_below(),
             remote::whole_below(remote::WHOLE_BELOW)
         );
-        if span.compression == Compression::Gzip
-            && (span.len < payload::PARALLEL_FROM || crate::pool::saturated())
-        {
+        // Whether this is a scan's worker with every other worker busy:
+        // judged once, for both the choice below and the parts' size.
+        let busy = crate::pool::saturated();
+        if span.compression == Compression::Gzip && (span.len < payload::PARALLEL_FROM || busy) {
             // Inflated as its parts arrive, the walk keeping the
             // accessors' members: no temporary file, and the transfer and
             // the inflation overlap. (A payload this small, or one read by
@@ -209,7 +210,7 @@ impl Neff {
             // be inflated on one core anyway.)
             let limits = &opts.limits;
             let (index, retained, len) = tar::walk(
-                &mut |_| remote_gz(&object, &first, span, limits.max_inflated),
+                &mut |_| remote_gz(&object, &first, span, limits.max_inflated, busy),
                 &mut || select::Retention::new(limits),
                 limits,
             )?;
@@ -920,7 +921,10 @@ impl Neff {
             ..
         } = &self.tar
         {
-            return Ok(Box::new(remote_gz(object, &self.file, self.span, cap)?));
+            let busy = crate::pool::saturated();
+            return Ok(Box::new(remote_gz(
+                object, &self.file, self.span, cap, busy,
+            )?));
         }
         Ok(Box::new(
             payload::stream(self.stored_payload(), cap, false)?.release_behind(self),
@@ -930,13 +934,15 @@ impl Neff {
 
 /// The gzip payload `span` of a remote object whose first bytes are
 /// `first`, inflated as it is read (the rest read ahead, several parts in
-/// flight), producing at most `cap` bytes.
+/// flight), producing at most `cap` bytes; `busy`: read by a scan's worker
+/// with every other worker busy.
 #[cfg(feature = "remote")]
 fn remote_gz<'o>(
     object: &'o remote::Object,
     first: &'o [u8],
     span: PayloadSpan,
     cap: u64,
+    busy: bool,
 ) -> Result<payload::Pieces<remote::RangeReader<'o>>> {
     let end = span.start + span.len;
     let held = first.len().clamp(span.start, end);
@@ -944,7 +950,7 @@ fn remote_gz<'o>(
     // Small parts first, so that the inflater starts soon; full parts at
     // once on a scan's worker whose every other worker is busy (its core
     // has other work meanwhile: fewer round trips count for more there).
-    let first = match crate::pool::saturated() {
+    let first = match busy {
         true => remote::PART,
         false => remote::STREAM_PART,
     };
