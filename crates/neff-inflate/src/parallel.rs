@@ -748,6 +748,9 @@ pub(crate) struct Rounds<'a> {
     /// of two segments ([`EVEN_SHARE`] at first, then from the threads'
     /// times).
     share: usize,
+    /// A share the rounds keep whatever the threads' times say (the tests:
+    /// times move the cuts, and with them where a round ends).
+    held_share: Option<usize>,
     /// The last round handed out only the segments before one that did
     /// not decode: the next one fails at once, for one core to go on from
     /// there.
@@ -1069,6 +1072,7 @@ impl<'a> Rounds<'a> {
             a_failed: false,
             ahead: None,
             share: EVEN_SHARE,
+            held_share: None,
             stop: false,
             done: 0,
             markers: 0,
@@ -1502,6 +1506,9 @@ impl<'a> Rounds<'a> {
             let next = ((self.share as f64 + balance) / 2.0).round() as usize;
             self.share = next.clamp(*SHARES.start(), *SHARES.end());
         }
+        if let Some(held) = self.held_share {
+            self.share = held;
+        }
         let consumed = end.unwrap_or(self.data.len() * 8).saturating_sub(a) / 8;
         if consumed > 0 && produced > 0 {
             self.incompressible = produced < consumed + consumed / 50;
@@ -1572,6 +1579,21 @@ impl<'a> Rounds<'a> {
     pub(crate) fn always_guess(&mut self, target: usize) {
         (self.guess, self.guess_always) = (true, true);
         self.fixed_target = Some(target);
+    }
+
+    /// Later segments take `share` 64ths of a round from now on, whatever
+    /// the threads' times say (the tests: where a round ends then follows
+    /// from the data alone).
+    #[cfg(test)]
+    pub(crate) fn hold_share(&mut self, share: usize) {
+        self.share = share.clamp(*SHARES.start(), *SHARES.end());
+        self.held_share = Some(self.share);
+    }
+
+    /// The range of shares the threads' times can give (the tests).
+    #[cfg(test)]
+    pub(crate) fn shares() -> std::ops::RangeInclusive<usize> {
+        SHARES
     }
 
     /// The member is long runs (zero padding between short stretches,

@@ -51,6 +51,10 @@ pub(super) struct Plan<'a> {
     /// Later segments always guess their windows, each sized to produce
     /// this many bytes ([`Plan::guessing`]).
     guess_always: Option<usize>,
+    /// A share of each round for the later segments, held whatever the
+    /// threads' times say ([`Rounds::hold_share`]; the tests).
+    #[cfg(test)]
+    pub(super) share: Option<usize>,
 }
 
 impl<'a> Plan<'a> {
@@ -65,6 +69,8 @@ impl<'a> Plan<'a> {
             single: false,
             spent: None,
             guess_always: None,
+            #[cfg(test)]
+            share: None,
         }
     }
 
@@ -145,6 +151,10 @@ impl<'a> Plan<'a> {
         rounds.release_to(w.release_hook(), data);
         if let Some(target) = self.guess_always {
             rounds.always_guess(target);
+        }
+        #[cfg(test)]
+        if let Some(share) = self.share {
+            rounds.hold_share(share);
         }
         let r = MemberRounds {
             rounds,
