@@ -9,6 +9,8 @@
 //!   window, so memory follows the window, never the payload; large members
 //!   are inflated in parallel rounds, runs of stored blocks are read where
 //!   they lie, and every member's trailer is checked.
+//!   Its input may still be arriving ([`GzStream::arriving`]: a file
+//!   being downloaded under its map): each read waits for its bytes.
 //! - [`GzReader`]: input that arrives in pieces (any `Read`: a network
 //!   body, a pipe), inflated on the calling thread as it comes, with one
 //!   buffer of input; the same framing and error texts.
@@ -69,6 +71,7 @@ mod whole;
 pub use error::{Error, Result};
 pub use parallel::PARALLEL_FROM;
 pub use pieces::{GzReader, HEADER_MAX};
+pub use stream::Arriving;
 pub use stream::GzStream;
 pub use whole::{inflate, inflate_within, Inflated, Whole};
 

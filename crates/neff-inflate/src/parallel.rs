@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use crate::buf::HugeBuf;
 use crate::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
 use crate::stored;
-use crate::Passed;
+use crate::{Arriving, Passed};
 
 /// The one threshold for "parallel or not": a gzip payload of at least
 /// this many compressed bytes is inflated on more than one core, whole
@@ -779,6 +779,9 @@ pub(crate) struct Rounds<'a> {
     /// bytes further on than the stream's ([`Rounds::release_to`]).
     hook: Option<&'a dyn Passed>,
     base: usize,
+    /// The input is still arriving: what a round reads is waited for
+    /// ([`Gate`]), at offsets `base` bytes further on than the stream's.
+    arriving: Option<&'a dyn Arriving>,
 }
 
 /// What the last round did, for the debug log and the speed model of
@@ -876,6 +879,7 @@ fn cuts(
     share: usize,
     n: usize,
     a: usize,
+    gate: Gate<'_>,
 ) -> std::result::Result<Cuts, RoundFailed> {
     let (mut seg_a, mut seg_b) = sizes(seg, share, n);
     let mut round = seg_a + (n.max(2) - 1) * seg_b;
@@ -892,14 +896,14 @@ fn cuts(
         let mut starts = Vec::with_capacity(n - 1);
         let (mut from, mut len) = (a, seg_a);
         for _ in 1..n {
-            match cut_after(data, len, seg_b, from)? {
+            match cut_after(data, len, seg_b, from, gate)? {
                 Some(b) => starts.push(b),
                 None => break,
             }
             (from, len) = (*starts.last().unwrap_or(&a), seg_b);
         }
         let end = match starts.last() {
-            Some(&last) => cut_after(data, seg_b, round / 2, last)?,
+            Some(&last) => cut_after(data, seg_b, round / 2, last, gate)?,
             None => None,
         };
         return Ok(Cuts { starts, end });
@@ -912,7 +916,7 @@ fn cuts(
         for _ in 1..k {
             // No block start found near a cut: the segment before takes
             // the rest.
-            match find_block(data, at * 8) {
+            match find_block(gate.search(data, at)?, at * 8) {
                 Some(b) if b > *starts.last().unwrap_or(&a) && b / 8 < data.len() => {
                     starts.push(b);
                     at = b / 8 + tail_b;
@@ -1019,13 +1023,14 @@ fn cut_after(
     seg: usize,
     room: usize,
     from: usize,
+    gate: Gate<'_>,
 ) -> std::result::Result<Option<usize>, RoundFailed> {
     let mut at = from / 8 + seg;
     for _ in 0..=MOVES {
         if data.len().saturating_sub(at) < room + SEARCH {
             return Ok(None);
         }
-        if let Some(found) = find_block(data, at * 8) {
+        if let Some(found) = find_block(gate.search(data, at)?, at * 8) {
             return Ok(Some(found));
         }
         at += SEARCH;
@@ -1044,6 +1049,65 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 /// over its output cap, or corrupt data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundFailed;
+
+/// How far past a cut search's end a candidate block start may be read
+/// (`deflate::plausible_start` skims the block it starts), of input still
+/// arriving: a candidate whose block runs longer is passed over there.
+const SKIM_READ: usize = 4 << 20;
+
+/// What the rounds read of input still arriving ([`Arriving`]), waited for
+/// first; their stream starts `base` bytes into the caller's payload. A
+/// range that will not arrive fails the round: one core goes on from the
+/// last good one, and meets the failure itself.
+#[derive(Clone, Copy)]
+pub(crate) struct Gate<'a> {
+    input: Option<&'a dyn Arriving>,
+    base: usize,
+}
+
+impl Gate<'_> {
+    /// The gate of input that is whole (the tests).
+    #[cfg(test)]
+    const WHOLE: Gate<'static> = Gate {
+        input: None,
+        base: 0,
+    };
+
+    /// Waits for `data[from..end]` (clamped).
+    fn wait(&self, data: &[u8], from: usize, end: usize) -> std::result::Result<(), RoundFailed> {
+        let end = end.min(data.len());
+        match self.input {
+            Some(a) if from < end => a
+                .wait(self.base + from..self.base + end)
+                .map_err(|_| RoundFailed),
+            _ => Ok(()),
+        }
+    }
+
+    /// `data` up to `end` (clamped), waited for from `from` on (all of it
+    /// when the input is whole).
+    fn upto<'d>(
+        &self,
+        data: &'d [u8],
+        from: usize,
+        end: usize,
+    ) -> std::result::Result<&'d [u8], RoundFailed> {
+        if self.input.is_none() {
+            return Ok(data);
+        }
+        self.wait(data, from, end)?;
+        Ok(&data[..end.min(data.len())])
+    }
+
+    /// What a cut search from byte `at` ([`find_block`]) may read.
+    fn search<'d>(&self, data: &'d [u8], at: usize) -> std::result::Result<&'d [u8], RoundFailed> {
+        self.upto(
+            data,
+            at.saturating_sub(8),
+            at.saturating_add(SEARCH + SKIM_READ),
+        )
+    }
+}
 
 /// The smallest segment a failed round is tried again with.
 const MIN_SEG: usize = 64 << 10;
@@ -1085,6 +1149,7 @@ impl<'a> Rounds<'a> {
             fixed_target: None,
             hook: None,
             base: 0,
+            arriving: None,
         }
     }
 
@@ -1094,6 +1159,21 @@ impl<'a> Rounds<'a> {
     /// round runs, not after it (at N segments, N segments' input).
     pub(crate) fn release_to(&mut self, hook: Option<&'a dyn Passed>, base: usize) {
         (self.hook, self.base) = (hook, base);
+    }
+
+    /// Waits for each range of input a round reads, from `input`, whose
+    /// payload offsets are `base` bytes further on than the stream's (the
+    /// same `base` as [`release_to`](Self::release_to)'s).
+    pub(crate) fn arriving(&mut self, input: Option<&'a dyn Arriving>, base: usize) {
+        (self.arriving, self.base) = (input, base);
+    }
+
+    /// The gate of what the rounds read.
+    fn gate(&self) -> Gate<'a> {
+        Gate {
+            input: self.arriving,
+            base: self.base,
+        }
     }
 
     /// Cuts the rounds from now on into `n` segments (2 to [`MAX_SEGS`]).
@@ -1151,6 +1231,7 @@ impl<'a> Rounds<'a> {
         if k > 0 {
             let last = head.pop().unwrap_or(0);
             let mask = (1u8 << k) - 1;
+            self.gate().wait(self.data, from, from + 1).ok()?;
             head.push((last & mask) | (*self.data.get(from)? & !mask));
             from += 1;
         }
@@ -1167,7 +1248,11 @@ impl<'a> Rounds<'a> {
     /// checked out), so the run is the one any inflater reads.
     pub(crate) fn stored_next(&self, enough: usize) -> Option<usize> {
         let bit = self.next?;
-        (stored::run_len(self.data, bit, enough) >= enough).then_some(bit)
+        // Of input still arriving, what the run's first `enough` bytes
+        // and its last block whole take.
+        let reach = (bit / 8).saturating_add(enough + 2 * (65_535 + 5));
+        let data = self.gate().upto(self.data, bit / 8, reach).ok()?;
+        (stored::run_len(data, bit, enough) >= enough).then_some(bit)
     }
 
     /// The bit where the next round starts (`None` once the stream is done).
@@ -1300,7 +1385,7 @@ impl<'a> Rounds<'a> {
             {
                 ahead.cuts?
             }
-            _ => cuts(data, seg, share, n, a)?,
+            _ => cuts(data, seg, share, n, a, self.gate())?,
         };
         // Where the next round starts, should this one decode.
         let end = if starts.is_empty() { None } else { end };
@@ -1326,6 +1411,10 @@ impl<'a> Rounds<'a> {
             .map(|&s| Some(s))
             .chain([end])
             .collect();
+        // Every segment's input, to the round's end (the stream's, for its
+        // last round), is in place before any segment starts.
+        let gate = self.gate();
+        gate.wait(data, a / 8, end.map_or(data.len(), |e| e / 8 + 16))?;
         let window = &self.window;
         let release = Release {
             hook: self.hook,
@@ -1360,7 +1449,7 @@ impl<'a> Rounds<'a> {
                             from,
                             seg,
                             segs: n,
-                            cuts: cuts(data, seg, share, n, from),
+                            cuts: cuts(data, seg, share, n, from, gate),
                         }),
                         _ => None,
                     };
@@ -1673,7 +1762,7 @@ mod tests {
         assert!(left > 2 * TAIL_MIN + SEARCH, "{left}");
         // Segments of an eighth of the stream, two a round: room for a
         // round and a half.
-        let c = cuts(&z, left / 8, EVEN_SHARE, 2, 0).unwrap();
+        let c = cuts(&z, left / 8, EVEN_SHARE, 2, 0, Gate::WHOLE).unwrap();
         let (b, end) = (c.starts[0], c.end.unwrap());
         assert_eq!(c.starts.len(), 1);
         assert!(
@@ -1681,14 +1770,14 @@ mod tests {
             "{b} {end}"
         );
         // Three segments of a sixteenth: each cut past the one before.
-        let c = cuts(&z, left / 16, EVEN_SHARE, 3, 0).unwrap();
+        let c = cuts(&z, left / 16, EVEN_SHARE, 3, 0, Gate::WHOLE).unwrap();
         assert_eq!(c.starts.len(), 2);
         assert!(c.starts[1] / 8 >= c.starts[0] / 8 + left / 16);
         assert!(c.end.unwrap() > c.starts[1]);
         // Segments as big as the stream: one last round, cut by the share
         // (the later segment's), which runs to the end.
         for share in [EVEN_SHARE, *SHARES.start(), *SHARES.end()] {
-            let c = cuts(&z, left, share, 2, 0).unwrap();
+            let c = cuts(&z, left, share, 2, 0, Gate::WHOLE).unwrap();
             let at = sizes(left / 2, share, 2).0;
             let b = c.starts[0];
             assert!(
@@ -1698,20 +1787,20 @@ mod tests {
             assert_eq!(c.end, None);
         }
         // Between one and two rounds left: the round takes half of it.
-        let c = cuts(&z, left * 11 / 40, EVEN_SHARE, 2, 0).unwrap();
+        let c = cuts(&z, left * 11 / 40, EVEN_SHARE, 2, 0, Gate::WHOLE).unwrap();
         let end = c.end.unwrap() / 8;
         assert!(
             end >= left / 2 && end < left / 2 + 2 * SEARCH,
             "{end} of {left}"
         );
         // The last round of eight: eight segments, in order, to the end.
-        let c = cuts(&z, left, EVEN_SHARE, 8, 0).unwrap();
+        let c = cuts(&z, left, EVEN_SHARE, 8, 0, Gate::WHOLE).unwrap();
         assert_eq!(c.starts.len(), 7, "{c:?}");
         assert!(c.starts.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(c.end, None);
         // Too little for two segments of the least size: one takes it all.
         for n in [2, 8] {
-            let c = cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, n, 0).unwrap();
+            let c = cuts(&z[..2 * TAIL_MIN - 1], left, EVEN_SHARE, n, 0, Gate::WHOLE).unwrap();
             assert_eq!(
                 c,
                 Cuts {

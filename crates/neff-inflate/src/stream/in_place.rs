@@ -25,6 +25,12 @@ const BRIDGE_OUT: usize = 4 << 20;
 /// bits, the padding to a byte, LEN and NLEN).
 const BLOCK_MAX: usize = 65_535;
 const BLOCK_HEADER: usize = 5;
+/// Input a stored block's header is read from, waited for first: its 3
+/// bits (in up to 2 bytes), LEN and NLEN.
+const HEADER_READ: usize = 7;
+/// How far past a run's start [`run_len`] reads, when the input is still
+/// arriving: the run's stored data, and its last block whole.
+const RUN_READ: usize = MIN_RUN + 2 * (BLOCK_MAX + BLOCK_HEADER);
 
 /// A run of stored blocks being read in place.
 #[derive(Debug)]
@@ -40,9 +46,16 @@ pub(super) struct InPlace {
 }
 
 impl InPlace {
-    /// The run whose first block header starts at bit `bit` of `gz` (a
-    /// known block boundary); `None` when no stored block starts there.
-    pub(super) fn at(gz: &[u8], bit: usize) -> Option<InPlace> {
+    /// The run whose first block header starts at bit `bit` of the
+    /// payload (a known block boundary); `None` when no stored block
+    /// starts there.
+    pub(super) fn at(w: &Walk<'_>, bit: usize) -> Result<Option<InPlace>> {
+        w.need(bit / 8..bit / 8 + HEADER_READ)?;
+        Ok(InPlace::at_in(w.gz, bit))
+    }
+
+    /// [`at`](Self::at) in `gz`, which holds the block's header.
+    fn at_in(gz: &[u8], bit: usize) -> Option<InPlace> {
         let At::Stored(b) = stored::block_at(gz, bit) else {
             return None;
         };
@@ -96,6 +109,7 @@ impl InPlace {
         if self.last {
             return Ok(false);
         }
+        w.need(self.data.end..self.data.end + HEADER_READ)?;
         match stored::block_at(w.gz, self.data.end * 8) {
             At::Stored(b) => {
                 self.data = b.data.clone();
@@ -127,6 +141,7 @@ impl InPlace {
                 let from = self.data.start;
                 let n = out.len().min(self.data.len());
                 self.data.start += n;
+                w.need(from..from + n)?;
                 out[..n].copy_from_slice(&w.gz[from..from + n]);
                 w.emit(&out[..n])?;
                 w.passed(from + n);
@@ -146,7 +161,8 @@ impl InPlace {
     pub(super) fn skip(&mut self, w: &mut Walk<'_>, n: u64) -> Result<usize> {
         let want = usize::try_from(n).unwrap_or(usize::MAX).min(SKIP_BATCH);
         let split = want >= CRC_SPLIT_FROM && (w.threads)() >= 2;
-        let listed = if split {
+        // (Input still arriving is not read ahead of its listing.)
+        let listed = if split && w.arriving.is_none() {
             // The block headers are walked on this thread, one every 64
             // KiB, and each read of one maps the pages around it: mapping a
             // file's pages, not checksumming them, was most of a skip's
@@ -179,6 +195,7 @@ impl InPlace {
             return Ok(0);
         };
         let split = split && total >= CRC_SPLIT_FROM;
+        w.need(pieces[0].start..end)?;
         let slices: Vec<&[u8]> = pieces.iter().map(|p| &w.gz[p.clone()]).collect();
         let crc = stored::crc(&slices, w.crc.sum(), split);
         w.skipped(total, crc)?;
@@ -230,8 +247,10 @@ fn touch(bytes: &[u8]) {
 /// the bit where that run's first block starts. `None` when there is no
 /// such run.
 pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Option<usize>> {
-    let gz = w.gz;
     let q = from / 8;
+    // Input still arriving is waited for as far as the search and a run
+    // it finds read (a run found in it is read in place from the whole).
+    let gz = w.upto(q, q.saturating_add(BRIDGE_SEARCH + RUN_READ))?;
     let end = q
         .saturating_add(BRIDGE_SEARCH)
         .min(gz.len().saturating_sub(4));
@@ -251,7 +270,7 @@ pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Opt
             if stored::run_len(gz, e, MIN_RUN) < MIN_RUN {
                 continue;
             }
-            if InPlace::at(gz, e).is_none() {
+            if InPlace::at_in(gz, e).is_none() {
                 continue;
             }
             let mut buf = w
@@ -268,4 +287,13 @@ pub(super) fn bridge(w: &mut Walk<'_>, from: usize, window: &[u8]) -> Result<Opt
         }
     }
     Ok(None)
+}
+
+/// The stored data of the run of stored blocks from bit `from`, up to
+/// [`MIN_RUN`] ([`stored::run_len`]); of input still arriving, only what
+/// lies within [`RUN_READ`] bytes is read (a run longer in blocks is
+/// then found shorter, and not read in place).
+pub(super) fn run_len(w: &Walk<'_>, from: usize) -> Result<usize> {
+    let gz = w.upto(from / 8, (from / 8).saturating_add(RUN_READ))?;
+    Ok(stored::run_len(gz, from, MIN_RUN))
 }

@@ -56,13 +56,34 @@ use crate::deflate;
 use crate::error::Result;
 use crate::gzip;
 use crate::parallel::PARALLEL_FROM;
-use crate::stored;
 use crate::{Passed, Threads};
 use in_place::InPlace;
 use one_core::OneCore;
 use pairs::Pairs;
 use rounds::{MemberRounds, Plan};
+use walk::need;
 use walk::{Step, Switch, Walk, MIN_RUN};
+
+/// Input that is still arriving (a file being downloaded under its map, in
+/// parts that may land in any order): the stream asks for each range of
+/// the payload before it reads it, and reads nothing it did not ask for.
+/// It asks for what it reads next, and for what a search ahead of it
+/// needs (up to 64 MiB ahead where a member's end is looked for, the
+/// payload's last 8 bytes first of all), so that the parts are best
+/// fetched in order, the last one early.
+pub trait Arriving: Sync {
+    /// Returns once the payload's bytes `range` are in place (and stay so),
+    /// or the error that will keep them from arriving (the stream fails
+    /// with it as [`Error::Io`](crate::Error::Io)). It may be asked from
+    /// any of the engine's threads.
+    fn wait(&self, range: std::ops::Range<usize>) -> std::io::Result<()>;
+}
+
+impl<F: Fn(std::ops::Range<usize>) -> std::io::Result<()> + Sync> Arriving for F {
+    fn wait(&self, range: std::ops::Range<usize>) -> std::io::Result<()> {
+        self(range)
+    }
+}
 
 /// Which strategy reads the member now.
 enum Mode<'a> {
@@ -159,6 +180,50 @@ impl<'a> GzStream<'a> {
         s.walk.threads = threads;
         s.pairs = Some(Pairs::default());
         s.plan = Some(Plan::for_payload(gz));
+        Ok(s)
+    }
+
+    /// [`new_parallel`](Self::new_parallel) over input that is still
+    /// arriving: every read waits for its bytes ([`Arriving`]). Members are
+    /// not read two at a time (that looks 64 MiB ahead of each); `threads`
+    /// [`one_thread`](crate::one_thread) gives [`new`](Self::new)'s
+    /// one-core stream.
+    pub fn arriving(
+        gz: &'a [u8],
+        cap: u64,
+        threads: Threads,
+        input: &'a dyn Arriving,
+    ) -> Result<GzStream<'a>> {
+        gzip::check_len(gz)?;
+        // The last trailer is read now, to plan the rounds.
+        need(Some(input), gz.len(), gz.len() - gzip::TRAILER..gz.len())?;
+        let mut s = GzStream::new_parallel(gz, cap, threads)?;
+        s.pairs = None;
+        s.walk.arriving = Some(input);
+        Ok(s)
+    }
+
+    /// [`arriving`](Self::arriving) with every parallel path forced, as
+    /// [`parallel_with`](Self::parallel_with) forces it (the tests and
+    /// fuzz targets), and `guess`: later segments guess their windows, each
+    /// sized to produce that many bytes, as
+    /// [`guessing_with`](Self::guessing_with).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn arriving_with(
+        gz: &'a [u8],
+        cap: u64,
+        (seg, out_cap, guess): (usize, usize, Option<usize>),
+        input: &'a dyn Arriving,
+    ) -> Result<GzStream<'a>> {
+        gzip::check_len(gz)?;
+        need(Some(input), gz.len(), gz.len() - gzip::TRAILER..gz.len())?;
+        let plan = match guess {
+            Some(target) => Plan::guessing(seg, out_cap, target),
+            None => Plan::forced(seg, out_cap),
+        };
+        let mut s = GzStream::with_plan(gz, cap, plan)?;
+        s.pairs = None;
+        s.walk.arriving = Some(input);
         Ok(s)
     }
 
@@ -353,7 +418,7 @@ impl<'a> GzStream<'a> {
                 return Ok(());
             }
         }
-        let Some(member) = gzip::next_member(w.gz, w.pos)? else {
+        let Some(member) = next_member(w)? else {
             w.pos = w.gz.len();
             self.mode = Mode::Done;
             return Ok(());
@@ -383,7 +448,7 @@ impl<'a> GzStream<'a> {
     fn member_mode(&mut self) -> Result<Mode<'a>> {
         let w = &mut self.walk;
         if let Some(plan) = self.plan.as_mut() {
-            let (rounds, followed) = plan.member(w);
+            let (rounds, followed) = plan.member(w)?;
             if let Some(p) = self.pairs.as_mut() {
                 if followed && !p.several {
                     log::debug!(
@@ -409,10 +474,13 @@ impl<'a> GzStream<'a> {
             }
         }
         let from = w.pos * 8;
-        let run = if stored::run_len(w.gz, from, MIN_RUN) >= MIN_RUN {
-            InPlace::at(w.gz, from)
+        let run = if in_place::run_len(w, from)? >= MIN_RUN {
+            InPlace::at(w, from)?
         } else if w.gz.len() >= self.bridge_from {
-            in_place::bridge(w, from, &[])?.and_then(|bit| InPlace::at(w.gz, bit))
+            match in_place::bridge(w, from, &[])? {
+                Some(bit) => InPlace::at(w, bit)?,
+                None => None,
+            }
         } else {
             None
         };
@@ -456,7 +524,7 @@ impl<'a> GzStream<'a> {
         let mode = std::mem::replace(&mut self.mode, Mode::Failed);
         self.mode = match (mode, s) {
             (Mode::Rounds(r), Switch::Stored(bit)) => {
-                let run = InPlace::at(self.walk.gz, bit).ok_or_else(|| self.walk.corrupt())?;
+                let run = InPlace::at(&self.walk, bit)?.ok_or_else(|| self.walk.corrupt())?;
                 self.counts.runs_in_place += 1;
                 Mode::InPlace(run, Some(r))
             }
@@ -490,7 +558,11 @@ impl<'a> GzStream<'a> {
         let end = run.end();
         let window = run.window(self.walk.gz);
         let next = in_place::bridge(&mut self.walk, end * 8, &window)?;
-        if let Some(next) = next.and_then(|bit| InPlace::at(self.walk.gz, bit)) {
+        let next = match next {
+            Some(bit) => InPlace::at(&self.walk, bit)?,
+            None => None,
+        };
+        if let Some(next) = next {
             self.counts.runs_in_place += 1;
             return Ok(Mode::InPlace(next, rounds));
         }
@@ -504,5 +576,40 @@ impl<'a> GzStream<'a> {
             .prime(&self.walk, &deflate::primer(&window, 0).bytes, window.len())?;
         self.walk.pos = end;
         Ok(Mode::OneCore)
+    }
+}
+
+/// [`gzip::next_member`] at the walk's position, reading only input it
+/// waited for: zero padding is passed a MiB at a time, and a header read
+/// from its first [`HEADER_MAX`](crate::HEADER_MAX) bytes, or from the
+/// rest of the payload when its fields run longer (the answer, and its
+/// error's text, are the same as from the whole input).
+fn next_member(w: &Walk<'_>) -> Result<Option<gzip::Member>> {
+    if w.arriving.is_none() {
+        return gzip::next_member(w.gz, w.pos);
+    }
+    let len = w.gz.len();
+    let mut at = w.pos;
+    if at > 0 {
+        loop {
+            if at >= len {
+                return Ok(None);
+            }
+            let to = at.saturating_add(1 << 20).min(len);
+            w.need(at..to)?;
+            match w.gz[at..to].iter().position(|&b| b != 0) {
+                Some(skip) => {
+                    at += skip;
+                    break;
+                }
+                None => at = to,
+            }
+        }
+    }
+    let head = w.upto(at, at.saturating_add(crate::HEADER_MAX))?;
+    match gzip::next_member(head, at) {
+        Ok(Some(m)) => Ok(Some(m)),
+        _ if head.len() < len => gzip::next_member(w.upto(at, len)?, at),
+        other => other,
     }
 }

@@ -8,6 +8,9 @@ use flate2::{Decompress, FlushDecompress, Status};
 use super::walk::{Step, Walk};
 use crate::error::Result;
 
+/// Input still arriving is given to the inflater this much at a time.
+const ARRIVING_STEP: usize = 1 << 20;
+
 /// The one-core inflater, kept from member to member.
 pub(super) struct OneCore {
     inflater: Decompress,
@@ -60,8 +63,14 @@ impl OneCore {
         loop {
             let z = &mut self.inflater;
             let (in0, out0) = (z.total_in(), z.total_out());
+            // Input still arriving is given a MiB at a time, once there.
+            let end = match w.arriving {
+                Some(_) => w.pos.saturating_add(ARRIVING_STEP).min(w.gz.len()),
+                None => w.gz.len(),
+            };
+            w.need(w.pos..end)?;
             let status = z
-                .decompress(&w.gz[w.pos..], out, FlushDecompress::None)
+                .decompress(&w.gz[w.pos..end], out, FlushDecompress::None)
                 .map_err(|_| w.corrupt())?;
             let used = (z.total_in() - in0) as usize;
             let n = (z.total_out() - out0) as usize;

@@ -138,7 +138,9 @@ impl Pairs {
         let found = header_after(w.gz, from, end);
         match found {
             None => self.no_header_before = end,
-            Some((at, data)) if rounds_from.is_some_and(|f| is_large(w.gz, data, f).0) => {
+            Some((at, data))
+                if rounds_from.is_some_and(|f| is_large(w.gz, w.gz.len(), data, f).0) =>
+            {
                 self.large_at = Some(at);
                 return None;
             }

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::gzip::{self, Trailer, TRAILER};
 use crate::parallel::Rounds;
 use crate::stored;
+use crate::HEADER_MAX as HEADER_READ;
 
 /// Compressed bytes per segment of the parallel rounds, at first (then
 /// sized from the ratio seen so far).
@@ -119,24 +120,31 @@ impl<'a> Plan<'a> {
     /// for now: their end is looked for before their first round,
     /// [`MemberRounds::bound`]); and whether another member's header was
     /// found within [`Plan::from`] bytes of it.
-    pub(super) fn member(&mut self, w: &Walk<'a>) -> (Option<MemberRounds<'a>>, bool) {
+    pub(super) fn member(&mut self, w: &Walk<'a>) -> Result<(Option<MemberRounds<'a>>, bool)> {
         let (gz, data) = (w.gz, w.pos);
         let last = gz.len() - TRAILER; // `check_len`: at least a trailer
         if data >= last {
-            return (None, false);
+            return Ok((None, false));
         }
         // A member that starts with a run of stored blocks goes to the
         // rounds without the search for its size (1.5 ms of 60 on 256 MiB
         // of them): the run is read in place, and the rounds' first round,
         // if any, is bounded by the member's end as always.
-        let stored = stored::run_len(gz, data * 8, MIN_RUN) >= MIN_RUN;
+        let stored = in_place::run_len(w, data * 8)? >= MIN_RUN;
         let single = std::mem::take(&mut self.single);
         let mut followed = false;
         if !stored && !single {
-            let (large, f) = is_large(gz, data, self.from);
+            // (A header found near the end of what was waited for, its
+            // fields running past it, goes unseen: the rounds check their
+            // guess of the member's end.)
+            let seen = w.upto(
+                data,
+                data.saturating_add(self.from).saturating_add(HEADER_READ),
+            )?;
+            let (large, f) = is_large(seen, gz.len(), data, self.from);
             followed = f;
             if !large {
-                return (None, followed);
+                return Ok((None, followed));
             }
             // As in `bound`: the pages the size search read go.
             w.looked_ahead(data..data.saturating_add(self.from).min(last));
@@ -149,6 +157,7 @@ impl<'a> Plan<'a> {
             None => Rounds::new(&gz[data..last], self.seg, self.out_cap),
         };
         rounds.release_to(w.release_hook(), data);
+        rounds.arriving(w.arriving, data);
         if let Some(target) = self.guess_always {
             rounds.always_guess(target);
         }
@@ -171,7 +180,7 @@ impl<'a> Plan<'a> {
             in_rounds: 0.0,
             began: std::time::Instant::now(),
         };
-        (Some(r), followed)
+        Ok((Some(r), followed))
     }
 }
 
@@ -279,7 +288,7 @@ impl<'a> MemberRounds<'a> {
             );
             return Ok(Some(Step::Switch(Switch::OneCore)));
         }
-        self.bound(w);
+        self.bound(w)?;
         // As many segments as the caller says threads are free now (at
         // least two: a member begun in rounds goes on in rounds).
         self.rounds.set_segments((w.threads)());
@@ -408,15 +417,16 @@ impl<'a> MemberRounds<'a> {
     /// the debug log says so. (ISIZE is the size mod 2³²: past 4 GiB a
     /// long-run member may start without guessing, and a segment whose
     /// start does not clear after 4 M symbols turns guessing on then.)
-    fn bound(&mut self, w: &Walk<'_>) {
+    fn bound(&mut self, w: &Walk<'_>) -> Result<()> {
         let (base, from) = (self.base, self.base + self.rounds.consumed());
         let gz = w.gz;
         let end = match self.end {
-            MemberEnd::Cut => return,
+            MemberEnd::Cut => return Ok(()),
             MemberEnd::Payload => gz.len() - TRAILER,
             MemberEnd::Unknown => {
-                let Some((end, found)) = member_end(gz, from) else {
-                    return;
+                let seen = w.upto(from, from.saturating_add(LOOK_AHEAD + HEADER_READ))?;
+                let Some((end, found)) = member_end(seen, gz.len(), from) else {
+                    return Ok(());
                 };
                 // The search read ahead of the rounds: those pages are
                 // dropped (the rounds fault them in again from the page
@@ -433,6 +443,7 @@ impl<'a> MemberRounds<'a> {
             }
         };
         let len = (end - base).max(1);
+        w.need(end..end + TRAILER)?;
         let isize = Trailer::at(gz, end).map_or(0, |t| u64::from(t.isize));
         self.end = MemberEnd::Cut;
         self.rounds.truncate(end - base);
@@ -445,6 +456,7 @@ impl<'a> MemberRounds<'a> {
             );
             self.rounds.guess_windows(ratio);
         }
+        Ok(())
     }
 
     /// Whether the rounds guess windows now, and how many segments did.
@@ -500,17 +512,18 @@ fn crc_after(part: &[u8], pos: usize, whole: u32) -> u32 {
     whole ^ zlib_rs::crc32::crc32_combine(head.sum(), 0, (part.len() - pos) as u64)
 }
 
-/// Where the member whose DEFLATE data starts at `data` may end: the
+/// Where the member whose DEFLATE data starts at `data` may end (in a
+/// payload of `len` bytes, of which `gz` is the start searched): the
 /// offset of the trailer before the first gzip header found within
 /// [`LOOK_AHEAD`] bytes, else of the payload's last 8 bytes. A guess (a
 /// header's bytes can occur inside DEFLATE data, and a member can be
 /// longer than the search): the rounds over `data..end` check it. The
 /// second value says whether a header was found.
-pub(super) fn member_end(gz: &[u8], data: usize) -> Option<(usize, bool)> {
+pub(super) fn member_end(gz: &[u8], len: usize, data: usize) -> Option<(usize, bool)> {
     let limit = data.saturating_add(LOOK_AHEAD).min(gz.len());
     let (end, found) = match header_after(gz, data, limit) {
         Some((at, _)) => (at.checked_sub(TRAILER)?, true),
-        None => (gz.len().checked_sub(TRAILER)?, false),
+        None => (len.checked_sub(TRAILER)?, false),
     };
     (end >= data).then_some((end, found))
 }
@@ -538,13 +551,14 @@ pub(super) fn header_after(gz: &[u8], mut from: usize, to: usize) -> Option<(usi
     None
 }
 
-/// Whether the member whose DEFLATE data would start at `data` holds
+/// Whether the member whose DEFLATE data would start at `data` (in a
+/// payload of `len` bytes, of which `gz` is the start searched) holds
 /// `from` bytes or more (no gzip header starts before then, and the
 /// payload goes on), and whether a gzip header follows within them.
-pub(super) fn is_large(gz: &[u8], data: usize, from: usize) -> (bool, bool) {
+pub(super) fn is_large(gz: &[u8], len: usize, data: usize, from: usize) -> (bool, bool) {
     let to = data.saturating_add(from);
     let followed = header_after(gz, data, to.min(gz.len())).is_some();
-    (!followed && to < gz.len().saturating_sub(TRAILER), followed)
+    (!followed && to < len.saturating_sub(TRAILER), followed)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use super::gzip::compress as gzip;
 use super::rounds::{member_end, MemberEnd, SEGMENT, SEGMENT_OUT};
 use super::*;
 use crate::gzip::TRAILER;
+use crate::stored;
 
 impl<'a> GzStream<'a> {
     /// Members of `from` compressed bytes or more in rounds of `seg`-byte
@@ -339,7 +340,7 @@ fn a_gzip_header_inside_a_member_costs_its_rounds_the_tail_not_the_answer() {
     gz.extend(gzip(&data));
     let want = [&fake[..], &data[..]].concat();
     let mut s = GzStream::parallel_with(&gz, 1 << 30, 16 << 10, SEGMENT_OUT).unwrap();
-    let (guess, found) = member_end(&gz, 10).unwrap();
+    let (guess, found) = member_end(&gz, gz.len(), 10).unwrap();
     assert!(
         found && guess + TRAILER < second,
         "the member's end was not guessed wrong"
@@ -862,4 +863,96 @@ fn rounds_of_guessed_windows_give_the_sequential_bytes_on_long_runs_of_any_byte(
             .unwrap_or_else(|e| panic!("{at}, skipping: {e}"));
         }
     }
+}
+
+/// Input said to be arriving: every wait is recorded, and a wait for any
+/// of the bytes `never` fails as a broken download would.
+struct Recorded {
+    waits: std::sync::Mutex<Vec<std::ops::Range<usize>>>,
+    never: std::ops::Range<usize>,
+}
+
+impl Recorded {
+    fn new(never: std::ops::Range<usize>) -> Recorded {
+        Recorded {
+            waits: std::sync::Mutex::new(Vec::new()),
+            never,
+        }
+    }
+}
+
+impl Arriving for Recorded {
+    fn wait(&self, range: std::ops::Range<usize>) -> std::io::Result<()> {
+        assert!(range.start < range.end, "an empty wait");
+        self.waits.lock().unwrap().push(range.clone());
+        if range.start < self.never.end && self.never.start < range.end {
+            return Err(std::io::Error::other("the download broke"));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn input_still_arriving_gives_the_whole_inputs_bytes_on_every_path_tail_first() {
+    let mut x = 0xa77e_u64;
+    for seed in 0..6 {
+        let (data, gz) = shape(seed);
+        for guess in [None, Some(256 << 10)] {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let seg = 1024 + (x >> 40) as usize % (511 << 10);
+            let out_cap = (1 << 20) + (x >> 20) as usize % (7 << 20);
+            let input = Recorded::new(0..0);
+            let s = GzStream::arriving_with(&gz, 1 << 30, (seg, out_cap, guess), &input).unwrap();
+            let (out, doubt) = drain(s);
+            let at = format!("seed {seed} seg {seg} cap {out_cap} guess {guess:?}");
+            assert!(!doubt && out.unwrap() == data, "{at}");
+            let waits = input.waits.into_inner().unwrap();
+            // The last trailer first (the plan reads it), then the
+            // payload from its start, every byte of it asked for.
+            assert_eq!(waits[0], gz.len() - TRAILER..gz.len(), "{at}");
+            assert_eq!(waits[1].start, 0, "{at}");
+            let mut seen = vec![false; gz.len()];
+            for w in &waits {
+                seen[w.clone()].iter_mut().for_each(|b| *b = true);
+            }
+            assert!(seen.iter().all(|&b| b), "{at}: a byte never waited for");
+        }
+        // Stored runs read in place, by fills and skips.
+        let (data, gz) = stored_shape(seed, 6, seed % 2 == 0, 1 + seed as usize % 3);
+        let input = Recorded::new(0..0);
+        let s = GzStream::arriving_with(&gz, 1 << 30, (64 << 10, 8 << 20, None), &input).unwrap();
+        fill_and_skip(s, &data, seed).unwrap();
+        // And the one-core stream (the careful pass).
+        let input = Recorded::new(0..0);
+        let s = GzStream::arriving(&gz, 1 << 30, crate::one_thread, &input).unwrap();
+        assert!(drain(s).0.unwrap() == data);
+    }
+}
+
+#[test]
+fn input_that_stops_arriving_fails_with_its_own_error_on_every_path() {
+    let (_, gz) = shape(3);
+    // (The last trailer arrives: a download fetches it first.)
+    for cut in [gz.len() / 3, gz.len() - 20] {
+        for forced in [true, false] {
+            let input = Recorded::new(cut..gz.len() - TRAILER);
+            let s = match forced {
+                true => GzStream::arriving_with(&gz, 1 << 30, (32 << 10, 8 << 20, None), &input),
+                false => GzStream::arriving(&gz, 1 << 30, crate::one_thread, &input),
+            };
+            let (out, _) = drain(s.unwrap());
+            match out {
+                Err(crate::Error::Io(e)) => assert_eq!(e.to_string(), "the download broke"),
+                other => panic!("cut {cut} forced {forced}: {:?}", other.map(|v| v.len())),
+            }
+        }
+    }
+    // Not even the last trailer arrives: refused before any byte.
+    let input = Recorded::new(0..gz.len());
+    assert!(matches!(
+        GzStream::arriving(&gz, 1 << 30, crate::pool_threads, &input),
+        Err(crate::Error::Io(_))
+    ));
 }

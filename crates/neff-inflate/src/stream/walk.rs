@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::gzip::{self, Trailer, TRAILER};
-use crate::{Passed, Threads};
+use crate::{Arriving, Passed, Threads};
 
 /// Stored data a run must hold before it is read in place: below this the
 /// inflater's copy costs about what leaving and priming it again does.
@@ -98,6 +98,9 @@ pub(super) struct Walk<'a> {
     released: usize,
     /// Threads the stream may use at a moment (a checksum split asks).
     pub(super) threads: Threads,
+    /// The input is still arriving: every read waits for its bytes first
+    /// ([`need`](Self::need)).
+    pub(super) arriving: Option<&'a dyn Arriving>,
 }
 
 impl<'a> Walk<'a> {
@@ -116,7 +119,24 @@ impl<'a> Walk<'a> {
             release: None,
             released: 0,
             threads: crate::one_thread,
+            arriving: None,
         }
+    }
+
+    /// Waits until the input's bytes `range` (clamped to the payload) are
+    /// in place, when it is still arriving: the one gate before any read
+    /// of `gz` (a failure to arrive comes out as its I/O error).
+    pub(super) fn need(&self, range: std::ops::Range<usize>) -> Result<()> {
+        need(self.arriving, self.gz.len(), range)
+    }
+
+    /// The input up to `end` (clamped), waited for from `from` on: for a
+    /// search that must not read past what it waited for (a longer header
+    /// or match then goes unseen, as the searches' answers are guesses).
+    pub(super) fn upto(&self, from: usize, end: usize) -> Result<&'a [u8]> {
+        let end = end.min(self.gz.len());
+        self.need(from..end)?;
+        Ok(&self.gz[..end])
     }
 
     /// Tells `release` of the input passed from now on.
@@ -218,6 +238,7 @@ impl<'a> Walk<'a> {
     /// Checks the trailer of the member whose DEFLATE stream ended at the
     /// position, and moves past it.
     pub(super) fn end_member(&mut self) -> Result<()> {
+        self.need(self.pos..self.pos.saturating_add(TRAILER))?;
         let t = Trailer::at(self.gz, self.pos).ok_or_else(|| self.corrupt())?;
         if !t.describes(self.crc.sum(), self.out) {
             return Err(self.corrupt());
@@ -226,4 +247,21 @@ impl<'a> Walk<'a> {
         self.unchecked = false;
         Ok(())
     }
+}
+
+/// Waits for bytes `range` of an input of `len` bytes that is still
+/// `arriving` (nothing when it is whole).
+pub(super) fn need(
+    arriving: Option<&dyn Arriving>,
+    len: usize,
+    range: std::ops::Range<usize>,
+) -> Result<()> {
+    let Some(a) = arriving else {
+        return Ok(());
+    };
+    let (start, end) = (range.start.min(len), range.end.min(len));
+    if start < end {
+        a.wait(start..end)?;
+    }
+    Ok(())
 }
