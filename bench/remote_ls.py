@@ -7,6 +7,7 @@ Rounds interleaved, medians (PERF §24, §26, §27).
 
     python3 scripts/servers start STATE SEED     # SEED holds REL
     python3 bench/remote_ls.py PROXY REL RUNS BIN [BIN...] [--no-whole]
+        [--modes MODE,MODE]
 
 PROXY is the `proxy` URL `scripts/servers start` prints; REL the object's
 path under the seed (for the 1 GiB raw NEFF of bench/make_corpus.py,
@@ -14,6 +15,8 @@ copied to SEED/big/big.neff: big/big.neff). `direct:HTTP` in its place
 (HTTP: the `http` URL printed, nginx itself) times the object on loopback
 without the proxy in front (PERF §29). A BIN may carry options after a
 space, quoted as one argument: "target/release/neff --max-bytes-moved 10M".
+`--modes` names the proxy's modes to time instead of `ok` and `delay20`
+(`delay25+bw100`: 25 ms away on a 100 MB/s link; PERF §34).
 """
 import os
 import statistics
@@ -26,13 +29,19 @@ from remote_latency import download_whole  # noqa: E402
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--no-whole"]
-    whole = "--no-whole" not in sys.argv
+    argv = sys.argv[1:]
+    modes = ("ok", "delay20")
+    if "--modes" in argv:
+        i = argv.index("--modes")
+        modes = tuple(argv[i + 1].split(","))
+        del argv[i:i + 2]
+    args = [a for a in argv if a != "--no-whole"]
+    whole = "--no-whole" not in argv
     if len(args) < 4:
         sys.exit(__doc__)
     proxy, rel, runs, bins = args[0], args[1], int(args[2]), args[3:]
     direct = proxy.startswith("direct:")
-    for mode in ("direct",) if direct else ("ok", "delay20"):
+    for mode in ("direct",) if direct else modes:
         url = f"{proxy[len('direct:'):]}/{rel}" if direct else f"{proxy}/http/{mode}/{rel}"
         res = {b: [] for b in bins}
         if whole:

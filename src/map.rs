@@ -148,7 +148,13 @@ impl FileBytes {
         // truncate the file: reads past the new end raise SIGBUS, which the
         // guard turns into a page of zeros and a recorded fault (see the
         // module docs and `guard`): the process is not killed, and the
-        // owner reports the file as changed.
+        // owner reports the file as changed. A remote object's spool is
+        // mapped while its download still writes it
+        // (`remote::Object::spool_landing`): the file is sized to the object
+        // first, so no read is out of range, and the reader waits for each
+        // range to land (a mutex and condvar order the write before the
+        // read) before it reads it; a byte read before that would be a
+        // zero of the sparse file, never memory outside the map.
         let map = unsafe { Mmap::map(&file)? };
         Ok(FileBytes::Mapped(Guarded::new(map), file))
     }
@@ -420,6 +426,175 @@ pub mod guard {
                     let mut dfl: libc::sigaction = std::mem::zeroed();
                     dfl.sa_sigaction = libc::SIG_DFL;
                     libc::sigaction(libc::SIGBUS, &dfl, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "fuzzing"))]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+
+    /// A file whose bytes land only when a reader of its map waits for
+    /// them, exactly those bytes, and whose map is unreadable until then,
+    /// page by page: a read of a page not waited for kills the test (and
+    /// a read of a byte not waited for on a page that was sees `fill`,
+    /// garbage or the zeros of a sparse file, not the input's byte).
+    struct Lazy {
+        file: File,
+        data: Vec<u8>,
+        map: usize,
+    }
+
+    const PAGE: usize = 4096;
+
+    impl neff_inflate::Arriving for Lazy {
+        fn wait(&self, r: std::ops::Range<usize>) -> std::io::Result<()> {
+            self.file
+                .write_all_at(&self.data[r.clone()], r.start as u64)?;
+            let from = r.start / PAGE * PAGE;
+            let to = r.end.div_ceil(PAGE) * PAGE;
+            // SAFETY: `map + from .. map + to` lies in the test's live
+            // mapping of the file (page-aligned: the map is; `to` may pass
+            // the file's end inside its last page, which the map covers).
+            // Making pages readable again takes nothing from any reference.
+            let ok = unsafe {
+                libc::mprotect(
+                    (self.map + from) as *mut libc::c_void,
+                    to - from,
+                    libc::PROT_READ,
+                )
+            };
+            assert_eq!(ok, 0, "mprotect");
+            Ok(())
+        }
+    }
+
+    fn lazy(data: &[u8], fill: u8) -> (Lazy, FileBytes) {
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(data.len() as u64).unwrap();
+        if fill != 0 {
+            file.write_all_at(&vec![fill; data.len()], 0).unwrap();
+        }
+        let len = data.len() as u64;
+        let map = FileBytes::from_open(file.try_clone().unwrap(), len, ReadMode::Map, Vec::new());
+        let map = map.unwrap();
+        let base = map.as_ptr() as usize;
+        // SAFETY: the whole mapping, made above and alive until the test
+        // drops it; nothing has borrowed its bytes yet, and every read of
+        // them after this goes through `Lazy::wait`, which makes the
+        // pages read readable first (a read that does not kills the test:
+        // what it is for). Unmapping does not care about protection.
+        let ok = unsafe {
+            libc::mprotect(
+                base as *mut libc::c_void,
+                data.len().div_ceil(PAGE) * PAGE,
+                libc::PROT_NONE,
+            )
+        };
+        assert_eq!(ok, 0, "mprotect");
+        let lazy = Lazy {
+            file,
+            data: data.to_vec(),
+            map: base,
+        };
+        (lazy, map)
+    }
+
+    fn gz(data: &[u8], level: u32, name: Option<&str>) -> Vec<u8> {
+        let mut b = flate2::GzBuilder::new();
+        if let Some(n) = name {
+            b = b.filename(n);
+        }
+        let mut e = b.write(Vec::new(), flate2::Compression::new(level));
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Text, noise (stored blocks), long zero runs, from `seed`.
+    fn mixed(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let words = [
+            &b"tensor "[..],
+            b"neff ",
+            b"kelf-0.json ",
+            b"sg00/def.json ",
+            b"0.125, ",
+        ];
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            let k = (rnd() % (192 << 10)) as usize;
+            match rnd() % 3 {
+                0 => (0..k).for_each(|_| v.push(rnd() as u8)),
+                1 => v.extend(std::iter::repeat_n(0u8, k * 4)),
+                _ => {
+                    while v.len() < n && k > 0 && v.len() % (k + 1) != 0 {
+                        v.extend_from_slice(words[(rnd() % 5) as usize]);
+                    }
+                    v.extend_from_slice(words[(rnd() % 5) as usize]);
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_payload_read_through_a_map_as_it_lands_reads_only_bytes_that_landed() {
+        // Shapes: one member; several with a named header and zero
+        // padding after them; stored blocks alone; one large enough for
+        // the engine's own plan of rounds.
+        let a = mixed(3 << 20, 7);
+        let mut several = gz(&a[..1 << 20], 6, Some("first.tar"));
+        several.extend(gz(&a[1 << 20..2 << 20], 1, None));
+        several.extend(gz(&a[2 << 20..], 9, Some("third")));
+        several.extend(vec![0u8; 1000]);
+        let noise: Vec<u8> = mixed(6 << 20, 3).iter().map(|b| b ^ 0x5a).collect();
+        let big = mixed(40 << 20, 11);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("one member", gz(&a, 6, None)),
+            ("several members", several),
+            ("stored", gz(&noise, 0, None)),
+            ("large", gz(&big, 1, None)),
+        ];
+        for (what, payload) in &cases {
+            let want = neff_inflate::GzStream::new(payload, 1 << 34)
+                .unwrap()
+                .read_all()
+                .0
+                .unwrap();
+            for fill in [0u8, 0xa5] {
+                let plans: [Option<(usize, usize, Option<usize>)>; 3] = [
+                    None,
+                    Some((64 << 10, 8 << 20, None)),
+                    Some((256 << 10, 8 << 20, Some(1 << 20))),
+                ];
+                for plan in plans {
+                    let (input, map) = lazy(payload, fill);
+                    let mut s = match plan {
+                        None => crate::payload::arriving(&map, 1 << 34, true, &input).unwrap(),
+                        Some(p) => {
+                            neff_inflate::GzStream::arriving_with(&map, 1 << 34, p, &input).unwrap()
+                        }
+                    };
+                    let (got, doubt) = s.read_all();
+                    let at = format!("{what}, fill {fill:#x}, plan {plan:?}");
+                    assert!(!doubt, "{at}: doubtful");
+                    assert!(got.unwrap() == want, "{at}: other bytes");
+                    // Skipped (stored runs checksummed in place, the
+                    // rounds' output unread), every trailer still checked.
+                    let (input, map) = lazy(payload, fill);
+                    let mut s = crate::payload::arriving(&map, 1 << 34, true, &input).unwrap();
+                    let n = s.finish(&mut vec![0u8; 1 << 16]).unwrap();
+                    assert_eq!(n, want.len() as u64, "{at}: skipped");
                 }
             }
         }

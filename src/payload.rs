@@ -44,6 +44,24 @@ pub(crate) fn stream(gz: &[u8], cap: u64, parallel: bool) -> Result<GzStream<'_>
     })
 }
 
+/// A stream over `gz`, a payload still arriving under its map (a remote
+/// object's spool, [`crate::remote::Landing`]): `wait` is asked for each
+/// range (payload offsets) before it is read; in parallel rounds on the
+/// pool's idle threads when `parallel`, else on the calling thread.
+#[cfg(feature = "remote")]
+pub(crate) fn arriving<'a>(
+    gz: &'a [u8],
+    cap: u64,
+    parallel: bool,
+    wait: &'a dyn neff_inflate::Arriving,
+) -> Result<GzStream<'a>> {
+    let threads = match parallel {
+        true => threads,
+        false => neff_inflate::one_thread,
+    };
+    GzStream::arriving(gz, cap, threads, wait).map_err(unwrap_source)
+}
+
 /// A gzip payload from any `Read` (a remote object's body as its parts
 /// arrive), inflated on the calling thread as its pieces come
 /// ([`neff_inflate::GzReader`]): the tar layer's byte stream for a payload

@@ -164,8 +164,9 @@ impl Neff {
     /// on a scan's worker while every other worker is busy, inflated as
     /// they arrive (the walk keeps the accessors' members; another
     /// member's data is inflated again from a new read), else spooled to
-    /// an unlinked temporary file and read from its map as a local file
-    /// is (in parallel rounds). Every
+    /// an unlinked temporary file whose map is inflated in parallel rounds
+    /// while the parts land in it (each read waits for its bytes), and
+    /// read from afterwards as a local file is. Every
     /// request after the first is pinned to the first's ETag: an object
     /// replaced meanwhile is [`Error::ObjectChanged`]. From a server that
     /// ignores Range the object is read whole by one GET into such a file
@@ -222,9 +223,41 @@ impl Neff {
             };
             return Ok(Neff::held_first(first, span, tar, index, opts));
         }
-        if span.compression == Compression::Gzip
-            || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
-        {
+        if span.compression == Compression::Gzip {
+            // A large payload with threads to spare: spooled to a
+            // temporary file, and inflated in parallel rounds from its map
+            // as the parts land (the transfer and the inflation overlap).
+            return object.spool_landing(&first, |file, landing| {
+                let bytes = FileBytes::from_open(file, object.size(), ReadMode::Map, Vec::new())?;
+                let stored = bytes
+                    .get(span.start..span.start + span.len)
+                    .ok_or_else(|| Error::refused("the payload runs past the object"))?;
+                let base = span.start as u64;
+                let waits = |r: std::ops::Range<usize>| {
+                    landing.wait(base + r.start as u64..base + r.end as u64)
+                };
+                let release =
+                    |r: std::ops::Range<usize>| bytes.release(span.start + r.start, r.len());
+                let limits = &opts.limits;
+                let (index, retained, len) = tar::walk(
+                    &mut |pass| {
+                        let parallel = pass == Pass::Fast;
+                        let s = payload::arriving(stored, limits.max_inflated, parallel, &waits)?;
+                        Ok(s.release_behind(&release))
+                    },
+                    &mut || select::Retention::new(limits),
+                    limits,
+                )?;
+                let tar = Tar::Streamed {
+                    retained,
+                    len,
+                    spare: None,
+                    object: None,
+                };
+                Ok(Neff::held_first(Vec::new(), span, tar, index, opts).with_file(bytes))
+            });
+        }
+        if object.size() <= remote::whole_below(remote::WHOLE_BELOW) {
             // Not readable by ranges (gzip), or small enough that one more
             // request for the rest costs less than walking its headers by
             // ranges, a round trip each: spooled to a temporary file as it
@@ -267,6 +300,13 @@ impl Neff {
             json: json::Cache::default(),
             def_skim: OnceLock::new(),
         }
+    }
+
+    /// This NEFF read from `file` (its whole bytes) instead.
+    #[cfg(feature = "remote")]
+    fn with_file(mut self, file: FileBytes) -> Neff {
+        self.file = file;
+        self
     }
 
     /// Whether this NEFF is a remote object read by ranges (its payload is

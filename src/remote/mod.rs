@@ -10,9 +10,10 @@
 //! per object, [`set_byte_cap`]). A gzip payload, which cannot be read
 //! by ranges, is read whole: as a `Read` over its parts as they arrive
 //! ([`Object::reader`], inflated as it comes), or, when it is large enough
-//! for parallel rounds and a thread is free for them, spooled
-//! ([`Object::spool`]) to an unlinked temporary file and read from its map
-//! as a local file is. The client is the `object_store` crate (S3 with the
+//! for parallel rounds and a thread is free for them, spooled to an
+//! unlinked temporary file whose map is read while the parts land in it
+//! ([`Object::spool_landing`], [`landing::Landing::wait`] before each
+//! read). The client is the `object_store` crate (S3 with the
 //! standard AWS environment and credential chain; plain HTTP(S) with Range
 //! support); its requests are retried with backoff on 5xx, throttling and
 //! timeouts, a bounded number of times, and each has a timeout.
@@ -67,6 +68,7 @@ use crate::error::{Error, Result};
 
 mod ahead;
 mod hf;
+mod landing;
 mod link;
 mod profile;
 

@@ -1367,7 +1367,15 @@ fn local_answer_or_one_line(got: &Output, want: &Output, url: &str, local: &str,
 fn faults_twenty_to_fifty_ms_away_end_in_the_local_answer_or_one_line_naming_the_object() {
     let s = servers();
     let few = [("NEFF_REMOTE_RETRIES", "2"), ("NEFF_REMOTE_TIMEOUT", "5")];
-    let objects = [BIG_RAW, MID_RAW, MID_GZ, "acc/cc-replica-groups-gz.neff"];
+    // (The large gzip NEFF is spooled as its parts land, and inflated in
+    // parallel rounds as they do: asked for one accessor only, for time.)
+    let objects = [
+        BIG_RAW,
+        MID_RAW,
+        MID_GZ,
+        BIG_GZ,
+        "acc/cc-replica-groups-gz.neff",
+    ];
     // Each ends in the local answer: the delay alone, throttling, and a
     // body reset once (asked for again from where it stopped).
     let recover = [
@@ -1395,6 +1403,9 @@ fn faults_twenty_to_fifty_ms_away_end_in_the_local_answer_or_one_line_naming_the
                 &["ls", "--json", "FILE"][..],
                 &["get", "FILE", "cc-world-size"],
             ] {
+                if rel == BIG_GZ && args[0] == "ls" {
+                    continue;
+                }
                 let with = |f: &str| -> Vec<String> {
                     args.iter()
                         .map(|a| if *a == "FILE" { f } else { a }.to_string())
