@@ -432,10 +432,12 @@ pub mod guard {
     }
 }
 
+/// A file whose bytes land only when a reader waits for them, for the
+/// tests of input still arriving (`payload`'s): the mapping's `unsafe`
+/// lives here, with the crate's others.
 #[cfg(all(test, feature = "fuzzing"))]
-mod tests {
+pub(crate) mod lazy {
     use super::*;
-    use std::io::Write;
     use std::os::unix::fs::FileExt;
 
     /// A file whose bytes land only when a reader of its map waits for
@@ -443,7 +445,7 @@ mod tests {
     /// page by page: a read of a page not waited for kills the test (and
     /// a read of a byte not waited for on a page that was sees `fill`,
     /// garbage or the zeros of a sparse file, not the input's byte).
-    struct Lazy {
+    pub(crate) struct Lazy {
         file: File,
         data: Vec<u8>,
         map: usize,
@@ -451,8 +453,10 @@ mod tests {
 
     const PAGE: usize = 4096;
 
-    impl neff_inflate::Arriving for Lazy {
-        fn wait(&self, r: std::ops::Range<usize>) -> std::io::Result<()> {
+    impl Lazy {
+        /// Writes the input's bytes `r` into the file and makes their
+        /// pages of the map readable.
+        pub(crate) fn wait(&self, r: std::ops::Range<usize>) -> std::io::Result<()> {
             self.file
                 .write_all_at(&self.data[r.clone()], r.start as u64)?;
             let from = r.start / PAGE * PAGE;
@@ -473,7 +477,9 @@ mod tests {
         }
     }
 
-    fn lazy(data: &[u8], fill: u8) -> (Lazy, FileBytes) {
+    /// A file of `data`'s length holding `fill`, mapped with every page
+    /// unreadable, and the `Lazy` that lands `data`'s bytes in it.
+    pub(crate) fn lazy(data: &[u8], fill: u8) -> (Lazy, FileBytes) {
         let file = tempfile::tempfile().unwrap();
         file.set_len(data.len() as u64).unwrap();
         if fill != 0 {
@@ -502,101 +508,5 @@ mod tests {
             map: base,
         };
         (lazy, map)
-    }
-
-    fn gz(data: &[u8], level: u32, name: Option<&str>) -> Vec<u8> {
-        let mut b = flate2::GzBuilder::new();
-        if let Some(n) = name {
-            b = b.filename(n);
-        }
-        let mut e = b.write(Vec::new(), flate2::Compression::new(level));
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
-
-    /// Text, noise (stored blocks), long zero runs, from `seed`.
-    fn mixed(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let words = [
-            &b"tensor "[..],
-            b"neff ",
-            b"kelf-0.json ",
-            b"sg00/def.json ",
-            b"0.125, ",
-        ];
-        let mut v = Vec::with_capacity(n);
-        while v.len() < n {
-            let k = (rnd() % (192 << 10)) as usize;
-            match rnd() % 3 {
-                0 => (0..k).for_each(|_| v.push(rnd() as u8)),
-                1 => v.extend(std::iter::repeat_n(0u8, k * 4)),
-                _ => {
-                    while v.len() < n && k > 0 && v.len() % (k + 1) != 0 {
-                        v.extend_from_slice(words[(rnd() % 5) as usize]);
-                    }
-                    v.extend_from_slice(words[(rnd() % 5) as usize]);
-                }
-            }
-        }
-        v
-    }
-
-    #[test]
-    fn a_payload_read_through_a_map_as_it_lands_reads_only_bytes_that_landed() {
-        // Shapes: one member; several with a named header and zero
-        // padding after them; stored blocks alone; one large enough for
-        // the engine's own plan of rounds.
-        let a = mixed(3 << 20, 7);
-        let mut several = gz(&a[..1 << 20], 6, Some("first.tar"));
-        several.extend(gz(&a[1 << 20..2 << 20], 1, None));
-        several.extend(gz(&a[2 << 20..], 9, Some("third")));
-        several.extend(vec![0u8; 1000]);
-        let noise: Vec<u8> = mixed(6 << 20, 3).iter().map(|b| b ^ 0x5a).collect();
-        let big = mixed(40 << 20, 11);
-        let cases: Vec<(&str, Vec<u8>)> = vec![
-            ("one member", gz(&a, 6, None)),
-            ("several members", several),
-            ("stored", gz(&noise, 0, None)),
-            ("large", gz(&big, 1, None)),
-        ];
-        for (what, payload) in &cases {
-            let want = neff_inflate::GzStream::new(payload, 1 << 34)
-                .unwrap()
-                .read_all()
-                .0
-                .unwrap();
-            for fill in [0u8, 0xa5] {
-                let plans: [Option<(usize, usize, Option<usize>)>; 3] = [
-                    None,
-                    Some((64 << 10, 8 << 20, None)),
-                    Some((256 << 10, 8 << 20, Some(1 << 20))),
-                ];
-                for plan in plans {
-                    let (input, map) = lazy(payload, fill);
-                    let mut s = match plan {
-                        None => crate::payload::arriving(&map, 1 << 34, true, &input).unwrap(),
-                        Some(p) => {
-                            neff_inflate::GzStream::arriving_with(&map, 1 << 34, p, &input).unwrap()
-                        }
-                    };
-                    let (got, doubt) = s.read_all();
-                    let at = format!("{what}, fill {fill:#x}, plan {plan:?}");
-                    assert!(!doubt, "{at}: doubtful");
-                    assert!(got.unwrap() == want, "{at}: other bytes");
-                    // Skipped (stored runs checksummed in place, the
-                    // rounds' output unread), every trailer still checked.
-                    let (input, map) = lazy(payload, fill);
-                    let mut s = crate::payload::arriving(&map, 1 << 34, true, &input).unwrap();
-                    let n = s.finish(&mut vec![0u8; 1 << 16]).unwrap();
-                    assert_eq!(n, want.len() as u64, "{at}: skipped");
-                }
-            }
-        }
     }
 }

@@ -223,7 +223,7 @@ impl Neff {
             };
             return Ok(Neff::held_first(first, span, tar, index, opts));
         }
-        if span.compression == Compression::Gzip {
+        if span.compression == Compression::Gzip && opts.read_mode != ReadMode::Read {
             // A large payload with threads to spare: spooled to a
             // temporary file, and inflated in parallel rounds from its map
             // as the parts land (the transfer and the inflation overlap).
@@ -257,12 +257,16 @@ impl Neff {
                 Ok(Neff::held_first(Vec::new(), span, tar, index, opts).with_file(bytes))
             });
         }
-        if object.size() <= remote::whole_below(remote::WHOLE_BELOW) {
-            // Not readable by ranges (gzip), or small enough that one more
-            // request for the rest costs less than walking its headers by
-            // ranges, a round trip each: spooled to a temporary file as it
-            // arrives and read from its map, with a local file's bounds
-            // (never held whole in memory for what the server says it is).
+        if span.compression == Compression::Gzip
+            || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
+        {
+            // Not readable by ranges (gzip, with files to be read into
+            // memory, not mapped: `--read-mode read`), or small enough that
+            // one more request for the rest costs less than walking its
+            // headers by ranges, a round trip each: spooled to a temporary
+            // file as it arrives, then read as a local file is, with its
+            // bounds (never held whole in memory for what the server says
+            // it is).
             let (file, len) = object.spool(&first)?;
             let bytes = FileBytes::from_open(file, len, opts.read_mode, first)?;
             return Neff::from_file_bytes(bytes, opts, None);

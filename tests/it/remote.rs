@@ -850,6 +850,11 @@ fn a_large_gzip_neff_is_spooled_to_disk_not_held_in_memory() {
             kib < local_kib + size_kib / 4,
             "{url}: peak RSS {kib} KiB, a local read {local_kib} KiB, the object {size_kib} KiB"
         );
+        // Files to be read into memory, not mapped: the spool is read
+        // whole once it has landed (not inflated from its map as it
+        // lands), with the same answer.
+        let (_, got) = peak_rss(&["--read-mode", "read", "ls", &url]);
+        assert_eq!(got, want, "{url} --read-mode read");
     }
 }
 
