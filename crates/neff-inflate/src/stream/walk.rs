@@ -130,10 +130,14 @@ impl<'a> Walk<'a> {
         need(self.arriving, self.gz.len(), range)
     }
 
-    /// The input up to `end` (clamped), waited for from `from` on: for a
-    /// search that must not read past what it waited for (a longer header
-    /// or match then goes unseen, as the searches' answers are guesses).
+    /// The input up to `end` (clamped), waited for from `from` on, when it
+    /// is still arriving: for a search that must not read past what it
+    /// waited for (a longer header or match then goes unseen, as the
+    /// searches' answers are guesses). The whole input when it is whole.
     pub(super) fn upto(&self, from: usize, end: usize) -> Result<&'a [u8]> {
+        if self.arriving.is_none() {
+            return Ok(self.gz);
+        }
         let end = end.min(self.gz.len());
         self.need(from..end)?;
         Ok(&self.gz[..end])
