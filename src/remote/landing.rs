@@ -4,6 +4,7 @@
 //! reads it. A large gzip payload so feeds parallel inflation as it
 //! downloads, not after.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -22,8 +23,9 @@ use crate::error::{Error, Result};
 pub struct Landing {
     /// Where the first part starts: every byte before it has landed.
     start: u64,
-    /// The object's size.
+    /// The object's size, and its parts after `start`.
     size: u64,
+    parts: usize,
     state: Mutex<Landed>,
     landed: Condvar,
     /// The reader failed: the download stops.
@@ -35,20 +37,23 @@ pub struct Landing {
 
 #[derive(Debug)]
 struct Landed {
-    /// Bytes in place from each part's start.
-    filled: Vec<u64>,
+    /// Bytes in place from the start of each part begun (not sized from
+    /// the size the server claims: a part is begun as its bytes come).
+    filled: BTreeMap<usize, u64>,
     /// The download failed or stopped: what has not landed never will.
     over: bool,
 }
 
 impl Landing {
     fn new(start: u64, size: u64) -> Landing {
-        let parts = size.saturating_sub(start).div_ceil(PART) as usize;
+        let parts =
+            usize::try_from(size.saturating_sub(start).div_ceil(PART)).unwrap_or(usize::MAX);
         Landing {
             start,
             size,
+            parts,
             state: Mutex::new(Landed {
-                filled: vec![0; parts],
+                filled: BTreeMap::new(),
                 over: false,
             }),
             landed: Condvar::new(),
@@ -77,7 +82,7 @@ impl Landing {
         loop {
             let missing = (first..=last).any(|i| {
                 let part = self.part(i);
-                part.start + s.filled[i] < range.end.min(part.end)
+                part.start + s.filled_of(i) < range.end.min(part.end)
             });
             if !missing {
                 return Ok(());
@@ -92,7 +97,7 @@ impl Landing {
     /// `n` more bytes of part `i` are in the file.
     fn filled(&self, i: usize, n: u64) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        s.filled[i] += n;
+        *s.filled.entry(i).or_default() += n;
         drop(s);
         self.landed.notify_all();
     }
@@ -104,11 +109,24 @@ impl Landing {
         drop(s);
         self.landed.notify_all();
     }
+
+    /// Bytes of part `i` already in place.
+    fn filled_of(&self, i: usize) -> u64 {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.filled_of(i)
+    }
+}
+
+impl Landed {
+    fn filled_of(&self, i: usize) -> u64 {
+        self.filled.get(&i).copied().unwrap_or(0)
+    }
 }
 
 impl Object {
-    /// Spools the whole object into an unlinked temporary file, as
-    /// [`spool`](Self::spool) does, while `read` reads the file: `read`
+    /// Spools the whole object into an unlinked temporary file while `read`
+    /// reads the file (what [`spool`](Self::spool) does with a `read` that
+    /// only takes the file): `read`
     /// gets the file (sized to the object, its first bytes written) at
     /// once, and must [`wait`](Landing::wait) for each range before it
     /// reads it. The parts are asked for in order, the last one first (a
@@ -121,6 +139,14 @@ impl Object {
         first: &[u8],
         read: impl FnOnce(File, &Landing) -> Result<T>,
     ) -> Result<T> {
+        if let Some(whole) = self.whole.get() {
+            // The server ignored a Range before: the object is whole on
+            // disk already, every byte landed.
+            return read(
+                whole.try_clone()?,
+                &Landing::new(self.pin.size, self.pin.size),
+            );
+        }
         let file = spool_file()?;
         file.set_len(self.pin.size)?;
         file.write_all_at(first, 0)?;
@@ -154,7 +180,7 @@ impl Object {
     /// Fetches every part of the spool into `file`, telling `landing` of
     /// each chunk written.
     fn land(&self, file: &File, landing: &Landing) -> Result<()> {
-        let parts = landing.state.lock().map_or(0, |s| s.filled.len());
+        let parts = landing.parts;
         if parts == 0 {
             return Ok(());
         }
@@ -195,7 +221,7 @@ impl Object {
                 let mut buf = vec![0u8; 1 << 20];
                 for i in 0..parts {
                     let part = landing.part(i);
-                    let mut at = part.start + landing_filled(landing, i);
+                    let mut at = part.start + landing.filled_of(i);
                     while at < part.end {
                         let n = buf.len().min((part.end - at) as usize);
                         whole.read_exact_at(&mut buf[..n], at)?;
@@ -208,11 +234,6 @@ impl Object {
             }
         }
     }
-}
-
-/// Bytes of part `i` already in place.
-fn landing_filled(landing: &Landing, i: usize) -> u64 {
-    landing.state.lock().map_or(0, |s| s.filled[i])
 }
 
 #[cfg(test)]

@@ -961,47 +961,13 @@ impl Object {
     /// written at its place in an unlinked temporary file (in `$TMPDIR`,
     /// gone when closed) as its bytes arrive. Memory holds the chunks in
     /// flight, never a part or the object. Returns the file and its length.
-    /// From a server that ignores Range, the file is the whole object read
-    /// by one GET instead (see [`stream`](Self::stream)).
+    /// From a server that ignores Range, the object is read whole by one
+    /// GET (see [`stream`](Self::stream)) and that copy is the file, or,
+    /// when a later part's Range was ignored, fills the rest of it
+    /// ([`spool_landing`](Self::spool_landing)).
     pub fn spool(&self, first: &[u8]) -> Result<(File, u64)> {
-        use futures_util::TryStreamExt;
-        if let Some(file) = self.whole.get() {
-            return Ok((file.try_clone()?, self.pin.size));
-        }
-        let file = spool_file()?;
-        file.write_all_at(first, 0)?;
-        let rest = first.len() as u64..self.pin.size;
-        self.check_range(&rest)?;
-        self.charge(rest.end - rest.start)?;
-        let file_ref = &file;
-        let _alive = ahead::alive();
-        let parts = rest.clone().step_by(PART as usize).map(|at| {
-            let part = at..(at + PART).min(rest.end);
-            async move {
-                let mut pos = part.start;
-                self.pin
-                    .get(part, &mut |c: Bytes| {
-                        file_ref.write_all_at(&c, pos).map_err(Error::Io)?;
-                        pos += c.len() as u64;
-                        Ok(())
-                    })
-                    .await
-            }
-        });
-        let got = runtime()?.block_on(
-            futures_util::stream::iter(parts)
-                // The object's share of --io-depth among the long reads alive.
-                .buffer_unordered(ahead::depth())
-                .try_collect::<()>(),
-        );
-        match got {
-            Ok(()) => Ok((file, self.pin.size)),
-            Err(Miss::Failed(e)) => Err(e),
-            Err(Miss::IgnoredRange) => {
-                drop(file);
-                Ok((self.whole()?.try_clone()?, self.pin.size))
-            }
-        }
+        let file = self.spool_landing(first, |file, _| Ok(file))?;
+        Ok((file, self.pin.size))
     }
 
     /// The bytes at `range`, in memory.
