@@ -779,9 +779,9 @@ pub(crate) struct Rounds<'a> {
     /// bytes further on than the stream's ([`Rounds::release_to`]).
     hook: Option<&'a dyn Passed>,
     base: usize,
-    /// The input is still arriving: what a round reads is waited for
-    /// ([`Gate`]), at offsets `base` bytes further on than the stream's.
-    arriving: Option<&'a dyn Arriving>,
+    /// What a round reads is waited for through it, when the input is
+    /// still arriving.
+    gate: Gate<'a>,
 }
 
 /// What the last round did, for the debug log and the speed model of
@@ -1055,44 +1055,60 @@ pub(crate) struct RoundFailed;
 /// arriving: a candidate whose block runs longer is passed over there.
 const SKIM_READ: usize = 4 << 20;
 
-/// What the rounds read of input still arriving ([`Arriving`]), waited for
-/// first; their stream starts `base` bytes into the caller's payload. A
-/// range that will not arrive fails the round: one core goes on from the
-/// last good one, and meets the failure itself.
+/// The one gate before any read of input that may still be arriving
+/// ([`Arriving`]): the stream's walk (`base` 0) and the rounds (whose
+/// stream starts `base` bytes into the caller's payload) wait through it.
+/// In the rounds, a range that will not arrive fails the round: one core
+/// goes on from the last good one, and meets the failure itself.
 #[derive(Clone, Copy)]
 pub(crate) struct Gate<'a> {
     input: Option<&'a dyn Arriving>,
     base: usize,
 }
 
-impl Gate<'_> {
-    /// The gate of input that is whole (the tests).
-    #[cfg(test)]
-    const WHOLE: Gate<'static> = Gate {
+impl<'a> Gate<'a> {
+    /// The gate of input that is whole: nothing to wait for.
+    pub(crate) const WHOLE: Gate<'static> = Gate {
         input: None,
         base: 0,
     };
 
+    /// The gate of `input` (if still arriving) for data starting `base`
+    /// bytes into the caller's payload.
+    pub(crate) fn new(input: Option<&'a dyn Arriving>, base: usize) -> Gate<'a> {
+        Gate { input, base }
+    }
+
+    /// The same input, for data starting `base` bytes into the payload.
+    pub(crate) fn at(self, base: usize) -> Gate<'a> {
+        Gate { base, ..self }
+    }
+
+    /// Whether the input is whole (nothing is waited for).
+    pub(crate) fn whole(&self) -> bool {
+        self.input.is_none()
+    }
+
     /// Waits for `data[from..end]` (clamped).
-    fn wait(&self, data: &[u8], from: usize, end: usize) -> std::result::Result<(), RoundFailed> {
+    pub(crate) fn wait(&self, data: &[u8], from: usize, end: usize) -> std::io::Result<()> {
         let end = end.min(data.len());
         match self.input {
-            Some(a) if from < end => a
-                .wait(self.base + from..self.base + end)
-                .map_err(|_| RoundFailed),
+            Some(a) if from < end => a.wait(self.base + from..self.base + end),
             _ => Ok(()),
         }
     }
 
-    /// `data` up to `end` (clamped), waited for from `from` on (all of it
-    /// when the input is whole).
-    fn upto<'d>(
+    /// `data` up to `end` (clamped), waited for from `from` on, when the
+    /// input is still arriving: for a search that must not read past what
+    /// it waited for (a longer header, block or match then goes unseen:
+    /// the searches' answers are guesses, checked). All of it when whole.
+    pub(crate) fn upto<'d>(
         &self,
         data: &'d [u8],
         from: usize,
         end: usize,
-    ) -> std::result::Result<&'d [u8], RoundFailed> {
-        if self.input.is_none() {
+    ) -> std::io::Result<&'d [u8]> {
+        if self.whole() {
             return Ok(data);
         }
         self.wait(data, from, end)?;
@@ -1101,11 +1117,14 @@ impl Gate<'_> {
 
     /// What a cut search from byte `at` ([`find_block`]) may read.
     fn search<'d>(&self, data: &'d [u8], at: usize) -> std::result::Result<&'d [u8], RoundFailed> {
-        self.upto(
-            data,
-            at.saturating_sub(8),
-            at.saturating_add(SEARCH + SKIM_READ),
-        )
+        let end = at.saturating_add(SEARCH + SKIM_READ);
+        Ok(self.upto(data, at.saturating_sub(8), end)?)
+    }
+}
+
+impl From<std::io::Error> for RoundFailed {
+    fn from(_: std::io::Error) -> RoundFailed {
+        RoundFailed
     }
 }
 
@@ -1149,7 +1168,7 @@ impl<'a> Rounds<'a> {
             fixed_target: None,
             hook: None,
             base: 0,
-            arriving: None,
+            gate: Gate::WHOLE,
         }
     }
 
@@ -1161,19 +1180,10 @@ impl<'a> Rounds<'a> {
         (self.hook, self.base) = (hook, base);
     }
 
-    /// Waits for each range of input a round reads, from `input`, whose
-    /// payload offsets are `base` bytes further on than the stream's (the
-    /// same `base` as [`release_to`](Self::release_to)'s).
-    pub(crate) fn arriving(&mut self, input: Option<&'a dyn Arriving>, base: usize) {
-        (self.arriving, self.base) = (input, base);
-    }
-
-    /// The gate of what the rounds read.
-    fn gate(&self) -> Gate<'a> {
-        Gate {
-            input: self.arriving,
-            base: self.base,
-        }
+    /// Waits for each range of input a round reads through `gate` (the
+    /// stream's, at the offset where these rounds' data starts).
+    pub(crate) fn arriving(&mut self, gate: Gate<'a>) {
+        self.gate = gate;
     }
 
     /// Cuts the rounds from now on into `n` segments (2 to [`MAX_SEGS`]).
@@ -1231,7 +1241,7 @@ impl<'a> Rounds<'a> {
         if k > 0 {
             let last = head.pop().unwrap_or(0);
             let mask = (1u8 << k) - 1;
-            self.gate().wait(self.data, from, from + 1).ok()?;
+            self.gate.wait(self.data, from, from + 1).ok()?;
             head.push((last & mask) | (*self.data.get(from)? & !mask));
             from += 1;
         }
@@ -1251,7 +1261,7 @@ impl<'a> Rounds<'a> {
         // Of input still arriving, what the run's first `enough` bytes
         // and its last block whole take.
         let reach = (bit / 8).saturating_add(enough + 2 * (65_535 + 5));
-        let data = self.gate().upto(self.data, bit / 8, reach).ok()?;
+        let data = self.gate.upto(self.data, bit / 8, reach).ok()?;
         (stored::run_len(data, bit, enough) >= enough).then_some(bit)
     }
 
@@ -1385,7 +1395,7 @@ impl<'a> Rounds<'a> {
             {
                 ahead.cuts?
             }
-            _ => cuts(data, seg, share, n, a, self.gate())?,
+            _ => cuts(data, seg, share, n, a, self.gate)?,
         };
         // Where the next round starts, should this one decode.
         let end = if starts.is_empty() { None } else { end };
@@ -1413,7 +1423,7 @@ impl<'a> Rounds<'a> {
             .collect();
         // Every segment's input, to the round's end (the stream's, for its
         // last round), is in place before any segment starts.
-        let gate = self.gate();
+        let gate = self.gate;
         gate.wait(data, a / 8, end.map_or(data.len(), |e| e / 8 + 16))?;
         let window = &self.window;
         let release = Release {

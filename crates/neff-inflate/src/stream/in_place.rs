@@ -162,7 +162,7 @@ impl InPlace {
         let want = usize::try_from(n).unwrap_or(usize::MAX).min(SKIP_BATCH);
         let split = want >= CRC_SPLIT_FROM && (w.threads)() >= 2;
         // (Input still arriving is not read ahead of its listing.)
-        let listed = if split && w.arriving.is_none() {
+        let listed = if split && w.gate.whole() {
             // The block headers are walked on this thread, one every 64
             // KiB, and each read of one maps the pages around it: mapping a
             // file's pages, not checksumming them, was most of a skip's

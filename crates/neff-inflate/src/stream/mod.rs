@@ -55,13 +55,13 @@ mod walk;
 use crate::deflate;
 use crate::error::Result;
 use crate::gzip;
+use crate::parallel::Gate;
 use crate::parallel::PARALLEL_FROM;
 use crate::{Passed, Threads};
 use in_place::InPlace;
 use one_core::OneCore;
 use pairs::Pairs;
 use rounds::{MemberRounds, Plan};
-use walk::need;
 use walk::{Step, Switch, Walk, MIN_RUN};
 
 /// Input that is still arriving (a file being downloaded under its map, in
@@ -194,13 +194,24 @@ impl<'a> GzStream<'a> {
         threads: Threads,
         input: &'a dyn Arriving,
     ) -> Result<GzStream<'a>> {
-        gzip::check_len(gz)?;
         // The last trailer is read now, to plan the rounds.
-        need(Some(input), gz.len(), gz.len() - gzip::TRAILER..gz.len())?;
-        let mut s = GzStream::new_parallel(gz, cap, threads)?;
-        s.pairs = None;
-        s.walk.arriving = Some(input);
-        Ok(s)
+        GzStream::trailer_first(gz, input)?;
+        GzStream::new_parallel(gz, cap, threads).map(|s| s.arrive(input))
+    }
+
+    /// Waits for the payload's last trailer, the first read of input
+    /// still arriving.
+    fn trailer_first(gz: &[u8], input: &dyn Arriving) -> Result<()> {
+        gzip::check_len(gz)?;
+        let len = gz.len();
+        Ok(Gate::new(Some(input), 0).wait(gz, len - gzip::TRAILER, len)?)
+    }
+
+    /// This stream reading `input` as it arrives, members one at a time.
+    fn arrive(mut self, input: &'a dyn Arriving) -> Self {
+        self.pairs = None;
+        self.walk.gate = Gate::new(Some(input), 0);
+        self
     }
 
     /// [`arriving`](Self::arriving) with every parallel path forced, as
@@ -215,16 +226,12 @@ impl<'a> GzStream<'a> {
         (seg, out_cap, guess): (usize, usize, Option<usize>),
         input: &'a dyn Arriving,
     ) -> Result<GzStream<'a>> {
-        gzip::check_len(gz)?;
-        need(Some(input), gz.len(), gz.len() - gzip::TRAILER..gz.len())?;
+        GzStream::trailer_first(gz, input)?;
         let plan = match guess {
             Some(target) => Plan::guessing(seg, out_cap, target),
             None => Plan::forced(seg, out_cap),
         };
-        let mut s = GzStream::with_plan(gz, cap, plan)?;
-        s.pairs = None;
-        s.walk.arriving = Some(input);
-        Ok(s)
+        GzStream::with_plan(gz, cap, plan).map(|s| s.arrive(input))
     }
 
     /// A stream that takes every parallel path, whatever the payload's
@@ -585,7 +592,7 @@ impl<'a> GzStream<'a> {
 /// rest of the payload when its fields run longer (the answer, and its
 /// error's text, are the same as from the whole input).
 fn next_member(w: &Walk<'_>) -> Result<Option<gzip::Member>> {
-    if w.arriving.is_none() {
+    if w.gate.whole() {
         return gzip::next_member(w.gz, w.pos);
     }
     let len = w.gz.len();

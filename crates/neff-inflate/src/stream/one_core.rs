@@ -64,9 +64,9 @@ impl OneCore {
             let z = &mut self.inflater;
             let (in0, out0) = (z.total_in(), z.total_out());
             // Input still arriving is given a MiB at a time, once there.
-            let end = match w.arriving {
-                Some(_) => w.pos.saturating_add(ARRIVING_STEP).min(w.gz.len()),
-                None => w.gz.len(),
+            let end = match w.gate.whole() {
+                true => w.gz.len(),
+                false => w.pos.saturating_add(ARRIVING_STEP).min(w.gz.len()),
             };
             w.need(w.pos..end)?;
             let status = z

@@ -157,7 +157,7 @@ impl<'a> Plan<'a> {
             None => Rounds::new(&gz[data..last], self.seg, self.out_cap),
         };
         rounds.release_to(w.release_hook(), data);
-        rounds.arriving(w.arriving, data);
+        rounds.arriving(w.gate.at(data));
         if let Some(target) = self.guess_always {
             rounds.always_guess(target);
         }

@@ -5,7 +5,8 @@
 
 use crate::error::{Error, Result};
 use crate::gzip::{self, Trailer, TRAILER};
-use crate::{Arriving, Passed, Threads};
+use crate::parallel::Gate;
+use crate::{Passed, Threads};
 
 /// Stored data a run must hold before it is read in place: below this the
 /// inflater's copy costs about what leaving and priming it again does.
@@ -98,9 +99,9 @@ pub(super) struct Walk<'a> {
     released: usize,
     /// Threads the stream may use at a moment (a checksum split asks).
     pub(super) threads: Threads,
-    /// The input is still arriving: every read waits for its bytes first
-    /// ([`need`](Self::need)).
-    pub(super) arriving: Option<&'a dyn Arriving>,
+    /// Every read waits for its bytes through it first, when the input is
+    /// still arriving ([`need`](Self::need)).
+    pub(super) gate: Gate<'a>,
 }
 
 impl<'a> Walk<'a> {
@@ -119,7 +120,7 @@ impl<'a> Walk<'a> {
             release: None,
             released: 0,
             threads: crate::one_thread,
-            arriving: None,
+            gate: Gate::WHOLE,
         }
     }
 
@@ -127,20 +128,12 @@ impl<'a> Walk<'a> {
     /// in place, when it is still arriving: the one gate before any read
     /// of `gz` (a failure to arrive comes out as its I/O error).
     pub(super) fn need(&self, range: std::ops::Range<usize>) -> Result<()> {
-        need(self.arriving, self.gz.len(), range)
+        Ok(self.gate.wait(self.gz, range.start, range.end)?)
     }
 
-    /// The input up to `end` (clamped), waited for from `from` on, when it
-    /// is still arriving: for a search that must not read past what it
-    /// waited for (a longer header or match then goes unseen, as the
-    /// searches' answers are guesses). The whole input when it is whole.
+    /// The input up to `end`, waited for from `from` on ([`Gate::upto`]).
     pub(super) fn upto(&self, from: usize, end: usize) -> Result<&'a [u8]> {
-        if self.arriving.is_none() {
-            return Ok(self.gz);
-        }
-        let end = end.min(self.gz.len());
-        self.need(from..end)?;
-        Ok(&self.gz[..end])
+        Ok(self.gate.upto(self.gz, from, end)?)
     }
 
     /// Tells `release` of the input passed from now on.
@@ -251,21 +244,4 @@ impl<'a> Walk<'a> {
         self.unchecked = false;
         Ok(())
     }
-}
-
-/// Waits for bytes `range` of an input of `len` bytes that is still
-/// `arriving` (nothing when it is whole).
-pub(super) fn need(
-    arriving: Option<&dyn Arriving>,
-    len: usize,
-    range: std::ops::Range<usize>,
-) -> Result<()> {
-    let Some(a) = arriving else {
-        return Ok(());
-    };
-    let (start, end) = (range.start.min(len), range.end.min(len));
-    if start < end {
-        a.wait(start..end)?;
-    }
-    Ok(())
 }
