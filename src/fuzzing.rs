@@ -21,7 +21,7 @@ pub mod steps {
     /// rounds when `parallel`) into a reused window; the bytes produced.
     pub fn stream_inflate(gz: &[u8], parallel: bool) -> crate::error::Result<u64> {
         let mut window = vec![0u8; 256 << 10];
-        let mut s = crate::payload::stream(gz, u64::MAX, parallel)?;
+        let mut s = crate::payload::stream(gz, u64::MAX, parallel, None)?;
         Ok(s.finish(&mut window)?)
     }
 }

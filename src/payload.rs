@@ -9,13 +9,11 @@
 //! crate's (`Error::Gzip`, `Error::Limit`, `Error::Io`, with the same
 //! texts on every path).
 
-#[cfg(feature = "remote")]
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 #[cfg(feature = "remote")]
 pub(crate) use neff_inflate::PARALLEL_FROM;
-pub(crate) use neff_inflate::{GzStream, Inflated, Passed, Whole};
+pub(crate) use neff_inflate::{Arriving, GzStream, Inflated, Passed, Whole};
 
 /// How many threads the engine may use now: the pool's idle workers and
 /// the caller's own (`-j/--threads` sizes the pool).
@@ -37,29 +35,24 @@ pub(crate) fn inflate_within(
 
 /// A stream over `gz`, in parallel rounds on the pool's idle threads
 /// when `parallel` and the payload is large; else on the calling thread.
-pub(crate) fn stream(gz: &[u8], cap: u64, parallel: bool) -> Result<GzStream<'_>> {
-    Ok(match parallel {
-        true => GzStream::new_parallel(gz, cap, threads)?,
-        false => GzStream::new(gz, cap)?,
-    })
-}
-
-/// A stream over `gz`, a payload still arriving under its map (a remote
-/// object's spool, [`crate::remote::Landing`]): `wait` is asked for each
-/// range (payload offsets) before it is read; in parallel rounds on the
-/// pool's idle threads when `parallel`, else on the calling thread.
-#[cfg(feature = "remote")]
-pub(crate) fn arriving<'a>(
+/// `arriving`: the payload is still arriving under its map (a remote
+/// object's spool, `remote::Landing`), and each range (payload offsets)
+/// is waited for before it is read.
+pub(crate) fn stream<'a>(
     gz: &'a [u8],
     cap: u64,
     parallel: bool,
-    wait: &'a dyn neff_inflate::Arriving,
+    arriving: Option<&'a dyn Arriving>,
 ) -> Result<GzStream<'a>> {
     let threads = match parallel {
         true => threads,
         false => neff_inflate::one_thread,
     };
-    GzStream::arriving(gz, cap, threads, wait).map_err(unwrap_source)
+    let s = match arriving {
+        Some(input) => GzStream::arriving(gz, cap, threads, input),
+        None => GzStream::new_parallel(gz, cap, threads),
+    };
+    s.map_err(unwrap_source)
 }
 
 /// A gzip payload from any `Read` (a remote object's body as its parts
@@ -112,7 +105,6 @@ impl<R: std::io::Read> Pieces<R> {
 
 /// The engine's error as the crate's; an I/O error of the source that
 /// wraps one of the crate's errors is that error.
-#[cfg(feature = "remote")]
 fn unwrap_source(e: neff_inflate::Error) -> Error {
     match e {
         neff_inflate::Error::Io(io) if io.get_ref().is_some_and(|r| r.is::<Error>()) => {
@@ -155,7 +147,7 @@ mod tests {
     }
 }
 
-/// Input still arriving ([`arriving`]) read from a map whose pages stay
+/// Input still arriving ([`stream`]) read from a map whose pages stay
 /// unreadable until waited for ([`crate::map::lazy`]).
 #[cfg(all(test, feature = "fuzzing", feature = "remote"))]
 mod arriving_tests {
@@ -239,7 +231,7 @@ mod arriving_tests {
                     let (landing, map) = lazy(payload, fill);
                     let input = |r: std::ops::Range<usize>| landing.wait(r);
                     let mut s = match plan {
-                        None => crate::payload::arriving(&map, 1 << 34, true, &input).unwrap(),
+                        None => crate::payload::stream(&map, 1 << 34, true, Some(&input)).unwrap(),
                         Some(p) => {
                             neff_inflate::GzStream::arriving_with(&map, 1 << 34, p, &input).unwrap()
                         }
@@ -252,7 +244,7 @@ mod arriving_tests {
                     // rounds' output unread), every trailer still checked.
                     let (landing, map) = lazy(payload, fill);
                     let input = |r: std::ops::Range<usize>| landing.wait(r);
-                    let mut s = crate::payload::arriving(&map, 1 << 34, true, &input).unwrap();
+                    let mut s = crate::payload::stream(&map, 1 << 34, true, Some(&input)).unwrap();
                     let n = s.finish(&mut vec![0u8; 1 << 16]).unwrap();
                     assert_eq!(n, want.len() as u64, "{at}: skipped");
                 }

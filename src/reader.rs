@@ -221,7 +221,13 @@ impl Neff {
                 spare: None,
                 object: Some(object),
             };
-            return Ok(Neff::held_first(first, span, tar, index, opts));
+            return Ok(Neff::assembled(
+                FileBytes::Owned(first),
+                span,
+                tar,
+                index,
+                opts,
+            ));
         }
         if span.compression == Compression::Gzip && opts.read_mode != ReadMode::Read {
             // A large payload with threads to spare: spooled to a
@@ -238,23 +244,15 @@ impl Neff {
                 };
                 let release =
                     |r: std::ops::Range<usize>| bytes.release(span.start + r.start, r.len());
-                let limits = &opts.limits;
-                let (index, retained, len) = tar::walk(
-                    &mut |pass| {
-                        let parallel = pass == Pass::Fast;
-                        let s = payload::arriving(stored, limits.max_inflated, parallel, &waits)?;
-                        Ok(s.release_behind(&release))
-                    },
-                    &mut || select::Retention::new(limits),
-                    limits,
-                )?;
+                let (index, retained, len) =
+                    walk_stream(stored, &opts.limits, &release, Some(&waits))?;
                 let tar = Tar::Streamed {
                     retained,
                     len,
                     spare: None,
                     object: None,
                 };
-                Ok(Neff::held_first(Vec::new(), span, tar, index, opts).with_file(bytes))
+                Ok(Neff::assembled(bytes, span, tar, index, opts))
             });
         }
         if span.compression == Compression::Gzip
@@ -280,21 +278,26 @@ impl Neff {
             &opts.limits,
         )?;
         let tar = Tar::Remote { object, retained };
-        Ok(Neff::held_first(first, span, tar, index, opts))
+        Ok(Neff::assembled(
+            FileBytes::Owned(first),
+            span,
+            tar,
+            index,
+            opts,
+        ))
     }
 
-    /// A remote NEFF of which the first bytes are held (`first`), its
-    /// payload read as `tar` says.
-    #[cfg(feature = "remote")]
-    fn held_first(
-        first: Vec<u8>,
+    /// A NEFF of `file` (its bytes, or a remote object's first bytes
+    /// only), whose payload is read as `tar` says.
+    fn assembled(
+        file: FileBytes,
         span: PayloadSpan,
         tar: Tar,
         index: Index,
         opts: &Options,
     ) -> Neff {
         Neff {
-            file: FileBytes::Owned(first),
+            file,
             span,
             tar,
             index,
@@ -304,13 +307,6 @@ impl Neff {
             json: json::Cache::default(),
             def_skim: OnceLock::new(),
         }
-    }
-
-    /// This NEFF read from `file` (its whole bytes) instead.
-    #[cfg(feature = "remote")]
-    fn with_file(mut self, file: FileBytes) -> Neff {
-        self.file = file;
-        self
     }
 
     /// Whether this NEFF is a remote object read by ranges (its payload is
@@ -387,7 +383,6 @@ impl Neff {
     }
 
     fn from_file_bytes(file: FileBytes, opts: &Options, reuse: Option<Vec<u8>>) -> Result<Neff> {
-        let limits = &opts.limits;
         let built = Neff::index_file(&file, opts, reuse);
         // What was read from a file that shrank meanwhile (zeros where its
         // pages were) explains any error it caused, and is no answer.
@@ -395,17 +390,7 @@ impl Neff {
             return Err(changed());
         }
         let (span, tar, index, early) = built?;
-        let neff = Neff {
-            file,
-            span,
-            tar,
-            index,
-            limits: *limits,
-            sorted: OnceLock::new(),
-            known: OnceLock::new(),
-            json: json::Cache::default(),
-            def_skim: OnceLock::new(),
-        };
+        let neff = Neff::assembled(file, span, tar, index, opts);
         if let Some(early) = early {
             let _ = neff.sorted.set(early.sorted);
             let _ = neff.known.set(early.known);
@@ -447,7 +432,7 @@ impl Neff {
                     Whole::Stream(spare) => {
                         let release =
                             |r: std::ops::Range<usize>| file.release(span.start + r.start, r.len());
-                        let (index, retained, len) = walk_stream(stored, limits, &release)?;
+                        let (index, retained, len) = walk_stream(stored, limits, &release, None)?;
                         let tar = Tar::Streamed {
                             retained,
                             len,
@@ -936,17 +921,16 @@ impl<'n> DataCursor<'n> {
 /// rounds where a core is free, again sequentially if they did not check
 /// out. `release` is told of the input ranges passed (see
 /// [`GzStream::release_behind`]).
-fn walk_stream(
-    gz: &[u8],
+fn walk_stream<'a>(
+    gz: &'a [u8],
     limits: &Limits,
-    release: &dyn payload::Passed,
+    release: &'a dyn payload::Passed,
+    arriving: Option<&'a dyn payload::Arriving>,
 ) -> Result<(Index, Retained, u64)> {
     tar::walk(
         &mut |pass| {
-            let s = match pass {
-                Pass::Fast => payload::stream(gz, limits.max_inflated, true)?,
-                Pass::Careful => payload::stream(gz, limits.max_inflated, false)?,
-            };
+            let parallel = pass == Pass::Fast;
+            let s = payload::stream(gz, limits.max_inflated, parallel, arriving)?;
             Ok(s.release_behind(release))
         },
         &mut || select::Retention::new(limits),
@@ -971,7 +955,7 @@ impl Neff {
             )?));
         }
         Ok(Box::new(
-            payload::stream(self.stored_payload(), cap, false)?.release_behind(self),
+            payload::stream(self.stored_payload(), cap, false, None)?.release_behind(self),
         ))
     }
 }
