@@ -62,10 +62,21 @@ pub fn open_regular(path: &Path) -> Result<File> {
 /// [`open_regular`], with the file's size from the same `fstat`.
 fn open_sized(path: &Path) -> Result<(File, u64)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
+    // Reading a NEFF to describe it is not a use of it: where the caller
+    // may (it owns the file, or is root), the read leaves the file's access
+    // time alone, which is what a compile cache's least-recently-used
+    // eviction (`neff cache prune --max-size`) goes by. Elsewhere the open
+    // is refused (EPERM) and made again without.
+    let open = |noatime: libc::c_int| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | noatime)
+            .open(path)
+    };
+    let file = match open(libc::O_NOATIME) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0)?,
+        r => r?,
+    };
     let meta = file.metadata()?;
     let t = meta.file_type();
     if t.is_file() {

@@ -434,21 +434,18 @@ pub(crate) fn list_versions(
                         }
                         let kind = e.file_type();
                         // What an entry holds, as this walk meets it.
-                        let parent = e.path().parent();
-                        if let Some(dir) = parent.filter(|d| {
-                            d.file_name()
-                                .and_then(|n| n.to_str())
-                                .is_some_and(cache::is_entry_name)
-                        }) {
-                            if let Some(name) = e.file_name().to_str() {
-                                let mut met = met.lock().expect("lock");
-                                match met.get_mut(dir.as_os_str()) {
-                                    Some(m) => m.file(name, e.path()),
-                                    None => met
-                                        .entry(dir.as_os_str().to_owned())
-                                        .or_default()
-                                        .file(name, e.path()),
-                                }
+                        if let Some(dir) = entry_above(e.path(), e.file_name()) {
+                            let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
+                            let (link, path) = (e.path_is_symlink(), e.path());
+                            let mut met = met.lock().expect("lock");
+                            match met.get_mut(dir.as_os_str()) {
+                                Some(m) => m.file(rel.as_os_str(), path, link, kind),
+                                None => met.entry(dir.as_os_str().to_owned()).or_default().file(
+                                    rel.as_os_str(),
+                                    path,
+                                    link,
+                                    kind,
+                                ),
                             }
                         }
                         let is_file = kind.is_some_and(|t| t.is_file());
@@ -507,6 +504,26 @@ pub(crate) fn list_versions(
         met,
         unlisted,
     })
+}
+
+/// The compile-cache entry directory a walked file belongs to: its parent
+/// when that is a `MODULE_*` directory, or, for a `*.lock` file, the
+/// nearest `MODULE_*` directory above it (a lock anywhere in an entry
+/// counts).
+fn entry_above<'p>(path: &'p Path, name: &std::ffi::OsStr) -> Option<&'p Path> {
+    let is_entry = |d: &Path| {
+        d.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(cache::is_entry_name)
+    };
+    let parent = path.parent()?;
+    if is_entry(parent) {
+        return Some(parent);
+    }
+    if !name.to_str().is_some_and(|n| n.ends_with(".lock")) {
+        return None;
+    }
+    parent.ancestors().skip(1).take(4).find(|d| is_entry(d))
 }
 
 /// Notes a listed object in what the walk met of each compile-cache
@@ -874,6 +891,20 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
     r
 }
 
+/// Whether the file at `path` (a local one) exists and the caller may not
+/// read it.
+fn unreadable(path: &Path) -> bool {
+    use rustix::fs::{Access, AtFlags, CWD};
+    #[cfg(feature = "remote")]
+    if path.to_str().is_some_and(crate::remote::is_url) {
+        return false;
+    }
+    matches!(
+        rustix::fs::accessat(CWD, path, Access::READ_OK, AtFlags::EACCESS),
+        Err(e) if e != rustix::io::Errno::NOENT
+    )
+}
+
 /// Fills `cache_key`, `compiler`, `cache_state` and `cache_reason` for a
 /// file of a Neuron compile-cache entry (a `graph_*.neff`, or a NEFF in a
 /// `MODULE_*` directory) or an entry holding no NEFF. The state is judged
@@ -904,16 +935,17 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
     let own = (entry != path).then(|| (r.ok, r.error.clone()));
     let read = || match &own {
         Some((true, _)) => cache::Read::Ok(()),
+        // A NEFF the caller may not read says nothing of the entry.
+        Some((false, e)) if unreadable(path) => {
+            cache::Read::Unreadable(format!("model.neff: {}", e.clone().unwrap_or_default()))
+        }
         Some((false, e)) => cache::Read::Refused(e.clone().unwrap_or_default()),
         // An entry listed bare: its NEFF appeared since the walk.
         None => {
             let neff = entry.join("model.neff");
             match Neff::open_with(&neff, open).and_then(|n| n.check_unchanged()) {
                 Ok(()) => cache::Read::Ok(()),
-                Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                    cache::Read::Vanished
-                }
-                Err(e) => cache::Read::Refused(e.to_string()),
+                Err(e) => cache::read_error(e),
             }
         }
     };

@@ -55,6 +55,7 @@ between processes). The GIL is released during every read, inflate,
 parse and scan, so Python threads run in parallel.
 """
 
+import base64 as _base64
 import functools as _functools
 import json as _json
 import os as _os
@@ -705,10 +706,11 @@ class Catalog:
 @_dataclass(frozen=True)
 class CacheStatus:
     """A compile cache's entries (:func:`cache_status`): ``entries``, one dict
-    per ``MODULE_*`` entry (the fields of ``neff cache status --json``:
-    ``path``, ``compiler``, ``graph_hash``, ``flags_hash``, ``state``,
-    ``reason``, ``bytes``, ``age_s``, ``lock_age_s``, ``arch``,
-    ``num_cores``, ``cc_world_size``), and ``errors``, one dict (``path``,
+    per entry (the fields of ``neff cache status --json``: ``path``,
+    ``path_bytes``, ``compiler``, ``graph_hash``, ``flags_hash``,
+    ``state``, ``reason``, ``bytes``, ``modified``, ``lock_modified``,
+    ``neff_modified``, ``neff_accessed``, ``arch``, ``num_cores``,
+    ``cc_world_size``), and ``errors``, one dict (``path``, ``path_bytes``,
     ``reason``) per part of the cache that could not be read."""
 
     entries: List[Dict[str, Any]]
@@ -721,44 +723,78 @@ class CacheStatus:
         return pa.Table.from_pylist(self.entries)
 
 
-def cache_status(root: Union[None, str, "_os.PathLike[str]"] = None) -> CacheStatus:
+def _bytes_path(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A cache record's ``path`` as the file system's bytes would give it:
+    where they are not UTF-8 (``path_bytes``, base64), ``path`` becomes the
+    ``os.fsdecode`` spelling of those bytes (``os.fsencode(path)`` gives
+    them back exactly), not the lossy one JSON carries."""
+    raw = record.get("path_bytes")
+    if raw:
+        record["path"] = _os.fsdecode(_base64.b64decode(raw))
+    return record
+
+
+def cache_status(root: Union[None, str, bytes, "_os.PathLike[str]"] = None) -> CacheStatus:
     """Every entry of the Neuron compile cache at ``root`` and its state
     (``ok``, ``corrupt``, ``failed``, ``locked``, ``incomplete``,
-    ``empty``), as ``neff cache status`` judges them. ``root`` defaults to
-    where the compiler wrapper looks (``--cache_dir=`` in
-    ``NEURON_CC_FLAGS``, else ``NEURON_COMPILE_CACHE_URL``, else
-    ``/var/tmp/neuron-compile-cache``). Raises ``OSError`` when the root
-    cannot be read."""
+    ``empty``, ``unreadable``, ``unknown``), as ``neff cache status`` judges
+    them: each a dict with absolute times (RFC 3339, UTC) and ``path`` as
+    ``os.fsdecode`` spells the entry's bytes. ``root`` defaults to where the
+    compiler wrapper looks (``--cache_dir=`` in ``NEURON_CC_FLAGS``, else
+    ``NEURON_COMPILE_CACHE_URL``, else ``/var/tmp/neuron-compile-cache``).
+    Raises ``OSError`` when the root cannot be read, ``ValueError`` when it
+    is an entry rather than a root."""
     entries, errors = _neff.cache_status(None if root is None else _os.fsdecode(root))
-    return CacheStatus([_json.loads(e) for e in entries], [_json.loads(e) for e in errors])
+    return CacheStatus(
+        [_bytes_path(_json.loads(e)) for e in entries],
+        [_bytes_path(_json.loads(e)) for e in errors],
+    )
 
 
 def cache_prune(
-    root: Union[str, "_os.PathLike[str]"],
+    root: Union[str, bytes, "_os.PathLike[str]"],
     *,
     failed: bool = False,
     corrupt: bool = False,
     locked_older_than: Optional[float] = None,
     incomplete_older_than: Optional[float] = None,
     keep_versions: Optional[int] = None,
+    max_size: Optional[int] = None,
+    include_current: bool = False,
     apply: bool = False,
 ) -> List[Dict[str, Any]]:
     """The entries of the compile cache at ``root`` that the selectors pick
-    (durations in seconds), as ``neff cache prune`` picks them: one dict per
-    entry (``path``, ``compiler``, ``state``, ``bytes``, ``why``,
-    ``removed``, ``error``). Nothing is removed unless ``apply``; an entry
-    holding a fresh lock is never picked. ``ValueError`` when no selector
-    is given."""
-    removals, _errors = _neff.cache_prune(
+    (durations in seconds, ``max_size`` in bytes), as ``neff cache prune``
+    picks them: one dict per entry (``path``, ``path_bytes``, ``compiler``,
+    ``state``, ``bytes``, ``why``, ``removed``, ``error``: why it is, or
+    would be, left). Nothing is removed unless ``apply``, and a dry run
+    runs every check ``apply`` runs; an entry holding a fresh lock, or
+    ``unreadable`` or ``unknown``, is never picked. ``ValueError`` when no
+    selector is given or ``keep_versions`` is 0; ``neff.NeffError`` for
+    ``locked_older_than`` while a ``neuronx-cc`` process runs. The return
+    value's ``unreadable`` attribute is true when part of the cache could
+    not be read (the CLI's exit 3)."""
+    removals, _errors, unreadable = _neff.cache_prune(
         _os.fsdecode(root),
         failed,
         corrupt,
         locked_older_than,
         incomplete_older_than,
         keep_versions,
+        max_size,
+        include_current,
         apply,
     )
-    return [_json.loads(r) for r in removals]
+    out = _Removals(_bytes_path(_json.loads(r)) for r in removals)
+    out.unreadable = unreadable
+    return out
+
+
+class _Removals(list):
+    """The entries ``cache_prune`` picked, with ``unreadable``: whether part
+    of the cache could not be read."""
+
+    unreadable = False
 
 
 def set_threads(n: int) -> None:

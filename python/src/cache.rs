@@ -3,7 +3,7 @@
 //! status --json` (or `prune --json`) prints, with the GIL released while
 //! the cache is read.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
@@ -21,40 +21,53 @@ fn lines<T: serde::Serialize>(items: &[T]) -> PyResult<Vec<String>> {
         .collect()
 }
 
-/// The root to read: the one given, else the compiler wrapper's (a
-/// directory, or an `s3://` prefix).
-fn root_of(root: Option<String>) -> PyResult<String> {
-    Ok(root.unwrap_or_else(neff::cache::default_root))
+/// The root to read: the one given (its bytes; a `file://` URL as its
+/// path), else the compiler wrapper's (a directory, or an `s3://` prefix).
+fn root_of(root: Option<PathBuf>) -> PathBuf {
+    match root {
+        Some(r) => match r.to_str() {
+            Some(s) => PathBuf::from(neff::cache::local_root(s)),
+            None => r,
+        },
+        None => PathBuf::from(neff::cache::default_root()),
+    }
 }
 
 /// Every entry's state: `(entries, errors)`, each a list of JSON texts.
 #[pyfunction]
 #[pyo3(signature = (root = None))]
-pub fn cache_status(py: Python<'_>, root: Option<String>) -> PyResult<(Vec<String>, Vec<String>)> {
-    let root = root_of(root)?;
+pub fn cache_status(
+    py: Python<'_>,
+    root: Option<PathBuf>,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    let root = root_of(root);
     let status = py
-        .allow_threads(|| neff::cache::status(Path::new(&root)))
+        .allow_threads(|| neff::cache::status(&root))
         .map_err(to_py)?;
     Ok((lines(&status.entries)?, lines(&status.errors)?))
 }
 
-/// The entries selected, removed when `apply`: `(removals, errors)` as JSON
-/// texts. Durations in seconds.
+/// The entries selected, removed when `apply`: `(removals, errors,
+/// unreadable)` (JSON texts, and whether part of the cache could not be
+/// read). Durations in seconds, sizes in bytes.
 #[pyfunction]
 #[pyo3(signature = (root, failed = false, corrupt = false, locked_older_than = None,
-    incomplete_older_than = None, keep_versions = None, apply = false))]
+    incomplete_older_than = None, keep_versions = None, max_size = None,
+    include_current = false, apply = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn cache_prune(
     py: Python<'_>,
-    root: String,
+    root: PathBuf,
     failed: bool,
     corrupt: bool,
     locked_older_than: Option<f64>,
     incomplete_older_than: Option<f64>,
     keep_versions: Option<usize>,
+    max_size: Option<u64>,
+    include_current: bool,
     apply: bool,
-) -> PyResult<(Vec<String>, Vec<String>)> {
-    let root = root_of(Some(root))?;
+) -> PyResult<(Vec<String>, Vec<String>, bool)> {
+    let root = root_of(Some(root));
     let secs = |s: f64| {
         Duration::try_from_secs_f64(s)
             .map_err(|_| PyValueError::new_err(format!("{s}: not a duration in seconds")))
@@ -62,7 +75,11 @@ pub fn cache_prune(
     let mut opts = PruneOptions::default()
         .failed(failed)
         .corrupt(corrupt)
+        .include_current(include_current)
         .apply(apply);
+    if let Some(b) = max_size {
+        opts = opts.max_size(b);
+    }
     if let Some(s) = locked_older_than {
         opts = opts.locked_older_than(secs(s)?);
     }
@@ -72,19 +89,17 @@ pub fn cache_prune(
     if let Some(n) = keep_versions {
         opts = opts.keep_versions(n);
     }
-    if !opts.selects_any() {
-        return Err(PyValueError::new_err(
-            "nothing selected: give failed, corrupt, locked_older_than, incomplete_older_than \
-             or keep_versions",
-        ));
-    }
+    opts.check().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let (status, removed) = py
         .allow_threads(|| {
-            let root = Path::new(&root);
-            let status = neff::cache::status(root)?;
-            let removed = neff::cache::prune(root, &status, &opts);
+            let status = neff::cache::status(&root)?;
+            let removed = neff::cache::prune(&root, &status, &opts)?;
             Ok::<_, neff::Error>((status, removed))
         })
         .map_err(to_py)?;
-    Ok((lines(&removed)?, lines(&status.errors)?))
+    Ok((
+        lines(&removed)?,
+        lines(&status.errors)?,
+        status.has_unreadable(),
+    ))
 }

@@ -12,7 +12,7 @@ import neff
 from conftest import ROOT, cli
 
 GOOD = os.path.join(ROOT, "fixtures", "acc", "cc-replica-groups-gz.neff")
-VERSIONS = ("2.14.227.0+2d4f85be", "2.15.128.0+56dc5a86")
+VERSIONS = ("2.15.100.0+2d4f85be", "2.15.128.0+56dc5a86")
 
 
 def make_cache(root):

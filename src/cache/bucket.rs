@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use super::entry::{self, Listing, Obj, LOG, LOG_TAIL};
+use super::entry::{self, Listing, Obj, Odd, LOG, LOG_TAIL};
 use super::found::{CacheError, Found, VERSION_PREFIX};
 use crate::error::Result;
 use crate::remote;
@@ -52,10 +52,10 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found
         };
         let prefix = &o.url[..o.url.len() - below.len()];
         if below.is_empty() {
-            errors.push(CacheError {
-                path: o.url.clone(),
-                reason: "an entry that is an object, not a prefix of keys".into(),
-            });
+            errors.push(CacheError::new(
+                std::path::Path::new(&o.url),
+                "an entry that is an object, not a prefix of keys".into(),
+            ));
             continue;
         }
         let Some((graph_hash, flags_hash)) = entry::hashes(name) else {
@@ -70,6 +70,8 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found
                 graph_hash,
                 flags_hash,
                 objects: Some(Vec::new()),
+                odd: None,
+                vllm: false,
             })
             .objects
             .get_or_insert_with(Vec::new)
@@ -96,24 +98,29 @@ pub(super) fn relist(dir: &str) -> io::Result<Vec<Obj>> {
         .collect())
 }
 
-/// The last error line of the entry `dir`'s log, from its last bytes.
-pub(super) fn log_line(dir: &str) -> String {
+/// The last error line of the entry `dir`'s log, from its last bytes (or
+/// why it could not be read).
+pub(super) fn log_line(dir: &str) -> Result<String, Odd> {
     let url = format!("{}{LOG}", dir_url(dir));
     match remote::read_tail(&url, LOG_TAIL) {
-        Ok(b) => entry::error_line(&String::from_utf8_lossy(&b)),
-        Err(e) => format!("model.log unreadable: {e}"),
+        Ok(b) => Ok(entry::error_line(&String::from_utf8_lossy(&b))),
+        Err(e) => Err(Odd::Unreadable(LOG.into(), e.to_string())),
     }
 }
 
-/// Deletes every key under the entry `dir` as listed now; `check` sees
-/// that listing first and may refuse (the entry changed since it was
-/// judged).
+/// Deletes (with `apply`) every key under the entry `dir` as listed now;
+/// `check` sees that listing first and may refuse (the entry changed since
+/// it was judged).
 pub(super) fn remove(
     dir: &str,
-    check: impl FnOnce(&Listing) -> std::result::Result<(), String>,
+    apply: bool,
+    check: impl FnOnce(&[Obj]) -> std::result::Result<(), String>,
 ) -> std::result::Result<(), String> {
     let objects = relist(dir).map_err(|e| e.to_string())?;
-    check(&listing(&objects))?;
+    check(&objects)?;
+    if !apply {
+        return Ok(());
+    }
     let base = dir_url(dir);
     let urls: Vec<String> = objects
         .iter()

@@ -1,158 +1,238 @@
 //! One compile-cache entry (a `MODULE_<graph hash>+<flags hash>`
 //! directory) judged from the files the compiler wrapper leaves in it:
-//! `model.neff`, `model.done`, `model.log`, `*.lock`. The directory is
-//! listed once and the state decided from that one listing, so that an
-//! entry changing while it is read (a compile finishing, a lock let go) is
-//! reported in a state it really had; a file that vanished between the
-//! listing and its reading makes the entry be listed again.
+//! `model.neff`, `model.done`, `model.log`, `*.lock`, by the rules of its
+//! compiler's era ([`super::era`]). The directory is walked once, without
+//! following a link, and the state decided from that one listing, so that
+//! an entry changing while it is read (a compile finishing, a lock let go)
+//! is reported in a state it really had; a file that vanished between the
+//! listing and its reading makes the entry be listed again. A link, a
+//! FIFO, a socket, a device or a file the caller cannot read anywhere in
+//! the entry stops the judgement: such an entry is `unknown` or
+//! `unreadable`, which no selector removes.
 
+use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use super::era::Era;
+pub use super::state::State;
 
-/// What the compiler wrapper writes when a compile finished.
+/// What the compiler wrapper writes when a compile finished (2.15+).
 pub(super) const DONE: &str = "model.done";
-/// The compiled NEFF (absent when the compile failed).
+/// The compiled NEFF (absent, or a placeholder, when the compile failed).
 pub(super) const NEFF: &str = "model.neff";
 /// The compile's log (kept when it failed).
 pub(super) const LOG: &str = "model.log";
+/// What vLLM's Neuron cache writes last, once a compile finished.
+pub(super) const COMPLETE: &str = ".compilation_complete";
 /// Most of a log read for its last error line (its tail).
 pub(super) const LOG_TAIL: u64 = 64 << 10;
 /// Times an entry is listed again when a file vanished under the reading.
 const RELISTS: usize = 3;
 
-/// The state of a compile-cache entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    /// `model.neff` and `model.done`, and the NEFF reads.
-    Ok,
-    /// `model.done`, but the NEFF is refused (or missing).
-    Corrupt,
-    /// `model.log` and no `model.neff`: a failed compile, replayed from
-    /// the cache until the entry is removed.
-    Failed,
-    /// A `*.lock` and no `model.done`: a compile in progress, or one that
-    /// died holding its lock.
-    Locked,
-    /// `model.neff` without `model.done`, and no lock: a compile stopped
-    /// while it wrote its output.
-    Incomplete,
-    /// None of the files above.
-    Empty,
-}
-
-impl State {
-    /// Every state, in the order reports list them.
-    pub const ALL: [State; 6] = [
-        State::Ok,
-        State::Corrupt,
-        State::Failed,
-        State::Locked,
-        State::Incomplete,
-        State::Empty,
-    ];
-
-    /// The state's name, as JSON and the catalogue spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            State::Ok => "ok",
-            State::Corrupt => "corrupt",
-            State::Failed => "failed",
-            State::Locked => "locked",
-            State::Incomplete => "incomplete",
-            State::Empty => "empty",
-        }
-    }
-}
-
-impl std::fmt::Display for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// One object of an entry in a bucket: its name below the entry's
 /// prefix, size, modification time.
 pub(super) type Obj = (String, u64, SystemTime);
 
+/// Something in an entry that stops it being judged by its files: the
+/// first met, the worst kind first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Odd {
+    /// A FIFO, socket or device (its name below the entry, its kind):
+    /// reading it could block or never end.
+    Special(String, &'static str),
+    /// A file or directory the caller cannot read (its name, why).
+    Unreadable(String, String),
+    /// A symbolic link (its name): never followed.
+    Link(String),
+}
+
+impl Odd {
+    fn rank(&self) -> u8 {
+        match self {
+            Odd::Special(..) => 0,
+            Odd::Unreadable(..) => 1,
+            Odd::Link(_) => 2,
+        }
+    }
+
+    /// The state it gives the entry, and why.
+    pub(super) fn judged(&self) -> (State, String) {
+        match self {
+            Odd::Special(n, kind) => (State::Unreadable, format!("{n} is {kind}: not read")),
+            Odd::Unreadable(n, why) => (State::Unreadable, format!("{n}: {why}")),
+            Odd::Link(n) => (State::Unknown, format!("{n} is a link: not followed")),
+        }
+    }
+}
+
+/// The times of an entry's `model.neff`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NeffTimes {
+    pub(super) modified: Option<SystemTime>,
+    /// Its last access, where the file system keeps one (`None` in a
+    /// bucket).
+    pub(super) accessed: Option<SystemTime>,
+}
+
 /// What one listing of an entry's directory holds.
 #[derive(Debug, Default, Clone)]
-pub(super) struct Listing {
+pub(crate) struct Listing {
     pub(super) neff: bool,
     pub(super) done: bool,
     pub(super) log: bool,
-    /// The `*.lock` files.
+    /// vLLM's `.compilation_complete`.
+    pub(super) complete: bool,
+    /// The name of vLLM's NEFF (`graph_<key>.neff`, `graph.neff`).
+    pub(super) graph_neff: Option<String>,
+    /// Regular files met, at any depth.
+    pub(super) files: usize,
+    /// The `*.lock` files, anywhere in the entry.
     pub(super) locks: Vec<PathBuf>,
-    /// When each lock was last modified, as a store's listing said (an
-    /// entry in a bucket); `None` for a directory, whose locks are looked
-    /// at again when judged.
+    /// When each lock was last modified, when the listing read it (a full
+    /// listing, a bucket's); `None` when the locks are looked at when
+    /// judged.
     pub(super) lock_times: Option<Vec<SystemTime>>,
-    /// Bytes of the files in the directory (subdirectories included, links
-    /// not followed).
+    /// Bytes of the regular files in the entry, at any depth (a full
+    /// listing; 0 otherwise).
     pub(super) bytes: u64,
     /// The newest modification time among them.
     pub(super) newest: Option<SystemTime>,
+    /// The NEFF's times (a full listing).
+    pub(super) neff_times: NeffTimes,
+    /// The first link, special or unreadable file met (the worst kind).
+    pub(super) odd: Option<Odd>,
 }
 
 impl Listing {
-    /// Lists `dir` once, by names only: what a state needs (a scan's
-    /// judgement), without the size and time of each file (`bytes` 0,
-    /// `newest` `None`); a lock's time is read when it is judged.
-    pub(super) fn names_of(dir: &Path) -> io::Result<Listing> {
-        let mut l = Listing::default();
-        for e in std::fs::read_dir(dir)? {
-            let e = e?;
-            let name = e.file_name();
-            match name.to_str() {
-                Some(NEFF) => l.neff = true,
-                Some(DONE) => l.done = true,
-                Some(LOG) => l.log = true,
-                Some(n) if n.ends_with(".lock") => l.locks.push(e.path()),
-                _ => {}
-            }
+    /// Notes `odd`, keeping the worst kind met.
+    pub(super) fn note(&mut self, odd: Odd) {
+        if self.odd.as_ref().is_none_or(|o| odd.rank() < o.rank()) {
+            self.odd = Some(odd);
         }
-        Ok(l)
     }
 
-    /// Lists `dir` once.
-    pub(super) fn of(dir: &Path) -> io::Result<Listing> {
-        let mut l = Listing::default();
-        for e in std::fs::read_dir(dir)? {
-            let e = e?;
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            match &*name {
-                NEFF => l.neff = true,
-                DONE => l.done = true,
-                LOG => l.log = true,
-                n if n.ends_with(".lock") => l.locks.push(e.path()),
-                _ => {}
+    /// Notes one file by its name below the entry (`sub/x.lock`) and
+    /// whether it stands at the entry's top.
+    pub(super) fn file(&mut self, rel: &OsStr, at: &Path) {
+        self.files += 1;
+        let top = Path::new(rel).components().count() == 1;
+        let name = Path::new(rel).file_name().and_then(OsStr::to_str);
+        match name {
+            Some(NEFF) if top => self.neff = true,
+            Some(DONE) if top => self.done = true,
+            Some(LOG) if top => self.log = true,
+            Some(COMPLETE) if top => self.complete = true,
+            Some(n) if top && n.starts_with("graph") && n.ends_with(".neff") => {
+                self.graph_neff = Some(n.to_string());
             }
-            // A file may go between the listing and its stat: it counts
-            // nothing then.
-            let Ok(meta) = e.path().symlink_metadata() else {
+            Some(n) if n.ends_with(".lock") => self.locks.push(at.to_path_buf()),
+            _ => {}
+        }
+    }
+
+    /// Lists the entry `dir` once, at every depth, following no link.
+    /// `full`: with each file's size and times (a report's listing); else
+    /// by names and kinds only (a scan's judgement), a lock's time read
+    /// when it is judged. Files the caller may not read are noted, so an
+    /// entry is never judged on part of what it holds.
+    pub(super) fn walk(dir: &Path, full: bool) -> io::Result<Listing> {
+        // The entry itself must list: an error here is the entry's.
+        std::fs::read_dir(dir)?;
+        let mut l = Listing {
+            lock_times: full.then(Vec::new),
+            ..Listing::default()
+        };
+        let walk = walkdir::WalkDir::new(dir).follow_links(false).min_depth(1);
+        for e in walk {
+            let e = match e {
+                Ok(e) => e,
+                Err(err) => {
+                    let rel = err
+                        .path()
+                        .and_then(|p| p.strip_prefix(dir).ok())
+                        .map_or_else(|| ".".into(), |p| p.display().to_string());
+                    match err.io_error() {
+                        Some(io) if io.kind() == io::ErrorKind::NotFound => {}
+                        Some(io) => l.note(Odd::Unreadable(rel, io.to_string())),
+                        None => l.note(Odd::Unreadable(rel, err.to_string())),
+                    }
+                    continue;
+                }
+            };
+            let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
+            let shown = || rel.display().to_string();
+            let t = e.file_type();
+            if t.is_symlink() {
+                l.note(Odd::Link(shown()));
                 continue;
-            };
-            l.bytes += if meta.is_dir() {
-                tree_bytes(&e.path())
-            } else {
-                meta.len()
-            };
-            if let Ok(t) = meta.modified() {
-                l.newest = l.newest.max(Some(t));
+            }
+            if t.is_dir() {
+                continue;
+            }
+            if let Some(kind) = special(&t) {
+                l.note(Odd::Special(shown(), kind));
+                continue;
+            }
+            if let Err(err) = readable(e.path()) {
+                if err.kind() != io::ErrorKind::NotFound {
+                    l.note(Odd::Unreadable(shown(), err.to_string()));
+                }
+                continue;
+            }
+            l.file(rel.as_os_str(), e.path());
+            if full {
+                // A file may go between the listing and its stat: it
+                // counts nothing then.
+                let Ok(meta) = e.metadata() else { continue };
+                l.bytes += meta.len();
+                let modified = meta.modified().ok();
+                l.newest = l.newest.max(modified);
+                let name = rel.as_os_str().to_str();
+                if name.is_some_and(|n| n.ends_with(".lock")) {
+                    if let (Some(times), Some(m)) = (l.lock_times.as_mut(), modified) {
+                        times.push(m);
+                    }
+                }
+                if name.is_some_and(|n| n == NEFF || l.graph_neff.as_deref() == Some(n)) {
+                    l.neff_times = NeffTimes {
+                        modified,
+                        accessed: meta.accessed().ok(),
+                    };
+                }
             }
         }
         Ok(l)
     }
+}
+
+/// The kind of a FIFO, socket or device (`None` for files, directories
+/// and links).
+pub(super) fn special(t: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_block_device() || t.is_char_device() {
+        Some("a device")
+    } else {
+        None
+    }
+}
+
+/// Whether the caller (its effective identity) may read `path`.
+fn readable(path: &Path) -> io::Result<()> {
+    use rustix::fs::{Access, AtFlags, CWD};
+    rustix::fs::accessat(CWD, path, Access::READ_OK, AtFlags::EACCESS).map_err(io::Error::from)
 }
 
 #[cfg(feature = "remote")]
 impl Listing {
     /// The listing of an entry in a bucket: each object's name below the
-    /// entry's prefix (`model.neff`, `sub/x`), size and modification time.
+    /// entry's prefix (`model.neff`, `sub/x.lock`), size and modification
+    /// time.
     pub(super) fn of_objects<'a>(
         objects: impl IntoIterator<Item = (&'a str, u64, SystemTime)>,
     ) -> Listing {
@@ -161,17 +241,14 @@ impl Listing {
             ..Listing::default()
         };
         for (name, size, modified) in objects {
-            match name {
-                NEFF => l.neff = true,
-                DONE => l.done = true,
-                LOG => l.log = true,
-                n if n.ends_with(".lock") && !n.contains('/') => {
-                    l.locks.push(PathBuf::from(n));
-                    if let Some(t) = l.lock_times.as_mut() {
-                        t.push(modified);
-                    }
+            l.file(OsStr::new(name), Path::new(name));
+            if name.ends_with(".lock") {
+                if let Some(t) = l.lock_times.as_mut() {
+                    t.push(modified);
                 }
-                _ => {}
+            }
+            if name == NEFF {
+                l.neff_times.modified = Some(modified);
             }
             l.bytes += size;
             l.newest = l.newest.max(Some(modified));
@@ -180,40 +257,17 @@ impl Listing {
     }
 }
 
-/// What a listing alone says of an entry (reading its NEFF tells `ok`
-/// from `corrupt` when it is [`Quick::Whole`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Quick {
-    /// `model.neff` and `model.done`: the NEFF is to be read.
-    Whole,
-    /// `model.log` and no `model.neff`.
-    Failed,
-    /// A lock and no `model.done`.
-    Locked,
-    /// `model.neff` without `model.done`, and no lock.
-    Incomplete,
-    /// `model.done` and no `model.neff` (nor a log).
-    NoNeff,
-    /// None of the compiler's files.
-    Empty,
-}
-
 impl Listing {
-    /// The state this listing gives, the NEFF unread.
-    pub(super) fn quick(&self) -> Quick {
-        if self.neff && self.done {
-            Quick::Whole
-        } else if !self.neff && self.log {
-            Quick::Failed
-        } else if !self.done && !self.locks.is_empty() {
-            Quick::Locked
-        } else if self.neff && !self.done {
-            Quick::Incomplete
-        } else if self.done && !self.neff {
-            Quick::NoNeff
-        } else {
-            Quick::Empty
+    /// Adds a lock met outside the entry's directory (vLLM's, beside it),
+    /// with its time when the listing keeps times.
+    pub(super) fn add_lock(&mut self, lock: PathBuf) {
+        if let Some(times) = self.lock_times.as_mut() {
+            match lock.symlink_metadata().and_then(|m| m.modified()) {
+                Ok(t) => times.push(t),
+                Err(_) => return,
+            }
         }
+        self.locks.push(lock);
     }
 
     /// When the newest lock was last modified (`None` when every lock went
@@ -229,24 +283,14 @@ impl Listing {
     }
 }
 
-/// Bytes of the regular files under `dir` (links not followed).
-fn tree_bytes(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir)
-        .follow_links(false)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.metadata().ok())
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum()
-}
-
 /// What reading an entry's NEFF said: `Ok` with what the caller keeps of
-/// it, or the refusal; a NEFF that vanished under the reading is
-/// [`Read::Vanished`] (the entry is listed again).
+/// it, the refusal, or that it could not be read (permissions, a bucket's
+/// 403); a NEFF that vanished under the reading is [`Read::Vanished`] (the
+/// entry is listed again).
 pub(crate) enum Read<T> {
     Ok(T),
     Refused(String),
+    Unreadable(String),
     Vanished,
 }
 
@@ -254,55 +298,45 @@ pub(crate) enum Read<T> {
 pub(super) struct Judged<T> {
     pub(super) state: State,
     /// Why the entry is not `ok` (the NEFF's refusal, the log's last error
-    /// line, the lock's age), when it is not.
+    /// line, the lock's time), when it is not.
     pub(super) reason: Option<String>,
-    /// How long ago the newest lock was last modified (any entry holding
-    /// one).
-    pub(super) lock_age: Option<Duration>,
+    /// When its newest `*.lock` was last modified (any entry holding one).
+    pub(super) lock_time: Option<SystemTime>,
     pub(super) listing: Listing,
     /// What reading the NEFF gave (ok entries).
     pub(super) read: Option<T>,
 }
 
-/// Judges the entry `dir`: its state from one listing, the NEFF read by
-/// `read` when the listing says it should be whole (`model.neff` and
-/// `model.done`).
-pub(super) fn judge<T>(
-    dir: &Path,
-    now: SystemTime,
-    mut read: impl FnMut(&Path) -> Read<T>,
-) -> io::Result<Judged<T>> {
-    let neff = dir.join(NEFF);
-    judge_with(
-        || Listing::of(dir),
-        now,
-        || read(&neff),
-        || last_error_line(&dir.join(LOG)),
-    )
+/// What one judgement came to, before it is kept: a state and reason, or
+/// a file that vanished (list again).
+enum Verdict {
+    Is(State, Option<String>),
+    Again,
 }
 
-/// Judges an entry wherever it lives: `list` lists it (again, when a file
-/// vanished under the reading), `read` reads its NEFF, `log_line` gives
-/// its log's last error line.
+/// Judges an entry wherever it lives, by the rules of `era`: `list` lists
+/// it (again, when a file vanished under the reading), `read` reads its
+/// NEFF (given its name below the entry), `log_line` gives its log's last
+/// error line (or what stops it being read).
 pub(super) fn judge_with<T>(
     mut list: impl FnMut() -> io::Result<Listing>,
-    now: SystemTime,
-    mut read: impl FnMut() -> Read<T>,
-    log_line: impl FnOnce() -> String,
+    era: Era,
+    mut read: impl FnMut(&str) -> Read<T>,
+    mut log_line: impl FnMut() -> Result<String, Odd>,
 ) -> io::Result<Judged<T>> {
     let mut tries = 0;
     loop {
         tries += 1;
         let last = tries >= RELISTS;
         let mut listing = list()?;
-        // The newest lock's age; every lock gone between the listing and
+        // The newest lock's time; every lock gone between the listing and
         // its stat lists the entry again (the last time, it is judged as
         // it stands: without them).
-        let lock_age = if listing.locks.is_empty() {
+        let lock_time = if listing.locks.is_empty() {
             None
         } else {
             match listing.newest_lock() {
-                Some(t) => Some(now.duration_since(t).unwrap_or_default()),
+                Some(t) => Some(t),
                 None if last => {
                     listing.locks.clear();
                     None
@@ -310,69 +344,189 @@ pub(super) fn judge_with<T>(
                 None => continue,
             }
         };
-        let mut j = Judged {
-            state: State::Empty,
-            reason: None,
-            lock_age,
-            listing,
-            read: None,
-        };
-        let l = &j.listing;
-        match l.quick() {
-            Quick::Whole => match read() {
+        let mut got = None;
+        let name = listing.graph_neff.clone().unwrap_or_else(|| NEFF.into());
+        let verdict = decide(
+            &listing,
+            era,
+            lock_time,
+            &mut || match read(&name) {
                 Read::Ok(t) => {
-                    j.state = State::Ok;
-                    j.read = Some(t);
+                    got = Some(t);
+                    Read::Ok(())
                 }
-                Read::Refused(why) => {
-                    j.state = State::Corrupt;
-                    j.reason = Some(why);
-                }
-                Read::Vanished if !last => continue,
-                Read::Vanished => {
-                    j.state = State::Corrupt;
-                    j.reason = Some("model.neff vanished while it was read".into());
-                }
+                Read::Refused(w) => Read::Refused(w),
+                Read::Unreadable(w) => Read::Unreadable(w),
+                Read::Vanished => Read::Vanished,
             },
-            Quick::Failed => {
-                j.state = State::Failed;
-                j.reason = Some(log_line());
-            }
-            Quick::Locked => {
-                let age = lock_age.unwrap_or_default();
-                j.state = State::Locked;
-                j.reason = Some(format!("locked, lock last touched {} ago", human(age)));
-            }
-            Quick::Incomplete => {
-                j.state = State::Incomplete;
-                j.reason = Some("model.neff without model.done, and no lock".into());
-            }
-            Quick::NoNeff => {
-                j.state = State::Corrupt;
-                j.reason = Some("model.done but no model.neff".into());
-            }
-            Quick::Empty => {}
-        }
-        return Ok(j);
+            &mut log_line,
+        );
+        let (state, reason) = match verdict {
+            Verdict::Is(s, r) => (s, r),
+            Verdict::Again if !last => continue,
+            Verdict::Again => (
+                State::Unknown,
+                Some("model.neff vanished while it was read".into()),
+            ),
+        };
+        return Ok(Judged {
+            state,
+            reason,
+            lock_time,
+            listing,
+            read: if state == State::Ok { got } else { None },
+        });
     }
 }
 
-/// The last line of a compile log that says `error` (any case), else its
-/// last non-empty line; read from its last [`LOG_TAIL`] bytes.
-pub(super) fn last_error_line(log: &Path) -> String {
-    use std::io::{Read as _, Seek, SeekFrom};
-    let tail = (|| -> io::Result<String> {
-        let mut f = std::fs::File::open(log)?;
-        let len = f.metadata()?.len();
-        f.seek(SeekFrom::Start(len.saturating_sub(LOG_TAIL)))?;
-        let mut buf = Vec::new();
-        f.take(LOG_TAIL).read_to_end(&mut buf)?;
-        Ok(String::from_utf8_lossy(&buf).into_owned())
-    })();
-    match tail {
-        Ok(t) => error_line(&t),
-        Err(e) => format!("model.log unreadable: {e}"),
+/// The state of an entry from its listing, by the rules of `era`
+/// (docs/GUIDE.md, "Compile caches of every compiler").
+fn decide(
+    l: &Listing,
+    era: Era,
+    lock_time: Option<SystemTime>,
+    read: &mut dyn FnMut() -> Read<()>,
+    log_line: &mut dyn FnMut() -> Result<String, Odd>,
+) -> Verdict {
+    if let Some(odd) = &l.odd {
+        let (s, why) = odd.judged();
+        return Verdict::Is(s, Some(why));
     }
+    // What the log says, or what stops it being read.
+    let mut failed = || match log_line() {
+        Ok(line) => Verdict::Is(State::Failed, Some(line)),
+        Err(odd) => {
+            let (s, why) = odd.judged();
+            Verdict::Is(s, Some(why))
+        }
+    };
+    let locked = || {
+        let when = lock_time.map_or_else(|| "gone".into(), super::time::rfc3339);
+        Verdict::Is(
+            State::Locked,
+            Some(format!("locked, lock last modified {when}")),
+        )
+    };
+    if era == Era::Vllm {
+        return vllm(l, read, locked);
+    }
+    // A marker says the era even where no version does.
+    let era = if l.done { Era::Marked } else { era };
+    let locks = !l.locks.is_empty();
+    match era {
+        Era::Marked if l.neff && l.done => match read() {
+            Read::Ok(()) => Verdict::Is(State::Ok, None),
+            Read::Refused(_) if l.log => failed(),
+            Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
+            Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Vanished => Verdict::Again,
+        },
+        Era::Marked if l.done => {
+            if l.log {
+                failed()
+            } else {
+                Verdict::Is(State::Corrupt, Some("model.done but no model.neff".into()))
+            }
+        }
+        _ if locks && !(l.neff && era == Era::Unmarked) => locked(),
+        _ if !l.neff && l.log => failed(),
+        _ if !l.neff => Verdict::Is(State::Empty, None),
+        // A model.neff and no model.done, no lock from here on (an
+        // unmarked era's may hold a lock left behind).
+        Era::Marked if !l.log => Verdict::Is(
+            State::Incomplete,
+            Some("model.neff without model.done, and no lock".into()),
+        ),
+        _ => match read() {
+            // A placeholder model.neff beside the failed compile's log.
+            Read::Refused(_) if l.log => failed(),
+            Read::Refused(why) => match era {
+                Era::Unmarked if locks => locked(),
+                Era::Unmarked => Verdict::Is(State::Corrupt, Some(why)),
+                _ => Verdict::Is(
+                    State::Unknown,
+                    Some(format!(
+                        "model.neff is refused ({why}) and no compiler version says whether \
+                         the compile finished"
+                    )),
+                ),
+            },
+            Read::Ok(()) => match era {
+                Era::Unmarked => Verdict::Is(State::Ok, None),
+                Era::Marked => Verdict::Is(
+                    State::Incomplete,
+                    Some("model.neff without model.done, and no lock".into()),
+                ),
+                Era::Unknown | Era::Vllm => Verdict::Is(
+                    State::Unknown,
+                    Some(
+                        "model.neff reads, but no compiler version says whether a model.done \
+                         belongs beside it"
+                            .into(),
+                    ),
+                ),
+            },
+            Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Vanished => Verdict::Again,
+        },
+    }
+}
+
+/// The state of an entry of vLLM's Neuron cache: finished when
+/// `.compilation_complete` is there (its NEFF then decides `ok` or
+/// `corrupt`); without it a compile in progress (a lock), or one that
+/// failed or stopped, which this layout does not tell apart: `unknown`.
+fn vllm(l: &Listing, read: &mut dyn FnMut() -> Read<()>, locked: impl Fn() -> Verdict) -> Verdict {
+    let neff = l.graph_neff.is_some();
+    match (l.complete, neff) {
+        (true, true) => match read() {
+            Read::Ok(()) => Verdict::Is(State::Ok, None),
+            Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
+            Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Vanished => Verdict::Again,
+        },
+        (true, false) => Verdict::Is(
+            State::Corrupt,
+            Some(format!("{COMPLETE} but no graph*.neff")),
+        ),
+        _ if !l.locks.is_empty() => locked(),
+        (false, _) if l.files > 0 => Verdict::Is(
+            State::Unknown,
+            Some(format!(
+                "no {COMPLETE}: a compile in progress, failed or stopped (vLLM's cache keeps \
+                 no log to tell which)"
+            )),
+        ),
+        (false, _) => Verdict::Is(State::Empty, None),
+    }
+}
+
+/// The last line of the compile log `log` that says `error` (any case),
+/// else its last non-empty line; read from its last [`LOG_TAIL`] bytes.
+/// A link is not followed, and a log that is not a regular file (a FIFO)
+/// is not read: either is what stops the entry being judged.
+pub(super) fn last_error_line(log: &Path) -> Result<String, Odd> {
+    use std::io::{Read as _, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |e: io::Error| match e.raw_os_error() {
+        Some(libc::ELOOP) => Odd::Link(LOG.into()),
+        _ => Odd::Unreadable(LOG.into(), e.to_string()),
+    };
+    let mut f = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(log)
+        .map_err(err)?;
+    let meta = f.metadata().map_err(err)?;
+    if let Some(kind) = special(&meta.file_type()) {
+        return Err(Odd::Special(LOG.into(), kind));
+    }
+    let len = meta.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(LOG_TAIL)))
+        .map_err(err)?;
+    let mut buf = Vec::new();
+    f.take(LOG_TAIL).read_to_end(&mut buf).map_err(err)?;
+    Ok(error_line(&String::from_utf8_lossy(&buf)))
 }
 
 /// The last line of a log's tail `text` that says `error` (any case), else
@@ -389,21 +543,14 @@ pub(super) fn error_line(text: &str) -> String {
     }
 }
 
-/// `d` as people read it: `42s`, `17m`, `5h`, `3d`.
-pub(super) fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..=119 => format!("{s}s"),
-        120..=7199 => format!("{}m", s / 60),
-        7200..=172_799 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
-
 /// The graph and flags hashes of an entry directory's name
-/// (`MODULE_<graph>+<flags>`); `None` when it is not an entry's.
+/// (`MODULE_<graph>+<flags>`); `None` when it is not an entry's (a
+/// `MODULE_*.lock` file is not).
 pub(super) fn hashes(name: &str) -> Option<(String, Option<String>)> {
     let rest = name.strip_prefix("MODULE_")?;
+    if rest.ends_with(".lock") {
+        return None;
+    }
     Some(match rest.split_once('+') {
         Some((g, f)) => (g.to_string(), Some(f.to_string())),
         None => (rest.to_string(), None),
@@ -422,6 +569,7 @@ mod tests {
         );
         assert_eq!(hashes("MODULE_9"), Some(("9".into(), None)));
         assert_eq!(hashes("neuronxcc-2.15"), None);
+        assert_eq!(hashes("MODULE_9+ab.lock"), None);
     }
 
     #[test]
@@ -433,18 +581,33 @@ mod tests {
             "info: start\nERROR 70 [neuronx-cc]: bad op\nINFO done\n\n",
         )
         .unwrap();
-        assert_eq!(last_error_line(&p), "ERROR 70 [neuronx-cc]: bad op");
+        assert_eq!(
+            last_error_line(&p).unwrap(),
+            "ERROR 70 [neuronx-cc]: bad op"
+        );
         std::fs::write(&p, "killed\n").unwrap();
-        assert_eq!(last_error_line(&p), "killed");
+        assert_eq!(last_error_line(&p).unwrap(), "killed");
         std::fs::write(&p, "").unwrap();
-        assert!(last_error_line(&p).contains("empty"));
+        assert!(last_error_line(&p).unwrap().contains("empty"));
     }
 
     #[test]
-    fn durations_read_as_people_write_them() {
-        assert_eq!(human(Duration::from_secs(42)), "42s");
-        assert_eq!(human(Duration::from_secs(17 * 60)), "17m");
-        assert_eq!(human(Duration::from_secs(5 * 3600)), "5h");
-        assert_eq!(human(Duration::from_secs(3 * 86_400)), "3d");
+    fn a_log_that_is_a_link_or_a_fifo_is_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = d.path().join("credentials");
+        std::fs::write(&secret, "aws_secret_access_key = ERROR-SECRET\n").unwrap();
+        let p = d.path().join(LOG);
+        std::os::unix::fs::symlink(&secret, &p).unwrap();
+        assert_eq!(last_error_line(&p), Err(Odd::Link(LOG.into())));
+        std::fs::remove_file(&p).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        assert_eq!(last_error_line(&p), Err(Odd::Special(LOG.into(), "a FIFO")));
     }
 }

@@ -1,13 +1,16 @@
 //! A compile-cache entry as a scan sees it: which entry a scanned path
 //! belongs to (its `model.neff`, or the entry itself when it holds no
 //! NEFF), and that entry's state, judged again on every scan (a state is
-//! not part of a NEFF's identity: a lock goes, a `model.done` appears).
+//! not part of a NEFF's identity: a lock goes, a `model.done` appears), by
+//! the same rules as [`super::status`].
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::time::SystemTime;
 
-use super::entry::{self, Listing, State, NEFF};
-use super::found::VERSION_PREFIX;
+use super::entry::{self, Listing, Odd, State, NEFF};
+use super::era;
+use super::found::{vllm_lock, VERSION_PREFIX};
+use crate::error::{Error, ErrorKind};
 
 pub(crate) use super::entry::Read;
 
@@ -25,7 +28,8 @@ pub(crate) fn is_entry_name(name: &str) -> bool {
 }
 
 /// The entry `path` belongs to: its parent when `path` is the
-/// `model.neff` of a `MODULE_*` directory, `path` itself when it names a
+/// `model.neff` of a `MODULE_*` directory (or the `graph*.neff` of a vLLM
+/// cache's `<32 hex key>` directory), `path` itself when it names a
 /// `MODULE_*` directory (or, in a bucket, prefix).
 pub(crate) fn entry_dir(path: &Path) -> Option<&Path> {
     let name = path.file_name()?.to_str()?;
@@ -33,7 +37,20 @@ pub(crate) fn entry_dir(path: &Path) -> Option<&Path> {
         let dir = path.parent()?;
         return is_entry_name(dir.file_name()?.to_str()?).then_some(dir);
     }
+    if name.starts_with("graph") && name.ends_with(".neff") {
+        let dir = path.parent()?;
+        return era::is_vllm_key(dir.file_name()?.to_str()?).then_some(dir);
+    }
     is_entry_name(name).then_some(path)
+}
+
+/// The rules the entry `dir` is judged by: vLLM's for a `<32 hex key>`
+/// directory, else its compiler's era.
+fn era_of(dir: &Path) -> era::Era {
+    match dir.file_name().and_then(OsStr::to_str) {
+        Some(k) if era::is_vllm_key(k) => era::Era::Vllm,
+        _ => era::era(compiler_of(dir).as_deref()),
+    }
 }
 
 /// The compiler version of the `neuronxcc-<version>` directory holding the
@@ -43,47 +60,69 @@ pub(crate) fn compiler_of(dir: &Path) -> Option<String> {
     v.strip_prefix(VERSION_PREFIX).map(str::to_string)
 }
 
+/// How reading a NEFF failed, as a judgement takes it: gone (list the
+/// entry again), not readable by the caller (an I/O failure), or refused.
+pub(crate) fn read_error<T>(e: Error) -> Read<T> {
+    match e {
+        Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => Read::Vanished,
+        Error::Remote {
+            io: std::io::ErrorKind::NotFound,
+            ..
+        } => Read::Vanished,
+        e if e.kind() == ErrorKind::Io => Read::Unreadable(format!("model.neff: {e}")),
+        e => Read::Refused(e.to_string()),
+    }
+}
+
 /// An entry's files as a scan's own walk (or a bucket's listing) met
 /// them: judging from it spares listing the entry again.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Met(Listing);
 
 impl Met {
-    /// One file of the entry, met by the walk at `path`.
-    pub(crate) fn file(&mut self, name: &str, path: &Path) {
-        match name {
-            NEFF => self.0.neff = true,
-            entry::DONE => self.0.done = true,
-            entry::LOG => self.0.log = true,
-            n if n.ends_with(".lock") => self.0.locks.push(path.to_path_buf()),
-            _ => {}
+    /// One file of the entry, met by the walk at `path` (`rel`: its name
+    /// below the entry), of kind `kind`, a link when `link` (the walk may
+    /// follow links: `kind` is then its target's).
+    pub(crate) fn file(
+        &mut self,
+        rel: &OsStr,
+        path: &Path,
+        link: bool,
+        kind: Option<std::fs::FileType>,
+    ) {
+        let shown = || Path::new(rel).display().to_string();
+        if link {
+            self.0.note(Odd::Link(shown()));
+        } else if let Some(k) = kind.as_ref().and_then(entry::special) {
+            self.0.note(Odd::Special(shown(), k));
+        } else if kind.is_some_and(|k| k.is_file()) {
+            self.0.file(rel, path);
         }
     }
 
     /// One object of the entry in a bucket: its name below the entry's
     /// prefix and its modification time.
     #[cfg(feature = "remote")]
-    pub(crate) fn object(&mut self, name: &str, modified: SystemTime) {
+    pub(crate) fn object(&mut self, name: &str, modified: std::time::SystemTime) {
         let times = self.0.lock_times.get_or_insert_with(Vec::new);
-        if name.ends_with(".lock") && !name.contains('/') {
+        if name.ends_with(".lock") {
             times.push(modified);
         }
-        let path = Path::new(name);
-        self.file(name, path);
+        self.0.file(OsStr::new(name), Path::new(name));
     }
 }
 
 /// Judges the entry `dir` (a directory, or a bucket prefix's URL), from
 /// what the walk `met` of it when given (else from a listing of it now):
 /// `read` says how its NEFF reads, asked only when the listing says the
-/// entry should be whole (`model.neff` and `model.done`). Should the NEFF
-/// vanish under the reading, the entry is listed again.
+/// NEFF decides the state. Should the NEFF vanish under the reading, the
+/// entry is listed again.
 pub(crate) fn judge_entry(
     dir: &Path,
     met: Option<Met>,
-    read: impl FnMut() -> Read<()>,
+    mut read: impl FnMut() -> Read<()>,
 ) -> std::io::Result<EntryState> {
-    let now = SystemTime::now();
+    let era = era_of(dir);
     let mut met = met.map(|m| m.0);
     #[cfg(feature = "remote")]
     if let Some(url) = dir.to_str().filter(|d| crate::remote::is_url(d)) {
@@ -92,8 +131,8 @@ pub(crate) fn judge_entry(
                 Some(l) => Ok(l),
                 None => super::bucket::relist(url).map(|o| super::bucket::listing(&o)),
             },
-            now,
-            read,
+            era,
+            |_| read(),
             || super::bucket::log_line(url),
         )?;
         return Ok(EntryState {
@@ -101,14 +140,21 @@ pub(crate) fn judge_entry(
             reason: j.reason,
         });
     }
+    let log = dir.join(entry::LOG);
     let j = entry::judge_with(
-        || match met.take() {
-            Some(l) => Ok(l),
-            None => entry::Listing::names_of(dir),
+        || {
+            let mut l = match met.take() {
+                Some(l) => l,
+                None => Listing::walk(dir, false)?,
+            };
+            if let Some(lock) = (era == era::Era::Vllm).then(|| vllm_lock(dir)).flatten() {
+                l.add_lock(lock);
+            }
+            Ok(l)
         },
-        now,
-        read,
-        || entry::last_error_line(&dir.join(entry::LOG)),
+        era,
+        |_| read(),
+        || entry::last_error_line(&log),
     )?;
     Ok(EntryState {
         state: j.state,

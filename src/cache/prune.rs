@@ -1,34 +1,47 @@
-//! Removing the compile-cache entries a user selects: dry by default (the
-//! plan and its bytes), exactly those entries with `apply`. An entry
-//! holding a fresh lock (a compile in progress) is never selected, a link
-//! is never followed out of the cache, and each entry is listed again just
-//! before it goes: one that changed since it was judged is left alone.
+//! Removing the compile-cache entries a user selects: dry by default,
+//! exactly those entries with `apply`. The dry run and `apply` run the
+//! same checks on each entry (no link between the root and it, judged
+//! again now in the state it was selected in, no fresh lock): a dry run
+//! says what `apply` will do. No entry is selected whose state is not
+//! certain (`unreadable`, `unknown`), nor one holding a fresh lock.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::entry::{Listing, Quick, State};
-use super::status::{version_order, CacheEntry, CacheStatus};
+use super::entry::State;
+use super::era;
+use super::found::{lossy, spelled};
+use super::status::{CacheEntry, CacheStatus};
+use super::time::human;
+use crate::error::{Error, Result};
 
 /// Which entries [`prune`] removes, and whether it does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PruneOptions {
-    /// Failed compiles (`model.log`, no NEFF): replayed until removed.
+    /// Failed compiles (`model.log`, no NEFF or a placeholder): replayed
+    /// until removed.
     pub failed: bool,
     /// Entries whose NEFF is refused, or missing beside `model.done`.
     pub corrupt: bool,
     /// Locked entries whose newest lock is at least this old (a compile
     /// that died holding it). Entries holding a younger lock are never
-    /// removed; without this, no entry holding a lock is.
+    /// removed; without this, no entry holding a lock is. Refused while a
+    /// `neuronx-cc` process runs on the host.
     pub locked_older_than: Option<Duration>,
     /// Incomplete entries (a NEFF without `model.done`, no lock) untouched
     /// for at least this long.
     pub incomplete_older_than: Option<Duration>,
-    /// Every entry of compiler versions older than the newest `N`.
+    /// Every entry of compiler releases older than the newest `N` (at
+    /// least 1; builds of one release count as one).
     pub keep_versions: Option<usize>,
+    /// `ok` entries, least recently used first, until the cache's entries
+    /// hold at most this many bytes.
+    pub max_size: Option<u64>,
+    /// With `max_size`: entries of the newest compiler release may go too.
+    pub include_current: bool,
     /// Remove the selected entries (else only say which they are).
     pub apply: bool,
 }
@@ -62,10 +75,25 @@ impl PruneOptions {
         self
     }
 
-    /// Selects every entry of all but the newest `n` compiler versions.
+    /// Selects every entry of all but the newest `n` compiler releases.
     #[must_use]
     pub fn keep_versions(mut self, n: usize) -> Self {
         self.keep_versions = Some(n);
+        self
+    }
+
+    /// Selects `ok` entries, least recently used first, until the cache
+    /// holds at most `bytes`.
+    #[must_use]
+    pub fn max_size(mut self, bytes: u64) -> Self {
+        self.max_size = Some(bytes);
+        self
+    }
+
+    /// Lets `max_size` take entries of the newest compiler release too.
+    #[must_use]
+    pub fn include_current(mut self, yes: bool) -> Self {
+        self.include_current = yes;
         self
     }
 
@@ -83,6 +111,30 @@ impl PruneOptions {
             || self.locked_older_than.is_some()
             || self.incomplete_older_than.is_some()
             || self.keep_versions.is_some()
+            || self.max_size.is_some()
+    }
+
+    /// The options' own errors: no selector, `keep_versions` 0 (every
+    /// entry), `include_current` without `max_size`.
+    pub fn check(&self) -> Result<()> {
+        let usage = |reason: &str| {
+            Err(Error::Usage {
+                reason: reason.into(),
+            })
+        };
+        if !self.selects_any() {
+            return usage(
+                "nothing selected: give --failed, --corrupt, --locked-older-than, \
+                 --incomplete-older-than, --keep-versions or --max-size",
+            );
+        }
+        if self.keep_versions == Some(0) {
+            return usage("--keep-versions 0 would select every entry: keep at least 1");
+        }
+        if self.include_current && self.max_size.is_none() {
+            return usage("--include-current goes with --max-size");
+        }
+        Ok(())
     }
 }
 
@@ -90,8 +142,12 @@ impl PruneOptions {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Removal {
-    /// The entry's directory.
-    pub path: String,
+    /// The entry's directory, by the bytes it was judged under (JSON
+    /// spells it as [`CacheEntry::path`] does).
+    #[serde(serialize_with = "lossy")]
+    pub path: std::path::PathBuf,
+    /// The path's bytes in base64 when they are not UTF-8.
+    pub path_bytes: Option<String>,
     /// Its compiler version.
     pub compiler: Option<String>,
     /// Its state when judged.
@@ -102,154 +158,193 @@ pub struct Removal {
     pub why: String,
     /// Whether it was removed (never in a dry run).
     pub removed: bool,
-    /// Why it was left although selected, or why removing it failed.
+    /// Why it is (or, dry, would be) left although selected, or why
+    /// removing it failed; `None`: it went (or, dry, would go).
     pub error: Option<String>,
 }
 
 /// The entries of `status` (a cache at `root`) that `opts` selects, in
-/// order; removed when `opts.apply`. A removal that fails, or an entry left
-/// because it changed since it was judged or sits behind a link, carries
-/// its reason in [`Removal::error`].
-pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Vec<Removal> {
-    let mut versions: Vec<&str> = status
-        .entries
-        .iter()
-        .filter_map(|e| e.compiler.as_deref())
-        .collect();
-    versions.sort_by(|a, b| version_order(Some(b), Some(a)));
-    versions.dedup();
-    let kept: &[&str] = match opts.keep_versions {
-        Some(n) => &versions[..n.min(versions.len())],
-        None => &versions,
-    };
+/// order; removed when `opts.apply`. Each is checked as `apply` would
+/// check it, dry or not; one left (it changed since it was judged, it sits
+/// behind a link, its removal failed) carries why in [`Removal::error`].
+/// `Err` for options that select nothing or everything, and for
+/// `--locked-older-than` while a `neuronx-cc` process runs.
+pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<Vec<Removal>> {
+    opts.check()?;
+    if opts.locked_older_than.is_some() {
+        if let Some(pid) = super::host::running_compiler() {
+            return Err(Error::refused(format!(
+                "neuronx-cc is running (pid {pid}): locks are not judged stale while a compile \
+                 may hold them; prune again once it has finished"
+            )));
+        }
+    }
+    let now = SystemTime::now();
+    let releases = era::releases(status.entries.iter().filter_map(|e| e.compiler.as_deref()));
+    let kept = |v: &str, n: usize| releases.iter().take(n).flatten().any(|k| *k == v);
     let mut out = Vec::new();
     for e in &status.entries {
-        let Some(why) = selected(e, opts, kept) else {
-            continue;
-        };
-        let mut r = Removal {
-            path: e.path.clone(),
-            compiler: e.compiler.clone(),
-            state: e.state,
-            bytes: e.bytes,
-            why,
-            removed: false,
-            error: None,
-        };
-        if opts.apply {
-            match remove(root, e, opts) {
-                Ok(()) => r.removed = true,
-                Err(why) => r.error = Some(why),
-            }
+        if let Some(why) = selected(e, opts, now, &kept) {
+            out.push(settle(root, e, why, opts, now));
         }
-        out.push(r);
     }
-    out
+    if let Some(max) = opts.max_size {
+        let newest = releases.first().cloned().unwrap_or_default();
+        let current = |e: &CacheEntry| e.compiler.as_deref().is_some_and(|v| newest.contains(&v));
+        let clock = Clock::of(root);
+        let total: u64 = status.entries.iter().map(|e| e.bytes).sum();
+        let gone: u64 = out
+            .iter()
+            .filter(|r| r.error.is_none())
+            .map(|r| r.bytes)
+            .sum();
+        let mut size = total.saturating_sub(gone);
+        let mut lru: Vec<&CacheEntry> = status
+            .entries
+            .iter()
+            .filter(|e| e.state == State::Ok && !fresh_lock(e, opts, now))
+            .filter(|e| opts.include_current || !current(e))
+            .filter(|e| !out.iter().any(|r| r.path == e.path))
+            .collect();
+        lru.sort_by_key(|e| (clock.used(e), e.path.clone()));
+        for e in lru {
+            if size <= max {
+                break;
+            }
+            let when = clock
+                .used(e)
+                .map_or_else(|| "never".into(), super::time::rfc3339);
+            let why = format!(
+                "least recently used (last {} {when}): the cache is over --max-size",
+                clock.verb()
+            );
+            let r = settle(root, e, why, opts, now);
+            if r.error.is_none() {
+                size = size.saturating_sub(r.bytes);
+            }
+            out.push(r);
+        }
+    }
+    Ok(out)
 }
 
-/// Why `opts` selects `e` (`None`: it does not). `kept` are the compiler
-/// versions kept.
-fn selected(e: &CacheEntry, opts: &PruneOptions, kept: &[&str]) -> Option<String> {
-    if fresh_lock(e.lock_age_s, opts) {
+/// The time `--max-size` evicts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    /// The NEFF's last access (a file system that keeps access times).
+    Accessed,
+    /// The NEFF's last modification (`noatime`, a bucket).
+    Modified,
+}
+
+impl Clock {
+    fn of(root: &Path) -> Clock {
+        #[cfg(feature = "remote")]
+        if root.to_str().is_some_and(crate::remote::is_url) {
+            return Clock::Modified;
+        }
+        match super::host::keeps_atime(root) {
+            Some(true) => Clock::Accessed,
+            _ => Clock::Modified,
+        }
+    }
+
+    fn used(self, e: &CacheEntry) -> Option<SystemTime> {
+        let t = match self {
+            Clock::Accessed => e.neff_accessed.or(e.neff_modified),
+            Clock::Modified => e.neff_modified,
+        };
+        t.or(e.modified)
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Clock::Accessed => "read",
+            Clock::Modified => "written",
+        }
+    }
+}
+
+/// Checks (and, with `apply`, removes) one selected entry.
+fn settle(
+    root: &Path,
+    e: &CacheEntry,
+    why: String,
+    opts: &PruneOptions,
+    now: SystemTime,
+) -> Removal {
+    let mut r = Removal {
+        path: e.path.clone(),
+        path_bytes: spelled(&e.path),
+        compiler: e.compiler.clone(),
+        state: e.state,
+        bytes: e.bytes,
+        why,
+        removed: false,
+        error: None,
+    };
+    let fresh = |t: Option<SystemTime>| lock_is_fresh(t, opts, now);
+    match super::remove::remove(root, e, opts.apply, &fresh) {
+        Ok(()) => r.removed = opts.apply,
+        Err(why) => r.error = Some(why),
+    }
+    r
+}
+
+/// How long ago `t` was (zero for a time to come).
+fn since(now: SystemTime, t: SystemTime) -> Duration {
+    now.duration_since(t).unwrap_or_default()
+}
+
+/// Why `opts` selects `e` (`None`: it does not). `kept(v, n)`: whether
+/// version `v` is among the newest `n` releases.
+fn selected(
+    e: &CacheEntry,
+    opts: &PruneOptions,
+    now: SystemTime,
+    kept: &dyn Fn(&str, usize) -> bool,
+) -> Option<String> {
+    if !e.state.is_judged() || fresh_lock(e, opts, now) {
         return None;
     }
-    let secs = |d: Duration| d.as_secs();
     match e.state {
         State::Failed if opts.failed => return Some("failed compile".into()),
         State::Corrupt if opts.corrupt => return Some("corrupt".into()),
         State::Locked => {
-            if let (Some(d), Some(age)) = (opts.locked_older_than, e.lock_age_s) {
-                if age >= secs(d) {
-                    return Some(format!("lock older than {}", super::entry::human(d)));
+            if let (Some(d), Some(t)) = (opts.locked_older_than, e.lock_modified) {
+                if since(now, t) >= d {
+                    return Some(format!("lock older than {}", human(d)));
                 }
             }
         }
         State::Incomplete => {
-            if let (Some(d), Some(age)) = (opts.incomplete_older_than, e.age_s) {
-                if age >= secs(d) {
-                    return Some(format!(
-                        "incomplete, untouched for {}",
-                        super::entry::human(d)
-                    ));
+            if let (Some(d), Some(t)) = (opts.incomplete_older_than, e.modified) {
+                if since(now, t) >= d {
+                    return Some(format!("incomplete, untouched for {}", human(d)));
                 }
             }
         }
         _ => {}
     }
     match (opts.keep_versions, e.compiler.as_deref()) {
-        (Some(n), Some(v)) if !kept.contains(&v) => {
-            Some(format!("compiler {v} is not among the {n} newest versions"))
+        (Some(n), Some(v)) if !kept(v, n) => {
+            Some(format!("compiler {v} is not among the {n} newest releases"))
         }
         _ => None,
     }
 }
 
-/// Whether a lock of this age (`None`: no lock) is fresh: younger than
+/// Whether the entry holds a fresh lock: younger than
 /// `--locked-older-than`, or any lock when that is not given.
-fn fresh_lock(lock_age_s: Option<u64>, opts: &PruneOptions) -> bool {
-    match (lock_age_s, opts.locked_older_than) {
+fn fresh_lock(e: &CacheEntry, opts: &PruneOptions, now: SystemTime) -> bool {
+    lock_is_fresh(e.lock_modified, opts, now)
+}
+
+/// [`fresh_lock`] for a lock last modified at `t` (`None`: no lock).
+fn lock_is_fresh(t: Option<SystemTime>, opts: &PruneOptions, now: SystemTime) -> bool {
+    match (t, opts.locked_older_than) {
         (None, _) => false,
         (Some(_), None) => true,
-        (Some(age), Some(d)) => age < d.as_secs(),
-    }
-}
-
-/// Removes the entry `e` of the cache at `root`, after checking that no
-/// link stands between the root and it and that it is as it was judged.
-fn remove(root: &Path, e: &CacheEntry, opts: &PruneOptions) -> Result<(), String> {
-    // As it stands now: no fresh lock, the state it was judged in.
-    let unchanged = |now: &Listing| -> Result<(), String> {
-        let lock_age = now.newest_lock().map(|t| {
-            std::time::SystemTime::now()
-                .duration_since(t)
-                .unwrap_or_default()
-                .as_secs()
-        });
-        if fresh_lock(lock_age, opts) {
-            return Err(
-                "a fresh lock appeared since it was judged (a compile in progress): left".into(),
-            );
-        }
-        if !same_quick(e.state, now.quick()) {
-            return Err("changed since it was judged: left".into());
-        }
-        Ok(())
-    };
-    #[cfg(feature = "remote")]
-    if let Some(url) = root.to_str().filter(|r| crate::remote::is_url(r)) {
-        let base = format!("{}/", url.trim_end_matches('/'));
-        if !e.path.starts_with(&base) {
-            return Err("outside the cache root: left".into());
-        }
-        return super::bucket::remove(&e.path, unchanged);
-    }
-    let dir = Path::new(&e.path);
-    let rel = dir
-        .strip_prefix(root)
-        .map_err(|_| "outside the cache root: left".to_string())?;
-    let mut at = root.to_path_buf();
-    for c in rel.components() {
-        let std::path::Component::Normal(c) = c else {
-            return Err("not a plain path under the root: left".into());
-        };
-        at.push(c);
-        let meta = at.symlink_metadata().map_err(|e| e.to_string())?;
-        if meta.file_type().is_symlink() {
-            return Err(format!("{} is a link: not followed", at.display()));
-        }
-    }
-    unchanged(&Listing::of(dir).map_err(|e| e.to_string())?)?;
-    std::fs::remove_dir_all(dir).map_err(|e| e.to_string())
-}
-
-/// Whether a listing taken now gives the state an entry was judged in.
-fn same_quick(was: State, now: Quick) -> bool {
-    match was {
-        State::Ok => now == Quick::Whole,
-        State::Corrupt => matches!(now, Quick::Whole | Quick::NoNeff),
-        State::Failed => now == Quick::Failed,
-        State::Locked => now == Quick::Locked,
-        State::Incomplete => now == Quick::Incomplete,
-        State::Empty => now == Quick::Empty,
+        (Some(t), Some(d)) => since(now, t) < d,
     }
 }

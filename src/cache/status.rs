@@ -1,26 +1,36 @@
-//! Every entry of a cache judged: the walk that finds the entries, the NEFF
-//! an `ok` entry holds read whole, the records and the sums per compiler
-//! version.
+//! Every entry of a cache judged: the walk that finds the entries (no link
+//! followed below the root), the NEFF an `ok` entry holds read whole, the
+//! records and the sums per compiler version.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::entry::{self, Read, State};
-use super::found::{CacheError, Found, VERSION_PREFIX};
+use super::entry::{self, Listing, Odd, Read, State};
+use super::era;
+use super::found::{lossy, spelled, vllm_lock, CacheError, Found, VERSION_PREFIX};
+use super::time;
 use crate::accessors;
 use crate::error::{Error, Result};
 use crate::reader::{Neff, Options, Scratch};
 
-/// One compile-cache entry: where it is, what its name says, its state.
+/// One compile-cache entry: where it is, what its name says, its state,
+/// and its times (absolute: two reports of an unchanged cache are equal).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[non_exhaustive]
 pub struct CacheEntry {
-    /// The entry's directory.
-    pub path: String,
+    /// The entry's directory, by the bytes the file system gave (a
+    /// bucket's: its URL). JSON spells it as text: exact when it is
+    /// UTF-8, else lossily with the bytes in [`path_bytes`](Self::path_bytes).
+    #[serde(serialize_with = "lossy")]
+    pub path: PathBuf,
+    /// The path's bytes in base64 when they are not UTF-8; `None` when
+    /// `path` is exact.
+    pub path_bytes: Option<String>,
     /// The compiler version of the `neuronxcc-<version>` directory holding
     /// it (`None` for an entry directly under the root).
     pub compiler: Option<String>,
@@ -31,15 +41,25 @@ pub struct CacheEntry {
     /// Its state.
     pub state: State,
     /// Why it is not `ok`: the NEFF's refusal, the log's last error line,
-    /// the lock's age; `None` for `ok` and `empty`.
+    /// the lock's time, what could not be read; `None` for `ok` and
+    /// `empty`.
     pub reason: Option<String>,
-    /// Bytes of its files.
+    /// Bytes of its files, at every depth.
     pub bytes: u64,
-    /// Seconds since its newest file was last modified.
-    pub age_s: Option<u64>,
-    /// Seconds since its newest `*.lock` was last modified (any entry
-    /// holding one: a fresh lock is a compile in progress).
-    pub lock_age_s: Option<u64>,
+    /// When its newest file was last modified.
+    #[serde(serialize_with = "time::serialize")]
+    pub modified: Option<SystemTime>,
+    /// When its newest `*.lock` was last modified (any entry holding one:
+    /// a fresh lock is a compile in progress).
+    #[serde(serialize_with = "time::serialize")]
+    pub lock_modified: Option<SystemTime>,
+    /// When its `model.neff` was last modified.
+    #[serde(serialize_with = "time::serialize")]
+    pub neff_modified: Option<SystemTime>,
+    /// When its `model.neff` was last read, where the file system keeps
+    /// access times (`None` in a bucket).
+    #[serde(serialize_with = "time::serialize")]
+    pub neff_accessed: Option<SystemTime>,
     /// What the NEFF needs, for `ok` entries: its architecture, NeuronCores
     /// and collective world size (null when it has no collectives).
     pub arch: Option<String>,
@@ -75,6 +95,12 @@ impl CacheStatus {
         self.errors.is_empty() && self.entries.iter().all(|e| e.state == State::Ok)
     }
 
+    /// Whether some part of the cache could not be read: an error, or an
+    /// `unreadable` entry (the binary's exit 3).
+    pub fn has_unreadable(&self) -> bool {
+        !self.errors.is_empty() || self.entries.iter().any(|e| e.state == State::Unreadable)
+    }
+
     /// Entries and bytes by state, per compiler version, newest version
     /// first.
     pub fn by_version(&self) -> Vec<VersionSummary> {
@@ -92,32 +118,34 @@ impl CacheStatus {
                 states,
             })
             .collect();
-        out.sort_by(|a, b| version_order(b.compiler.as_deref(), a.compiler.as_deref()));
+        out.sort_by(|a, b| era::order(b.compiler.as_deref(), a.compiler.as_deref()));
         out
     }
 }
 
-/// Compares two compiler versions by their numbers (`2.15.128.0+56dc5a86`
-/// before `2.16.0.1+...`), `None` first.
-pub(super) fn version_order(a: Option<&str>, b: Option<&str>) -> std::cmp::Ordering {
-    fn key(v: &str) -> (Vec<u64>, &str) {
-        let nums = v.split(['+', '-']).next().unwrap_or("");
-        let n = nums
-            .split('.')
-            .map(|p| p.parse::<u64>().unwrap_or(0))
-            .collect();
-        (n, v)
-    }
-    match (a, b) {
-        (Some(a), Some(b)) => key(a).cmp(&key(b)),
-        _ => a.is_some().cmp(&b.is_some()),
-    }
+/// Why `root` cannot be a cache root: it is an entry (`MODULE_*`).
+fn entry_as_root(root: &Path) -> Option<Error> {
+    let name = root.file_name()?.to_str()?;
+    entry::hashes(name)?;
+    Some(Error::Usage {
+        reason: "a compile-cache entry (MODULE_*), not a cache root: give the directory above it"
+            .into(),
+    })
+}
+
+/// The compiler version a root names (a root that is itself a
+/// `neuronxcc-<version>` directory holds that version's entries).
+pub fn root_version(root: &Path) -> Option<String> {
+    let name = root.file_name()?.to_str()?;
+    name.strip_prefix(VERSION_PREFIX).map(str::to_string)
 }
 
 /// Finds the entries under `root`: `neuronxcc-*/MODULE_*` directories, and
 /// `MODULE_*` directories directly under it (a root that is itself a
-/// `neuronxcc-*` directory holds its entries directly). Links are followed
-/// for reading, two levels deep at most, so a loop cannot trap the walk.
+/// `neuronxcc-*` directory holds its entries directly). The root is
+/// followed should it be a link; nothing below it is: an entry that is a
+/// link is found (and judged `unknown`), a version directory that is one
+/// is an error.
 fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
     let meta = std::fs::metadata(root).map_err(Error::Io)?;
     if !meta.is_dir() {
@@ -126,56 +154,60 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
             "not a directory (a compile cache is one)",
         )));
     }
+    if let Some(e) = entry_as_root(root) {
+        return Err(e);
+    }
     let mut found = Vec::new();
-    let root_version = root
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix(VERSION_PREFIX))
-        .map(str::to_string);
-    let mut note = |path: &Path, reason: String| {
-        errors.push(CacheError {
-            path: path.display().to_string(),
-            reason,
-        })
-    };
-    let mut dirs = vec![(root.to_path_buf(), root_version)];
+    let mut dirs = vec![(root.to_path_buf(), root_version(root))];
     let mut i = 0;
     while i < dirs.len() {
         let (dir, version) = dirs[i].clone();
         i += 1;
         let list = match std::fs::read_dir(&dir) {
             Ok(l) => l,
+            Err(e) if i == 1 => return Err(Error::Io(e)),
             Err(e) => {
-                note(&dir, e.to_string());
+                errors.push(CacheError::new(&dir, e.to_string()));
                 continue;
             }
         };
-        let mut names: Vec<(String, PathBuf)> = Vec::new();
+        let mut names = Vec::new();
         for e in list {
-            match e {
-                Ok(e) => names.push((e.file_name().to_string_lossy().into_owned(), e.path())),
-                Err(e) => note(&dir, e.to_string()),
+            match e.and_then(|e| Ok((e.file_name(), e.path(), e.file_type()?))) {
+                Ok(n) => names.push(n),
+                Err(e) => errors.push(CacheError::new(&dir, e.to_string())),
             }
         }
-        names.sort();
-        for (name, path) in names {
-            let is_dir = std::fs::metadata(&path).map(|m| m.is_dir());
-            if let Some((graph_hash, flags_hash)) = entry::hashes(&name) {
-                match is_dir {
-                    Ok(true) => found.push(Found {
-                        dir: path,
-                        compiler: version.clone(),
-                        graph_hash,
-                        flags_hash,
-                        objects: None,
-                    }),
-                    Ok(false) => note(&path, "an entry that is not a directory".into()),
-                    Err(e) => note(&path, e.to_string()),
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, path, kind) in names {
+            // vLLM's Neuron cache: `<32 hex key>/` directly under the root.
+            let vllm = || (i == 1 && version.is_none()).then(|| Found::vllm(path.clone(), &name));
+            let f = Found::named(path.clone(), &name, version.clone()).or_else(|| vllm().flatten());
+            if let Some(mut f) = f {
+                if kind.is_symlink() {
+                    f.odd = Some(Odd::Link(".".into()));
+                } else if !kind.is_dir() {
+                    errors.push(CacheError::new(
+                        &path,
+                        "an entry that is not a directory".into(),
+                    ));
+                    continue;
                 }
-            } else if let Some(v) = name.strip_prefix(VERSION_PREFIX) {
+                found.push(f);
+            } else if let Some(v) = version_dir(&name) {
                 // Version directories sit directly under the root only.
-                if i == 1 && version.is_none() && matches!(is_dir, Ok(true)) {
-                    dirs.push((path, Some(v.to_string())));
+                if i != 1 || version.is_some() {
+                    continue;
+                }
+                if kind.is_symlink() {
+                    errors.push(CacheError::new(
+                        &path,
+                        "a compiler version's directory that is a link: not followed \
+                         (give its target as a root to read it)"
+                            .into(),
+                    ));
+                } else if kind.is_dir() {
+                    dirs.push((path, Some(v)));
                 }
             }
         }
@@ -183,11 +215,19 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
     Ok(found)
 }
 
+/// The compiler version a directory's name gives (`neuronxcc-<version>`).
+fn version_dir(name: &OsStr) -> Option<String> {
+    name.to_str()?
+        .strip_prefix(VERSION_PREFIX)
+        .map(str::to_string)
+}
+
 /// Every entry of the compile cache at `root`, judged, in parallel: an `ok`
 /// entry's NEFF is read whole, as `neff scan` reads it (and what it needs
 /// given).
-/// `Err` when the root itself cannot be read; parts below it that cannot
-/// be read are [`CacheStatus::errors`].
+/// `Err` when the root itself cannot be read, or is an entry rather than
+/// a root ([`Error::Usage`]); parts below it that cannot be read are
+/// [`CacheStatus::errors`], or entries in state `unreadable`.
 ///
 /// `root` may be a bucket prefix (`s3://bucket/prefix/`, feature `remote`):
 /// its entries are found from one listing of its keys and judged from it,
@@ -196,25 +236,22 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
     let mut errors = Vec::new();
     #[cfg(feature = "remote")]
     let found = match root.to_str().filter(|r| crate::remote::is_url(r)) {
-        Some(url) => super::bucket::find(url, &mut errors)?,
+        Some(url) => {
+            if let Some(e) = entry_as_root(Path::new(url.trim_end_matches('/'))) {
+                return Err(e);
+            }
+            super::bucket::find(url, &mut errors)?
+        }
         None => find(root, &mut errors)?,
     };
     #[cfg(not(feature = "remote"))]
     let found = find(root, &mut errors)?;
-    let now = SystemTime::now();
-    let judged: Vec<std::result::Result<CacheEntry, CacheError>> = found
+    let mut entries: Vec<CacheEntry> = found
         .into_par_iter()
-        .map_init(Scratch::default, |scratch, f| judge(f, now, scratch))
+        .map_init(Scratch::default, |scratch, f| judge(f, scratch))
         .collect();
-    let mut entries = Vec::with_capacity(judged.len());
-    for j in judged {
-        match j {
-            Ok(e) => entries.push(e),
-            Err(e) => errors.push(e),
-        }
-    }
     entries.sort_by(|a, b| {
-        version_order(a.compiler.as_deref(), b.compiler.as_deref()).then(a.path.cmp(&b.path))
+        era::order(a.compiler.as_deref(), b.compiler.as_deref()).then(a.path.cmp(&b.path))
     });
     Ok(CacheStatus { entries, errors })
 }
@@ -228,16 +265,12 @@ struct Needs {
 }
 
 /// Reads the NEFF at `path` whole (payload, tar) and what it needs; a
-/// refusal as `neff scan` words it.
+/// refusal as `neff scan` words it, an I/O failure (permissions) as
+/// unreadable.
 fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
     let neff = match Neff::open_scratch(path, &Options::default(), scratch) {
         Ok(n) => n,
-        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Read::Vanished,
-        Err(Error::Remote {
-            io: std::io::ErrorKind::NotFound,
-            ..
-        }) => return Read::Vanished,
-        Err(e) => return Read::Refused(e.to_string()),
+        Err(e) => return super::for_scan::read_error(e),
     };
     let needs = Needs {
         arch: accessors::arch(&neff).ok().map(str::to_string),
@@ -254,18 +287,28 @@ fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
     Read::Ok(needs)
 }
 
-/// Judges one entry found by the walk.
-fn judge(
-    f: Found,
-    now: SystemTime,
-    scratch: &mut Scratch,
-) -> std::result::Result<CacheEntry, CacheError> {
+/// Judges one entry found by the walk; an entry that cannot even be
+/// listed is `unreadable`.
+fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
+    let era = if f.vllm {
+        era::Era::Vllm
+    } else {
+        era::era(f.compiler.as_deref())
+    };
     let read = |neff: &Path| read_neff(neff, scratch);
+    let odd = f.odd.clone();
+    let with_odd = |l: std::io::Result<Listing>| {
+        l.map(|mut l| {
+            if let Some(o) = odd.clone() {
+                l.note(o);
+            }
+            l
+        })
+    };
     #[cfg(feature = "remote")]
     let judged = match f.objects {
         Some(first) => {
             let url = f.dir.display().to_string();
-            let neff = format!("{url}/{}", entry::NEFF);
             let mut first = Some(first);
             let mut read = read;
             entry::judge_with(
@@ -273,34 +316,98 @@ fn judge(
                     Some(objects) => Ok(super::bucket::listing(&objects)),
                     None => super::bucket::relist(&url).map(|o| super::bucket::listing(&o)),
                 },
-                now,
-                || read(Path::new(&neff)),
+                era,
+                |name| read(Path::new(&format!("{url}/{name}"))),
                 || super::bucket::log_line(&url),
             )
         }
-        None => entry::judge(&f.dir, now, read),
+        None => local(&f, era, read, with_odd),
     };
     #[cfg(not(feature = "remote"))]
-    let judged = entry::judge(&f.dir, now, read);
-    let j = judged.map_err(|e| CacheError {
-        path: f.dir.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let secs =
-        |t: Option<SystemTime>| t.map(|t| now.duration_since(t).unwrap_or_default().as_secs());
-    let needs = j.read.unwrap_or_default();
-    Ok(CacheEntry {
-        path: f.dir.display().to_string(),
+    let judged = local(&f, era, read, with_odd);
+    let needs_of = |j: &entry::Judged<Needs>| {
+        j.read
+            .as_ref()
+            .map(|n| (n.arch.clone(), n.num_cores, n.cc_world_size))
+    };
+    let mut e = CacheEntry {
+        path_bytes: spelled(&f.dir),
+        path: f.dir,
         compiler: f.compiler,
         graph_hash: f.graph_hash,
         flags_hash: f.flags_hash,
-        state: j.state,
-        reason: j.reason,
-        bytes: j.listing.bytes,
-        age_s: secs(j.listing.newest),
-        lock_age_s: j.lock_age.map(|d| d.as_secs()),
-        arch: needs.arch,
-        num_cores: needs.num_cores,
-        cc_world_size: needs.cc_world_size,
-    })
+        state: State::Unreadable,
+        reason: None,
+        bytes: 0,
+        modified: None,
+        lock_modified: None,
+        neff_modified: None,
+        neff_accessed: None,
+        arch: None,
+        num_cores: None,
+        cc_world_size: None,
+    };
+    match judged {
+        Ok(j) => {
+            if let Some((arch, cores, world)) = needs_of(&j) {
+                (e.arch, e.num_cores, e.cc_world_size) = (arch, cores, world);
+            }
+            e.state = j.state;
+            e.reason = j.reason;
+            e.bytes = j.listing.bytes;
+            e.modified = j.listing.newest;
+            e.lock_modified = j.lock_time;
+            e.neff_modified = j.listing.neff_times.modified;
+            e.neff_accessed = j.listing.neff_times.accessed;
+        }
+        Err(err) => e.reason = Some(format!("the entry cannot be listed: {err}")),
+    }
+    e
+}
+
+/// Judges an entry on disk: walked whole (no link followed), its log
+/// read only when it is a regular file.
+fn local(
+    f: &Found,
+    era: era::Era,
+    mut read: impl FnMut(&Path) -> Read<Needs>,
+    with_odd: impl Fn(std::io::Result<Listing>) -> std::io::Result<Listing>,
+) -> std::io::Result<entry::Judged<Needs>> {
+    let log = f.dir.join(entry::LOG);
+    let list = || {
+        if f.odd.is_some() {
+            // The entry itself is a link: nothing below it is looked at.
+            return with_odd(Ok(Listing::default()));
+        }
+        let mut l = with_odd(Listing::walk(&f.dir, true))?;
+        if let Some(lock) = f.vllm.then(|| vllm_lock(&f.dir)).flatten() {
+            l.add_lock(lock);
+        }
+        Ok(l)
+    };
+    entry::judge_with(
+        list,
+        era,
+        |name| read(&f.dir.join(name)),
+        || entry::last_error_line(&log),
+    )
+}
+
+/// The entry `e` judged again now, as [`status`] judged it (in a bucket,
+/// from `objects`, its keys as listed now).
+pub(super) fn rejudge(e: &CacheEntry, objects: Option<Vec<entry::Obj>>) -> CacheEntry {
+    let name = e.path.file_name().unwrap_or_default();
+    let f = Found::named(e.path.clone(), name, e.compiler.clone())
+        .or_else(|| Found::vllm(e.path.clone(), name))
+        .map(|mut f| {
+            f.objects = objects;
+            f
+        });
+    match f {
+        Some(f) => judge(f, &mut Scratch::default()),
+        None => CacheEntry {
+            state: State::Unknown,
+            ..e.clone()
+        },
+    }
 }

@@ -8,6 +8,7 @@ mod common;
 
 mod ambiguity;
 mod cache;
+mod cache_eras;
 #[cfg(feature = "catalog")]
 mod catalog;
 mod changing_files;

@@ -1,19 +1,26 @@
 //! `neff cache status` and `neff cache prune`: the library's
-//! [`neff::cache`] reports, printed.
+//! [`neff::cache`] reports, printed. Records carry absolute times; the
+//! tables people read give ages.
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-use neff::cache::{CacheStatus, PruneOptions, State};
-use neff::Error;
+use neff::cache::{CacheEntry, CacheStatus, PruneOptions, State};
 
 use crate::format::{Format, Rows};
 use crate::{shown, stdout_err, AtPath, Failure};
 
-/// The cache root to read: the one given, else the compiler wrapper's (a
-/// directory, or an `s3://` prefix).
-fn root_of(root: Option<String>) -> Result<String, Failure> {
-    Ok(root.unwrap_or_else(neff::cache::default_root))
+/// The cache root to read: the one given (a `file://` URL as its path),
+/// else the compiler wrapper's (a directory, or an `s3://` prefix).
+fn root_of(root: Option<PathBuf>) -> PathBuf {
+    match root {
+        Some(r) => match r.to_str() {
+            Some(s) => PathBuf::from(neff::cache::local_root(s)),
+            None => r,
+        },
+        None => PathBuf::from(neff::cache::default_root()),
+    }
 }
 
 /// Bytes as people read them.
@@ -44,19 +51,28 @@ fn entries(n: usize) -> String {
 /// Reports the parts of the cache that could not be read, on stderr.
 fn report_errors(status: &CacheStatus) {
     for e in &status.errors {
-        eprintln!("neff: {}: {}", crate::line(&e.path), crate::line(&e.reason));
+        eprintln!("neff: {}: {}", shown(&e.path), crate::line(&e.reason));
+    }
+}
+
+/// The exit code a report gives: 3 when part of the cache could not be
+/// read, else `otherwise`.
+fn exit(status: &CacheStatus, otherwise: bool) -> u8 {
+    if status.has_unreadable() {
+        3
+    } else {
+        u8::from(otherwise)
     }
 }
 
 /// `neff cache status`: exit 0 when every entry is ok, 1 when some entry
 /// is not, 3 when part of the cache could not be read.
-pub(crate) fn status(root: Option<String>, format: Format) -> Result<u8, Failure> {
-    let root = root_of(root)?;
-    let path = Path::new(&root);
-    let status = neff::cache::status(path).at(path)?;
+pub(crate) fn status(root: Option<PathBuf>, format: Format) -> Result<u8, Failure> {
+    let path = root_of(root);
+    let status = neff::cache::status(&path).at(&path)?;
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let written = if format == Format::Table {
-        table(&status, path, &mut out)
+        table(&status, &path, &mut out)
     } else {
         let mut w = Rows::new(format, &mut out);
         status
@@ -67,20 +83,39 @@ pub(crate) fn status(root: Option<String>, format: Format) -> Result<u8, Failure
     };
     written.and_then(|()| out.flush()).map_err(stdout_err)?;
     report_errors(&status);
-    Ok(if !status.errors.is_empty() {
-        3
-    } else {
-        u8::from(!status.all_ok())
-    })
+    Ok(exit(&status, !status.all_ok()))
+}
+
+/// How long ago `t` was, as people read it (`3d ago`).
+fn ago(t: Option<SystemTime>) -> String {
+    match t {
+        Some(t) => {
+            let d = SystemTime::now().duration_since(t).unwrap_or_default();
+            format!("{} ago", neff::cache::human(d))
+        }
+        None => "never".into(),
+    }
+}
+
+/// An entry's reason for a person: its lock's age where it is locked.
+fn reason(e: &CacheEntry) -> String {
+    match (e.state, e.lock_modified) {
+        (State::Locked, Some(t)) => format!("locked, lock last modified {}", ago(Some(t))),
+        _ => crate::line(e.reason.as_deref().unwrap_or("")).into_owned(),
+    }
 }
 
 /// The human report: per compiler version, entries and bytes by state,
 /// then every entry that is not ok with its reason.
 fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<()> {
     let total: u64 = status.entries.iter().map(|e| e.bytes).sum();
+    let what = match neff::cache::root_version(root) {
+        Some(v) => format!(" (the entries of compiler {v} only: a version's directory)"),
+        None => String::new(),
+    };
     writeln!(
         out,
-        "{}: {}, {}",
+        "{}{what}: {}, {}",
         shown(root),
         entries(status.entries.len()),
         bytes(total)
@@ -109,60 +144,53 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
     if !bad.is_empty() {
         writeln!(out, "\nnot ok:")?;
         for e in bad {
-            let why = e.reason.as_deref().unwrap_or("");
             writeln!(
                 out,
                 "  {:<10} {}: {}",
                 e.state.name(),
-                crate::line(&e.path),
-                crate::line(why)
+                shown(&e.path),
+                reason(e)
             )?;
         }
     }
     Ok(())
 }
 
-/// `neff cache prune`: exit 0 when every selected entry was removed (or,
-/// dry, could be), 1 when one was left (it changed, or a removal failed).
-pub(crate) fn prune(root: String, opts: &PruneOptions, format: Format) -> Result<u8, Failure> {
+/// `neff cache prune`: exit 0 when every selected entry went (or, dry,
+/// would), 1 when one was (or would be) left, 3 when part of the cache
+/// could not be read (whatever went).
+pub(crate) fn prune(root: PathBuf, opts: &PruneOptions, format: Format) -> Result<u8, Failure> {
     let json = format != Format::Table;
-    let root = root_of(Some(root))?;
-    let path = Path::new(&root);
-    if !opts.selects_any() {
-        return Err(Failure {
-            path: path.into(),
-            err: Error::Usage {
-                reason: "nothing selected: give --failed, --corrupt, --locked-older-than, \
-                         --incomplete-older-than or --keep-versions"
-                    .into(),
-            },
-        });
-    }
-    let status = neff::cache::status(path).at(path)?;
+    let path = root_of(Some(root));
+    opts.check().at(&path)?;
+    let status = neff::cache::status(&path).at(&path)?;
     report_errors(&status);
-    let done = neff::cache::prune(path, &status, opts);
+    let done = neff::cache::prune(&path, &status, opts).at(&path)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut rows = json.then(|| Rows::new(format, Vec::new()));
-    let mut left = false;
-    let mut total = 0;
+    let (mut went, mut went_bytes, mut left, mut left_bytes) = (0, 0, 0, 0);
     for r in &done {
-        left |= r.error.is_some();
-        if r.removed || !opts.apply {
-            total += r.bytes;
+        if r.error.is_some() {
+            left += 1;
+            left_bytes += r.bytes;
+        } else {
+            went += 1;
+            went_bytes += r.bytes;
         }
         if let Some(w) = rows.as_mut() {
             w.row(r).map_err(stdout_err)?;
             continue;
         }
-        let what = match (&r.error, r.removed) {
-            (Some(e), _) => format!("left: {}", crate::line(e)),
+        let what = match (&r.error, opts.apply) {
+            (Some(e), true) => format!("left: {}", crate::line(e)),
+            (Some(e), false) => format!("would leave: {}", crate::line(e)),
             (None, true) => "removed".into(),
             (None, false) => "would remove".into(),
         };
         writeln!(
             out,
             "{what} {} ({}, {}): {}",
-            crate::line(&r.path),
+            shown(&r.path),
             r.state.name(),
             bytes(r.bytes),
             r.why
@@ -173,13 +201,60 @@ pub(crate) fn prune(root: String, opts: &PruneOptions, format: Format) -> Result
         out.write_all(&w.finish().map_err(stdout_err)?)
             .map_err(stdout_err)?;
     } else {
-        let verb = if opts.apply {
-            "removed"
+        let (verb, leave) = if opts.apply {
+            ("removed", "left")
         } else {
-            "would be removed (dry run: --apply removes them)"
+            ("would be removed", "would be left")
         };
-        writeln!(out, "{}, {} {verb}", entries(done.len()), bytes(total)).map_err(stdout_err)?;
+        write!(out, "{}, {} {verb}", entries(went), bytes(went_bytes)).map_err(stdout_err)?;
+        if left > 0 {
+            write!(out, "; {}, {} {leave}", entries(left), bytes(left_bytes))
+                .map_err(stdout_err)?;
+        }
+        let dry = if opts.apply {
+            ""
+        } else {
+            " (dry run: --apply removes them)"
+        };
+        writeln!(out, "{dry}").map_err(stdout_err)?;
     }
     out.flush().map_err(stdout_err)?;
-    Ok(u8::from(left))
+    Ok(exit(&status, left > 0))
+}
+
+/// A size as people write it: `500M`, `10GiB`, `1.5T`, `2GB`, `4096`: `K`,
+/// `M`, `G`, `T` (with or without `iB`) are powers of 1024, `KB`, `MB`,
+/// `GB`, `TB` powers of 1000.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: not a size (say 500M, 10G, 1.5T)"))?;
+    let unit = unit.trim().to_ascii_lowercase();
+    let power = |p: i32, base: f64| base.powi(p);
+    let m = match unit.as_str() {
+        "" | "b" => 1.0,
+        "k" | "ki" | "kib" => power(1, 1024.0),
+        "m" | "mi" | "mib" => power(2, 1024.0),
+        "g" | "gi" | "gib" => power(3, 1024.0),
+        "t" | "ti" | "tib" => power(4, 1024.0),
+        "kb" => power(1, 1000.0),
+        "mb" => power(2, 1000.0),
+        "gb" => power(3, 1000.0),
+        "tb" => power(4, 1000.0),
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit (say K, M, G, T, or KB, MB, GB, TB)"
+            ))
+        }
+    };
+    let v = n * m;
+    if !v.is_finite() || v >= u64::MAX as f64 {
+        return Err(format!("{s:?}: too large"));
+    }
+    Ok(v as u64)
 }
