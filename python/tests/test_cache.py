@@ -77,3 +77,95 @@ def test_cache_prune_needs_a_selector_and_a_root_that_exists(tmp_path):
         neff.cache_prune(tmp_path)
     with pytest.raises(FileNotFoundError):
         neff.cache_status(tmp_path / "missing")
+
+
+def test_a_name_that_is_not_utf8_is_judged_and_pruned_by_its_own_bytes(tmp_path):
+    """Two entries a lossy spelling makes one: the failed one's bytes go,
+    the good one beside it stays."""
+    base = os.path.join(os.fsencode(tmp_path), b"neuronxcc-2.15.128.0+56dc5a86")
+    bad = os.path.join(base, b"MODULE_\xff+1")
+    good = os.path.join(base, "MODULE_\ufffd+1".encode())
+    os.makedirs(bad)
+    os.makedirs(good)
+    open(os.path.join(bad, b"model.log"), "w").write("ERROR 1 [neuronx-cc]: failed\n")
+    shutil.copy(GOOD, os.path.join(good, b"model.neff"))
+    open(os.path.join(good, b"model.done"), "w").close()
+    st = neff.cache_status(tmp_path)
+    states = {os.fsencode(e["path"]): e["state"] for e in st.entries}
+    assert states == {bad: "failed", good: "ok"}
+    plan = neff.cache_prune(tmp_path, failed=True, apply=True)
+    assert [os.fsencode(r["path"]) for r in plan] == [bad]
+    assert not os.path.exists(bad) and os.path.exists(os.path.join(good, b"model.neff"))
+
+
+def test_records_carry_absolute_times_and_selectors_refuse_what_selects_all(tmp_path):
+    make_cache(str(tmp_path))
+    st = neff.cache_status(tmp_path)
+    for e in st.entries:
+        assert "age_s" not in e and "lock_age_s" not in e
+        assert e["modified"].endswith("Z") and e["modified"][10] == "T"
+        assert " ago" not in (e["reason"] or "")
+    assert neff.cache_status(tmp_path).entries == st.entries
+    with pytest.raises(ValueError):
+        neff.cache_prune(tmp_path, keep_versions=0)
+    with pytest.raises(ValueError):
+        neff.cache_prune(tmp_path, include_current=True)
+
+
+def test_max_size_takes_the_least_recently_used_good_compiles_of_older_releases(tmp_path):
+    now = time.time()
+    dirs = []
+    for version, days in (("2.15.128.0+56dc5a86", 0), ("2.16.1.0+1", 10)):
+        for k in (1, 2, 3):
+            d = os.path.join(tmp_path, "neuronxcc-" + version, "MODULE_%d+1" % k)
+            os.makedirs(d)
+            shutil.copy(GOOD, os.path.join(d, "model.neff"))
+            open(os.path.join(d, "model.done"), "w").close()
+            read = now - (k + days) * 86400
+            os.utime(os.path.join(d, "model.neff"), (read, read - 86400))
+            dirs.append(d)
+    size = os.path.getsize(GOOD)
+    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10)
+    assert [r["path"] for r in plan] == [dirs[2], dirs[1]]
+    assert not plan.unreadable
+    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10, include_current=True)
+    assert [r["path"] for r in plan] == [dirs[5], dirs[4]]
+
+
+def test_a_fifo_in_an_entry_is_unreadable_and_never_pruned(tmp_path):
+    d = os.path.join(tmp_path, "neuronxcc-2.15.128.0+56dc5a86", "MODULE_1+1")
+    os.makedirs(d)
+    os.mkfifo(os.path.join(d, "model.log"))
+    st = neff.cache_status(tmp_path)
+    assert [e["state"] for e in st.entries] == ["unreadable"]
+    plan = neff.cache_prune(tmp_path, failed=True, corrupt=True, apply=True)
+    assert list(plan) == [] and plan.unreadable
+    assert os.path.exists(d)
+
+
+def test_the_guides_every_era_cache_reads_as_the_guide_says(tmp_path):
+    """bench/make_cache_eras.py, the cache of the GUIDE's side-by-side with
+    optimum-neuron: each era's entries judged as the table there says."""
+    import collections
+    import subprocess
+    import sys
+
+    out = tmp_path / "eras"
+    subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "make_cache_eras.py"), str(out)],
+        check=True,
+        capture_output=True,
+    )
+    st = neff.cache_status(out)
+    counts = collections.Counter(e["state"] for e in st.entries)
+    assert counts == {
+        "ok": 4,
+        "failed": 6,
+        "corrupt": 1,
+        "incomplete": 1,
+        "locked": 1,
+        "unreadable": 1,
+        "unknown": 1,
+    }
+    by_version = {e["compiler"].split(".")[1] for e in st.entries if e["state"] == "ok"}
+    assert by_version == {"12", "13", "15", "20"}

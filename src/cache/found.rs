@@ -44,7 +44,7 @@ impl CacheError {
 /// The base64 of `path`'s bytes when they are not UTF-8: what a JSON
 /// record carries beside the lossy spelling so that no path is lost
 /// (`None` when the path is UTF-8, and so spelled exactly).
-pub fn spelled(path: &Path) -> Option<String> {
+pub(crate) fn spelled(path: &Path) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;
     let b = path.as_os_str().as_bytes();
     match std::str::from_utf8(b) {

@@ -3,7 +3,7 @@
 //! `<root>/neuronxcc-<compiler version>/MODULE_<graph hash>+<flags hash>/`
 //! holding `model.neff`, `model.done` (2.15+), `model.log`, the compile
 //! flags, the HLO graph and `*.lock` files, in every compiler's era
-//! ([`era`]); and vLLM's Neuron cache (`<root>/<32 hex key>/`). This
+//! (docs/GUIDE.md, "Compile caches of every compiler"); and vLLM's Neuron cache (`<root>/<32 hex key>/`). This
 //! module says each entry's [`State`] ([`status`]), sums them per compiler
 //! version, and removes the entries a user selects ([`prune`]): failed
 //! compiles that would be replayed, corrupt NEFFs, locks left by killed
@@ -41,7 +41,7 @@ mod time;
 pub(crate) use for_scan::{
     compiler_of, entry_dir, is_entry_name, judge_entry, read_error, Met, Read,
 };
-pub use found::{spelled, CacheError};
+pub use found::CacheError;
 pub use prune::{prune, PruneOptions, Removal};
 pub use root::{default_root, local_root, DEFAULT_ROOT};
 pub use state::State;

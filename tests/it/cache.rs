@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::common::*;
 
 const STATES: [&str; 6] = ["ok", "corrupt", "failed", "locked", "incomplete", "empty"];
-const VERSIONS: [&str; 2] = ["2.15.100.0+2d4f85be", "2.15.128.0+56dc5a86"];
+pub(crate) const VERSIONS: [&str; 2] = ["2.15.100.0+2d4f85be", "2.15.128.0+56dc5a86"];
 
 /// Writes four entries of each state under each version (48 in all):
 /// {dir: state}. The remote tests upload one to their S3 server.

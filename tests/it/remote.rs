@@ -1080,6 +1080,43 @@ fn cache_prune_of_a_bucket_deletes_exactly_the_failed_entries_when_applied() {
             .map(|r| r["bytes"].as_u64().unwrap())
             .sum::<u64>()
     );
+    // Held to one byte less than it holds: the least recently written ok
+    // entry of the older release goes (a bucket keeps no access times),
+    // the dry run saying what --apply then does.
+    let max = (bytes(&after) - 1).to_string();
+    let args = [
+        "cache",
+        "prune",
+        "s3://zoo/cache-prune",
+        "--max-size",
+        &max,
+        "--json",
+    ];
+    let plan = ndjson(&run(&args).stdout);
+    assert_eq!(plan.len(), 1, "{plan:?}");
+    assert_eq!(
+        (&plan[0]["state"], &plan[0]["compiler"]),
+        (
+            &serde_json::Value::from("ok"),
+            &serde_json::Value::from(crate::cache::VERSIONS[0])
+        )
+    );
+    assert!(plan[0]["why"].as_str().unwrap().contains("last written"));
+    let o = run(&[&args[..], &["--apply"]].concat());
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let done = ndjson(&o.stdout);
+    assert_eq!(
+        (&done[0]["path"], &done[0]["removed"]),
+        (&plan[0]["path"], &serde_json::Value::from(true))
+    );
+    let last = ndjson(&run(&["cache", "status", "s3://zoo/cache-prune", "--json"]).stdout);
+    assert_eq!(last.len(), after.len() - 1);
+    assert!(last.iter().all(|r| r["path"] != plan[0]["path"]));
 }
 
 /// `neff ARGS` on local files: its NDJSON lines (whatever its exit code).
