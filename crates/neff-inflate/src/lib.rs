@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod arriving;
 mod buf;
 mod deflate;
 mod error;
@@ -68,10 +69,10 @@ mod stored;
 mod stream;
 mod whole;
 
+pub use arriving::Arriving;
 pub use error::{Error, Result};
 pub use parallel::PARALLEL_FROM;
 pub use pieces::{GzReader, HEADER_MAX};
-pub use stream::Arriving;
 pub use stream::GzStream;
 pub use whole::{inflate, inflate_within, Inflated, Whole};
 

@@ -52,10 +52,10 @@ mod rounds;
 mod tests;
 mod walk;
 
+use crate::arriving::{Arriving, Gate};
 use crate::deflate;
 use crate::error::Result;
 use crate::gzip;
-use crate::parallel::Gate;
 use crate::parallel::PARALLEL_FROM;
 use crate::{Passed, Threads};
 use in_place::InPlace;
@@ -63,27 +63,6 @@ use one_core::OneCore;
 use pairs::Pairs;
 use rounds::{MemberRounds, Plan};
 use walk::{Step, Switch, Walk, MIN_RUN};
-
-/// Input that is still arriving (a file being downloaded under its map, in
-/// parts that may land in any order): the stream asks for each range of
-/// the payload before it reads it, and reads nothing it did not ask for.
-/// It asks for what it reads next, and for what a search ahead of it
-/// needs (up to 64 MiB ahead where a member's end is looked for, the
-/// payload's last 8 bytes first of all), so that the parts are best
-/// fetched in order, the last one early.
-pub trait Arriving: Sync {
-    /// Returns once the payload's bytes `range` are in place (and stay so),
-    /// or the error that will keep them from arriving (the stream fails
-    /// with it as [`Error::Io`](crate::Error::Io)). It may be asked from
-    /// any of the engine's threads.
-    fn wait(&self, range: std::ops::Range<usize>) -> std::io::Result<()>;
-}
-
-impl<F: Fn(std::ops::Range<usize>) -> std::io::Result<()> + Sync> Arriving for F {
-    fn wait(&self, range: std::ops::Range<usize>) -> std::io::Result<()> {
-        self(range)
-    }
-}
 
 /// Which strategy reads the member now.
 enum Mode<'a> {

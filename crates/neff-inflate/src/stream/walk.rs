@@ -3,9 +3,9 @@
 //! its cap, bytes ready to hand out, the hook told of input passed), and
 //! the one interface a strategy answers with ([`Step`]).
 
+use crate::arriving::Gate;
 use crate::error::{Error, Result};
 use crate::gzip::{self, Trailer, TRAILER};
-use crate::parallel::Gate;
 use crate::{Passed, Threads};
 
 /// Stored data a run must hold before it is read in place: below this the
