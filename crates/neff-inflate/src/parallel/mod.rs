@@ -29,6 +29,7 @@
 //! and CRC-32 against the gzip trailer, and on any failure (no boundary
 //! found, a window that never clears, a mismatch) inflates sequentially.
 
+mod cuts;
 mod search;
 mod segment;
 mod split;

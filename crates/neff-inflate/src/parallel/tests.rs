@@ -1,6 +1,7 @@
 //! The parallel paths against libdeflate and zlib: every split, round
 //! and hand-over gives the bytes one core gives.
 
+use super::cuts::*;
 use super::search::*;
 use super::segment::*;
 use super::streamed::*;
