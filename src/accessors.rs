@@ -389,7 +389,7 @@ pub fn num_cores(neff: &Neff) -> Result<u64> {
 /// Refuses to print strings of member `k` that may stand for a lone
 /// surrogate: Python would keep the code point and then fail to print it as
 /// UTF-8; the tape holds the escape's text instead
-/// ([`crate::json::python::for_tape`]), which must not be printed as if it
+/// ([`crate::json::as_python::for_tape`]), which must not be printed as if it
 /// were the string.
 fn printable<'a>(neff: &Neff, k: Known, strings: impl IntoIterator<Item = &'a str>) -> Result<()> {
     let Some(e) = neff.known(k) else {

@@ -726,7 +726,7 @@ impl Neff {
 
     /// Writes a member as the reference reader's users see it: the text of
     /// Python's `json.dumps(json.loads(member), separators=(",", ":"),
-    /// ensure_ascii=False)` (`json::python` in the crate), under the size and
+    /// ensure_ascii=False)` (`json::as_python` in the crate), under the size and
     /// depth caps.
     pub fn dumps_json(&self, e: &Entry, out: &mut Vec<u8>) -> Result<()> {
         json::check_size(e.size, &self.limits)?;

@@ -18,8 +18,8 @@
 //! accessors read, [`skim`] validates the member without building a tape
 //! and parses only those keys' values.
 
+pub mod as_python;
 pub(crate) mod early;
-pub mod python;
 pub mod skim;
 mod value;
 pub mod views;
@@ -75,7 +75,7 @@ impl Parsed {
     ) -> Result<Parsed> {
         if let Some(at) = lone_surrogate(&bytes) {
             // simd-json would read it as U+0000; the caller re-encodes the
-            // member (crate::json::python::for_tape) and parses that.
+            // member (crate::json::as_python::for_tape) and parses that.
             return Err(Error::Json {
                 member: member.to_string(),
                 reason: format!("lone surrogate escape at byte {at}"),
@@ -121,7 +121,7 @@ pub(crate) fn check_size(size: u64, limits: &Limits) -> Result<()> {
 /// Parses member `name`, whose bytes `read` gives, as Python's
 /// `json.loads` reads it: with simd-json, and what simd-json refuses but
 /// Python reads (NaN, Infinity, integers past 64 bits, lone surrogates)
-/// re-encoded in a form a tape holds ([`python::for_tape`]) and parsed
+/// re-encoded in a form a tape holds ([`as_python::for_tape`]) and parsed
 /// again; what Python refuses too is refused with Python's reason.
 /// (`again` gives the member's bytes for the re-encoding, borrowed where
 /// they are held: simd-json parsed `bytes` in place.)
@@ -136,7 +136,7 @@ pub(crate) fn parse_member<'a>(
     match first {
         Err(Error::Json { .. }) => {
             let mut text = Vec::new();
-            python::for_tape(&again()?, limits.max_json_depth, &mut text).map_err(|err| {
+            as_python::for_tape(&again()?, limits.max_json_depth, &mut text).map_err(|err| {
                 Error::Json {
                     member: name.to_string(),
                     reason: err.to_string(),
@@ -156,7 +156,7 @@ pub(crate) fn dumps_member(
     limits: &Limits,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    python::dumps(bytes, limits.max_json_depth, out).map_err(|err| Error::Json {
+    as_python::dumps(bytes, limits.max_json_depth, out).map_err(|err| Error::Json {
         member: name.to_string(),
         reason: err.to_string(),
     })

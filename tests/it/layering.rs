@@ -403,28 +403,105 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
     None
 }
 
-#[test]
-fn no_circle_of_imports_among_modules_and_submodules() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// What each module re-exports (`pub use a::X;`, `pub(crate) use a::{X,
+/// Y};`): (module, item) → the path as that module writes it.
+type Reexports = BTreeMap<(Vec<String>, String), Vec<String>>;
+
+fn reexports_of(module: &[String], code: &str, children: &BTreeSet<String>, out: &mut Reexports) {
+    for stmt in code.split(';') {
+        let s = stmt.trim_start();
+        let Some(tree) = ["pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .find_map(|p| s.strip_prefix(p))
+        else {
+            continue;
+        };
+        let mut paths = Vec::new();
+        expand_use(&[], tree, &mut paths);
+        for mut p in paths {
+            if p.first().is_some_and(|r| children.contains(r)) {
+                p.insert(0, "self".into());
+            }
+            if let Some(item) = p.last().cloned() {
+                out.insert((module.to_vec(), item), p);
+            }
+        }
+    }
+}
+
+/// The module a path written in `from` leads to, through re-exports: the
+/// deepest module it names, then, where the next name is an item that
+/// module re-exports, the module that re-export leads to (`crate::X`,
+/// with `pub use stream::X` in the root, is `stream`).
+fn resolve_through(
+    from: &[String],
+    path: &[String],
+    modules: &BTreeSet<Vec<String>>,
+    re: &Reexports,
+) -> Vec<String> {
+    let (mut from, mut path) = (from.to_vec(), path.to_vec());
+    for _ in 0..8 {
+        let at = resolve(&from, &path, modules);
+        // The name after the module the path reached.
+        let consumed = match path.first().map(String::as_str) {
+            Some("crate") => 1 + at.len(),
+            _ => {
+                let ups = path
+                    .iter()
+                    .take_while(|s| *s == "super" || *s == "self")
+                    .count();
+                let base = from.len() - path.iter().take(ups).filter(|s| *s == "super").count();
+                ups + at.len().saturating_sub(base)
+            }
+        };
+        let Some(item) = path.get(consumed) else {
+            return at;
+        };
+        match re.get(&(at.clone(), item.clone())) {
+            Some(next) if next != &path => {
+                from = at;
+                path = next.clone();
+            }
+            _ => return at,
+        }
+    }
+    resolve(&from, &path, modules)
+}
+
+/// Every module of the crate whose sources are at `src`, and the modules
+/// each imports (re-exports resolved to the module defining the item;
+/// unit tests left out).
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    sources(&src, &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&src, f)).collect();
+    sources(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(src, f)).collect();
+    let children_of = |from: &[String]| -> BTreeSet<String> {
+        modules
+            .iter()
+            .filter(|m| m.len() == from.len() + 1 && m.starts_with(from))
+            .map(|m| m.last().unwrap().clone())
+            .collect()
+    };
+    let code: Vec<(Vec<String>, String)> = files
+        .iter()
+        .map(|f| {
+            let c = std::fs::read_to_string(f).unwrap();
+            (module_path(src, f), without_tests(&c).to_string())
+        })
+        .collect();
+    let mut re = Reexports::new();
+    for (m, c) in &code {
+        reexports_of(m, c, &children_of(m), &mut re);
+    }
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in &files {
-        let from = module_path(&src, f);
+    for (from, c) in &code {
         // The crate root re-exports every module: it is no layer.
-        if from.is_empty() {
+        if from.is_empty() || from.first().is_some_and(|m| m == "bin") {
             continue;
         }
-        let children: BTreeSet<String> = modules
-            .iter()
-            .filter(|m| m.len() == from.len() + 1 && m.starts_with(&from))
-            .map(|m| m.last().unwrap().clone())
-            .collect();
-        let code = std::fs::read_to_string(f).unwrap();
-        for path in named_paths(without_tests(&code), &children) {
-            let to = resolve(&from, &path, &modules);
-            if to != from && !to.is_empty() {
+        for path in named_paths(c, &children_of(from)) {
+            let to = resolve_through(from, &path, &modules, &re);
+            if &to != from && !to.is_empty() {
                 edges
                     .entry(from.join("::"))
                     .or_default()
@@ -432,13 +509,83 @@ fn no_circle_of_imports_among_modules_and_submodules() {
             }
         }
     }
-    assert!(
-        edges.values().map(BTreeSet::len).sum::<usize>() > 100,
-        "the import graph looks empty: {edges:?}"
-    );
-    if let Some(cycle) = find_cycle(&edges) {
-        panic!("a circle of imports: {}", cycle.join(" -> "));
+    edges
+}
+
+/// The two crates' sources: the library and the inflater.
+fn crates() -> [PathBuf; 2] {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [root.join("src"), root.join("crates/neff-inflate/src")]
+}
+
+#[test]
+fn no_circle_of_imports_in_either_crate_with_reexports_resolved() {
+    for src in crates() {
+        let edges = import_graph(&src);
+        assert!(
+            edges.values().map(BTreeSet::len).sum::<usize>() > 40,
+            "the import graph of {} looks empty: {edges:?}",
+            src.display()
+        );
+        if let Some(cycle) = find_cycle(&edges) {
+            panic!(
+                "a circle of imports in {}: {}",
+                src.display(),
+                cycle.join(" -> ")
+            );
+        }
     }
+}
+
+/// Most lines a source file may hold before its unit tests.
+const MAX_FILE_LINES: usize = 1000;
+
+/// The source files under `src` holding more than [`MAX_FILE_LINES`]
+/// lines before their unit tests, with their counts.
+fn long_files(src: &Path) -> Vec<(PathBuf, usize)> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let code = std::fs::read_to_string(&f).unwrap();
+            let n = without_tests(&code).lines().count();
+            (n > MAX_FILE_LINES).then_some((f, n))
+        })
+        .collect()
+}
+
+#[test]
+fn no_source_file_of_either_crate_holds_more_than_a_thousand_lines_before_its_tests() {
+    for src in crates() {
+        assert_eq!(long_files(&src), [], "split them by idea");
+    }
+}
+
+#[test]
+fn the_checkers_find_a_circle_hidden_by_a_reexport_and_a_file_too_long() {
+    let d = tempfile::tempdir().unwrap();
+    let put = |name: &str, text: &str| std::fs::write(d.path().join(name), text).unwrap();
+    // `a` imports `Thing` through the root's re-export of `b`, and `b`
+    // imports `a`: a circle only the re-export shows.
+    put("lib.rs", "mod a;\nmod b;\npub use b::Thing;\n");
+    put("a.rs", "use crate::Thing;\npub fn f() -> Thing { Thing }\n");
+    put("b.rs", "pub struct Thing;\nfn g() { crate::a::f(); }\n");
+    let cycle = find_cycle(&import_graph(d.path())).expect("the circle");
+    assert!(cycle.contains(&"a".to_string()) && cycle.contains(&"b".to_string()));
+    // The same without the re-export's circle: none.
+    put("b.rs", "pub struct Thing;\n");
+    assert_eq!(find_cycle(&import_graph(d.path())), None);
+    // 1,001 lines before the tests: too long; 1,000 and tests after: not.
+    put("b.rs", &"// x\n".repeat(MAX_FILE_LINES + 1));
+    assert_eq!(long_files(d.path()).len(), 1);
+    let ok = format!(
+        "{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        "// x\n".repeat(MAX_FILE_LINES),
+        "// t\n".repeat(50)
+    );
+    put("b.rs", &ok);
+    assert_eq!(long_files(d.path()), []);
 }
 
 #[test]

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 15 measurements (PERF.md §6): `neff mem` over the zoo against a scan,
+# `neff mem`, `neff diff`, `neff optimize`, measured: `neff mem` over the zoo against a scan,
 # `neff diff` (1 GiB raw NEFF against a copy with one member changed; two zoo
 # NEFFs), `neff optimize` of big_pkg2.neff and the `get`/`cat` gain it buys.
-#   bench/issue15.sh [CORPUS] [WORK]     (defaults /tmp/neff-bench /tmp/neff-i15)
+#   bench/mem_diff_optimize.sh [CORPUS] [WORK]     (defaults /tmp/neff-bench /tmp/neff-mdo)
 # Needs hyperfine and a release build (target/release/neff). WORK gets ~1.3 GiB.
 set -euo pipefail
 CORPUS=${1:-/tmp/neff-bench}
-WORK=${2:-/tmp/neff-i15}
+WORK=${2:-/tmp/neff-mdo}
 RUNS=${RUNS:-10}
 SLOW=${SLOW:-5}
 mkdir -p "$WORK"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Issue 11 measurements (PERF.md §10): time and peak RSS, side by side.
+"""Large and hostile inputs (huge, bomb, liar NEFFs, a zoo of large ones):
+time and peak RSS, side by side.
 
-    python3 bench/issue11.py [--before BIN] [--runs N] [--large DIR] [--corpus DIR]
+    python3 bench/large_inputs.py [--before BIN] [--runs N] [--large DIR] [--corpus DIR]
 
 Each case runs its commands interleaved (A B C, A B C, ...) N times and
 prints the median wall time and the median peak RSS of each (ru_maxrss of
