@@ -96,22 +96,7 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
     let mut files: HashSet<Vec<u8>> = HashSet::new();
     for (i, e) in entries.iter().enumerate() {
         let name = neff.name(e);
-        let parts = normalize(&[], name).ok_or_else(|| {
-            unsafe_name(name, "absolute, or climbs out of the directory with '..'")
-        })?;
-        if name.contains(&0) {
-            return Err(unsafe_name(name, "contains a NUL byte"));
-        }
-        let path = parts.join(&b'/');
-        if path.len() > MAX_PATH || parts.iter().any(|c| c.len() > MAX_COMPONENT) {
-            return Err(unsafe_name(
-                name,
-                format!(
-                    "too long to extract (a path over {MAX_PATH} bytes or a name over \
-                     {MAX_COMPONENT})"
-                ),
-            ));
-        }
+        let path = safe_path(name)?;
         if path.is_empty() {
             if e.kind == Kind::Dir {
                 steps.push(Step {
@@ -123,43 +108,7 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             }
             return Err(unsafe_name(name, "names the target directory itself"));
         }
-        let action = match e.kind {
-            Kind::Dir => Action::Dir,
-            Kind::File => Action::File,
-            Kind::Symlink => {
-                let target = neff.link(e).unwrap_or_default();
-                if target.is_empty() {
-                    return Err(unsafe_name(name, "symlink with an empty target"));
-                }
-                if target.starts_with(b"/") {
-                    return Err(unsafe_name(name, "symlink target is absolute"));
-                }
-                if target.contains(&0) || target.len() > MAX_PATH {
-                    return Err(unsafe_name(
-                        name,
-                        "symlink target holds a NUL or is too long",
-                    ));
-                }
-                Action::Symlink(target.to_vec())
-            }
-            Kind::Hardlink => {
-                let target = neff.link(e).unwrap_or_default();
-                let t = normalize(&[], target)
-                    .ok_or_else(|| unsafe_name(name, "hard link target is outside the directory"))?
-                    .join(&b'/');
-                if !files.contains(&t) {
-                    return Err(unsafe_name(
-                        name,
-                        "hard link target is not an earlier regular member",
-                    ));
-                }
-                Action::Hardlink(t)
-            }
-            Kind::Other => Action::Skip(format!(
-                "type '{}' (FIFO, device or other) is not extracted",
-                e.typeflag as char
-            )),
-        };
+        let action = action_of(neff, e, name, &files)?;
         if !matches!(action, Action::Skip(_)) {
             // Directories may repeat (tar writes parents again); nothing else may.
             if !seen.insert(path.clone()) && action != Action::Dir {
@@ -181,20 +130,92 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             action,
         });
     }
+    check_tree(&steps, &symlinks)?;
+    Ok(steps)
+}
+
+/// The path member `name` is extracted to, below the target directory:
+/// normalized, or refused (absolute, climbing out, a NUL, too long).
+fn safe_path(name: &[u8]) -> Result<Vec<u8>> {
+    let parts = normalize(&[], name)
+        .ok_or_else(|| unsafe_name(name, "absolute, or climbs out of the directory with '..'"))?;
+    if name.contains(&0) {
+        return Err(unsafe_name(name, "contains a NUL byte"));
+    }
+    let path = parts.join(&b'/');
+    if path.len() > MAX_PATH || parts.iter().any(|c| c.len() > MAX_COMPONENT) {
+        return Err(unsafe_name(
+            name,
+            format!(
+                "too long to extract (a path over {MAX_PATH} bytes or a name over \
+                 {MAX_COMPONENT})"
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+/// What extracting entry `e` (named `name`) does, or why it is refused;
+/// `files`: the regular members before it (a hard link's only targets).
+fn action_of(neff: &Neff, e: &Entry, name: &[u8], files: &HashSet<Vec<u8>>) -> Result<Action> {
+    Ok(match e.kind {
+        Kind::Dir => Action::Dir,
+        Kind::File => Action::File,
+        Kind::Symlink => {
+            let target = neff.link(e).unwrap_or_default();
+            if target.is_empty() {
+                return Err(unsafe_name(name, "symlink with an empty target"));
+            }
+            if target.starts_with(b"/") {
+                return Err(unsafe_name(name, "symlink target is absolute"));
+            }
+            if target.contains(&0) || target.len() > MAX_PATH {
+                return Err(unsafe_name(
+                    name,
+                    "symlink target holds a NUL or is too long",
+                ));
+            }
+            Action::Symlink(target.to_vec())
+        }
+        Kind::Hardlink => {
+            let target = neff.link(e).unwrap_or_default();
+            let t = normalize(&[], target)
+                .ok_or_else(|| unsafe_name(name, "hard link target is outside the directory"))?
+                .join(&b'/');
+            if !files.contains(&t) {
+                return Err(unsafe_name(
+                    name,
+                    "hard link target is not an earlier regular member",
+                ));
+            }
+            Action::Hardlink(t)
+        }
+        Kind::Other => Action::Skip(format!(
+            "type '{}' (FIFO, device or other) is not extracted",
+            e.typeflag as char
+        )),
+    })
+}
+
+/// The checks of the whole tree the steps make: every symlink resolves
+/// inside the directory once all exist (whatever their order), no member
+/// is written through a symlink member, and no name is both a directory
+/// and another kind of member.
+fn check_tree(steps: &[Step], symlinks: &HashMap<Vec<u8>, Vec<u8>>) -> Result<()> {
     // Every symlink resolves inside the directory once all of them exist,
     // whatever their order in the archive.
     let mut budget = CHECK_BUDGET;
-    for s in &steps {
+    for s in steps {
         if let Action::Symlink(target) = &s.action {
             let link = &s.path;
             let parent = &link[..link.iter().rposition(|&b| b == b'/').unwrap_or(0)];
-            resolve_in_final_tree(parent, target, &symlinks, &mut budget)
+            resolve_in_final_tree(parent, target, symlinks, &mut budget)
                 .map_err(|why| unsafe_name(link, why))?;
         }
     }
     // No member is written through any symlink member of the archive,
     // before or after it.
-    for s in &steps {
+    for s in steps {
         let mut p: &[u8] = &s.path;
         while let Some(i) = p.iter().rposition(|&b| b == b'/') {
             p = &p[..i];
@@ -213,7 +234,7 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
     // another member) and as a file or link would make one write through
     // the other: refuse.
     let mut dirs: HashSet<&[u8]> = HashSet::new();
-    for s in &steps {
+    for s in steps {
         if s.action == Action::Dir {
             dirs.insert(&s.path);
         }
@@ -223,7 +244,7 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             dirs.insert(p);
         }
     }
-    for s in &steps {
+    for s in steps {
         if !matches!(s.action, Action::Dir | Action::Skip(_)) && dirs.contains(s.path.as_slice()) {
             return Err(unsafe_name(
                 &s.path,
@@ -231,7 +252,7 @@ pub fn plan(neff: &Neff) -> Result<Vec<Step>> {
             ));
         }
     }
-    Ok(steps)
+    Ok(())
 }
 
 /// Longest path the extraction creates (PATH_MAX less its NUL).

@@ -155,7 +155,27 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
         .iter()
         .map(|r| (r["path"].as_str().unwrap().to_string(), r))
         .collect();
-    for (path, (i, w)) in &wants {
+    every_good_record_says_what_its_neff_holds(&wants, &by_path);
+    every_hostile_record_says_how_it_is_refused(&bad_names, &by_path);
+    let vanished = zoo.join("bad/vanished.neff");
+    let r = by_path
+        .get(vanished.to_str().unwrap())
+        .expect("a record for the dangling symlink");
+    assert_eq!(r["ok"], false);
+    let r = by_path
+        .get(locked.to_str().unwrap())
+        .expect("a record for the locked file");
+    assert_eq!(r["ok"], privileged, "{r}");
+    // The loop is walked once, not forever: every NEFF appears once.
+    assert_eq!(by_path.len(), recs.len(), "a file was reported twice");
+}
+
+/// Each good NEFF's record: what it was made with.
+fn every_good_record_says_what_its_neff_holds(
+    wants: &BTreeMap<String, (usize, Want)>,
+    by_path: &BTreeMap<String, &serde_json::Value>,
+) {
+    for (path, (i, w)) in wants {
         let r = by_path
             .get(path)
             .unwrap_or_else(|| panic!("no record for {path}"));
@@ -192,6 +212,13 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
             assert!(r.get(k).is_some(), "{path}: no {k}");
         }
     }
+}
+
+/// Each hostile file's record: what the hostile manifest says refuses it.
+fn every_hostile_record_says_how_it_is_refused(
+    bad_names: &BTreeSet<String>,
+    by_path: &BTreeMap<String, &serde_json::Value>,
+) {
     // What the hostile manifest says each file is refused by decides what
     // its record must say: a file `ls` refuses is not a readable NEFF
     // (`ok: false`); a file only `get` refuses is readable, and the question
@@ -206,7 +233,7 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
         })
         .collect();
     let mut refused_questions = 0;
-    for b in &bad_names {
+    for b in bad_names {
         let r = by_path
             .get(b)
             .unwrap_or_else(|| panic!("no record for {b}"));
@@ -233,17 +260,6 @@ fn scan_reports_every_neff_right_and_survives_every_bad_file() {
     let get_rows = command_of.values().filter(|c| c.starts_with("get")).count();
     assert!(get_rows >= 4, "the manifest has its get cases");
     assert_eq!(refused_questions, get_rows, "every get case was seen");
-    let vanished = zoo.join("bad/vanished.neff");
-    let r = by_path
-        .get(vanished.to_str().unwrap())
-        .expect("a record for the dangling symlink");
-    assert_eq!(r["ok"], false);
-    let r = by_path
-        .get(locked.to_str().unwrap())
-        .expect("a record for the locked file");
-    assert_eq!(r["ok"], privileged, "{r}");
-    // The loop is walked once, not forever: every NEFF appears once.
-    assert_eq!(by_path.len(), recs.len(), "a file was reported twice");
 }
 
 #[test]

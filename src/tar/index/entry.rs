@@ -76,7 +76,7 @@ pub(super) fn make_entry<S: Source>(
         }
         None => field(0, &block.name),
     };
-    let mut kind = match block.typeflag {
+    let kind = match block.typeflag {
         b'5' | b'D' => Kind::Dir,
         b'2' => Kind::Symlink,
         b'1' => Kind::Hardlink,
@@ -94,81 +94,9 @@ pub(super) fn make_entry<S: Source>(
         None if block.linkname[0] != 0 => Some(field(157, &block.linkname)),
         None => None,
     };
-    // Old tar marks directories only by a trailing slash: GNU tar and
-    // libarchive read a regular file (`0` or NUL) whose name ends in `/` as
-    // a directory. A contiguous file (`7`) or an unknown type so named is a
-    // file to GNU tar, a directory to libarchive: refused.
-    if kind == Kind::File && src.name(&name).ends_with(b"/") {
-        if !matches!(block.typeflag, b'0' | 0) {
-            let what = if block.typeflag == b'7' {
-                "a contiguous-file"
-            } else {
-                "an unknown-type"
-            };
-            return Err(Error::tar(
-                pos,
-                format!(
-                    "{what} entry whose name ends in '/': GNU tar reads a file, libarchive \
-                     a directory (GNU tar and libarchive read it differently)"
-                ),
-            ));
-        }
-        kind = Kind::Dir;
-    }
-    // A GNU dump directory (`D`) carries a listing of the directory as
-    // data: GNU tar skips it, libarchive hands it out as the entry's
-    // bytes. Refused unless empty.
-    if block.typeflag == b'D' && size > 0 {
-        return Err(Error::tar(
-            pos,
-            format!(
-                "a GNU dump directory ('D') carries {size} bytes: GNU tar skips them, \
-                 libarchive reads them as its data (GNU tar and libarchive read it differently)"
-            ),
-        ));
-    }
-    // An entry that carries no data (a link, device, directory or FIFO)
-    // but declares a size: GNU tar and libarchive disagree on whether the
-    // bytes after it are its data or more entries (GNU tar skips them for
-    // symlinks, devices and FIFOs, libarchive reads them as entries; for
-    // directories and hard links each follows the ustar or the PAX size
-    // differently), so a member could hide from one of them. Refused.
-    if size > 0 && (matches!(block.typeflag, b'1'..=b'6') || kind == Kind::Dir) {
-        let what = match block.typeflag {
-            b'1' => "hard link",
-            b'2' => "symlink",
-            b'3' => "character device",
-            b'4' => "block device",
-            b'6' => "FIFO",
-            _ => "directory",
-        };
-        return Err(Error::tar(
-            pos,
-            format!(
-                "a {what} entry declares {size} bytes of data: tar readers (GNU tar, \
-                 libarchive, Python) disagree on whether they are data or more entries"
-            ),
-        ));
-    }
+    let kind = refuse_ambiguous(src, &name, kind, block.typeflag, size, pos)?;
     let name = normalize(name, kind, src);
-    let name_len = src.name(&name).len();
-    if name_len > limits.max_name_len {
-        return Err(Error::Limit {
-            what: "member name length",
-            found: name_len as u64,
-            cap: limits.max_name_len as u64,
-        });
-    }
-    if let Some(l) = &link {
-        let link_len = src.name(l).len();
-        if link_len > limits.max_name_len {
-            return Err(Error::Limit {
-                what: "link target length",
-                found: link_len as u64,
-                cap: limits.max_name_len as u64,
-            });
-        }
-    }
+    lengths_within(src, &name, link.as_ref(), limits)?;
     // Metadata only, read as libarchive reads it (base-256 and negative
     // times included): where GNU tar rejects one of these fields it
     // reports an error but lists and extracts the same members and bytes.
@@ -194,6 +122,106 @@ pub(super) fn make_entry<S: Source>(
         header_offset: pending.first.unwrap_or(pos) as u64,
         sparse: None,
     })
+}
+
+/// The kind of an entry GNU tar and libarchive both read alike, or why
+/// they would not: a name ending in `/` on a file (a directory to both
+/// when typed `0` or NUL), a GNU dump directory carrying data, an entry
+/// that carries no data but declares a size.
+fn refuse_ambiguous<S: Source>(
+    src: &S,
+    name: &Name,
+    kind: Kind,
+    typeflag: u8,
+    size: u64,
+    pos: usize,
+) -> Result<Kind> {
+    let mut kind = kind;
+    // Old tar marks directories only by a trailing slash: GNU tar and
+    // libarchive read a regular file (`0` or NUL) whose name ends in `/` as
+    // a directory. A contiguous file (`7`) or an unknown type so named is a
+    // file to GNU tar, a directory to libarchive: refused.
+    if kind == Kind::File && src.name(name).ends_with(b"/") {
+        if !matches!(typeflag, b'0' | 0) {
+            let what = if typeflag == b'7' {
+                "a contiguous-file"
+            } else {
+                "an unknown-type"
+            };
+            return Err(Error::tar(
+                pos,
+                format!(
+                    "{what} entry whose name ends in '/': GNU tar reads a file, libarchive \
+                     a directory (GNU tar and libarchive read it differently)"
+                ),
+            ));
+        }
+        kind = Kind::Dir;
+    }
+    // A GNU dump directory (`D`) carries a listing of the directory as
+    // data: GNU tar skips it, libarchive hands it out as the entry's
+    // bytes. Refused unless empty.
+    if typeflag == b'D' && size > 0 {
+        return Err(Error::tar(
+            pos,
+            format!(
+                "a GNU dump directory ('D') carries {size} bytes: GNU tar skips them, \
+                 libarchive reads them as its data (GNU tar and libarchive read it differently)"
+            ),
+        ));
+    }
+    // An entry that carries no data (a link, device, directory or FIFO)
+    // but declares a size: GNU tar and libarchive disagree on whether the
+    // bytes after it are its data or more entries (GNU tar skips them for
+    // symlinks, devices and FIFOs, libarchive reads them as entries; for
+    // directories and hard links each follows the ustar or the PAX size
+    // differently), so a member could hide from one of them. Refused.
+    if size > 0 && (matches!(typeflag, b'1'..=b'6') || kind == Kind::Dir) {
+        let what = match typeflag {
+            b'1' => "hard link",
+            b'2' => "symlink",
+            b'3' => "character device",
+            b'4' => "block device",
+            b'6' => "FIFO",
+            _ => "directory",
+        };
+        return Err(Error::tar(
+            pos,
+            format!(
+                "a {what} entry declares {size} bytes of data: tar readers (GNU tar, \
+                 libarchive, Python) disagree on whether they are data or more entries"
+            ),
+        ));
+    }
+    Ok(kind)
+}
+
+/// Refuses a member name or link target longer than the limits allow.
+fn lengths_within<S: Source>(
+    src: &S,
+    name: &Name,
+    link: Option<&Name>,
+    limits: &Limits,
+) -> Result<()> {
+    let name_len = src.name(name).len();
+    if name_len > limits.max_name_len {
+        return Err(Error::Limit {
+            what: "member name length",
+            found: name_len as u64,
+            cap: limits.max_name_len as u64,
+        });
+    }
+    if let Some(l) = link {
+        let link_len = src.name(l).len();
+        if link_len > limits.max_name_len {
+            return Err(Error::Limit {
+                what: "link target length",
+                found: link_len as u64,
+                cap: limits.max_name_len as u64,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Drops one leading `./` and, for directories, trailing slashes; a
