@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Large and lying gzip NEFFs for the bounded-memory benches (PERF.md §10).
+"""Large and lying gzip NEFFs for the bounded-memory benches (PERF.md,
+memory-3g-tar and hostile-files).
 
     python3 bench/make_large.py OUTDIR [--gib 3]
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""In-process timings for PERF.md "Issue 14: Python": the reference NeffInfo
-class vs neff.NeffInfo, side by side in one run, medians of N rounds.
+"""In-process timings for PERF.md, python-getters and python-threads-scan:
+the reference NeffInfo class vs neff.NeffInfo, side by side in one run,
+medians of N rounds.
 
     python bench/python_getters.py [--corpus /tmp/neff-bench] [--rounds 5]
                                    [--ref tests/reference/neffinfo_ref.py] [--neff-bin NEFF]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Zoo scan timings for PERF.md "Issue 14: Python": `neff scan --json` (the
+"""Zoo scan timings for PERF.md, python-threads-scan: `neff scan --json` (the
 CLI, a subprocess) vs neff.scan (in-process) vs neff.ray.scan on a local
 Ray instance, side by side in one run, medians of N rounds.
 

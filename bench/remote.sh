@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Requests and bytes of remote reads (PERF.md §13): `ls`/`get` of the bench
-# corpus's 1 GiB raw NEFF and 256 MiB-of-tar gzip NEFF over HTTP (nginx) and S3
-# (moto_server), a zoo scan from S3 vs from disk, and a warm `scan --index`
-# rescan. Counts come from the fault proxy's log (mode `ok`: passed through,
-# one line per request with the bytes sent), in front of each server.
+# Requests and bytes of remote reads (PERF.md, remote-ls-1g and bucket-index):
+# `ls`/`get` of the bench corpus's 1 GiB raw NEFF and 256 MiB-of-tar gzip NEFF
+# over HTTP (nginx) and S3 (moto_server), a zoo scan from S3 vs from disk, and
+# a warm `scan --index` rescan. Counts come from the fault proxy's log (mode
+# `ok`: passed through, one line per request with the bytes sent), in front of
+# each server.
 #
 #   bench/remote.sh [NEFF_BIN] [ZOO_DIR]
 #

@@ -3,7 +3,8 @@
 `neff scan s3://zoo/PREFIX` of several builds side by side, through the fault
 proxy's `delayMS` mode, rounds interleaved, medians of the whole scan's wall
 time and of the time to its first record, with the list requests (and all
-requests) the proxy logged for the last round (PERF §29).
+requests) the proxy logged for the last round (PERF.md, bucket-listing and
+bucket-index).
 
     python3 scripts/servers start STATE SEED     # SEED: e.g. the bench's compile cache
     python3 bench/remote_listing.py [--index] STATE PREFIX RUNS DELAY BIN [BIN...]

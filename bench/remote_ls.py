@@ -3,7 +3,7 @@
 whole object downloaded with 8 ranged GETs of 8 MiB in flight (what `aws
 s3 cp` does for one large object), through the fault proxy of
 `scripts/servers` at 0 and 20 ms a request (its `ok` and `delay20` paths).
-Rounds interleaved, medians (PERF §24, §26, §27).
+Rounds interleaved, medians (PERF.md, remote-ls-1g and remote-ls-gzip).
 
     python3 scripts/servers start STATE SEED     # SEED holds REL
     python3 bench/remote_ls.py PROXY REL RUNS BIN [BIN...] [--no-whole]
@@ -13,10 +13,11 @@ PROXY is the `proxy` URL `scripts/servers start` prints; REL the object's
 path under the seed (for the 1 GiB raw NEFF of bench/make_corpus.py,
 copied to SEED/big/big.neff: big/big.neff). `direct:HTTP` in its place
 (HTTP: the `http` URL printed, nginx itself) times the object on loopback
-without the proxy in front (PERF §29). A BIN may carry options after a
-space, quoted as one argument: "target/release/neff --max-bytes-moved 10M".
+without the proxy in front (PERF.md, remote-ls-1g). A BIN may carry
+options after a space, quoted as one argument:
+"target/release/neff --max-bytes-moved 10M".
 `--modes` names the proxy's modes to time instead of `ok` and `delay20`
-(`delay25+bw100`: 25 ms away on a 100 MB/s link; PERF §34).
+(`delay25+bw100`: 25 ms away on a 100 MB/s link; PERF.md, remote-ls-gzip).
 """
 import os
 import statistics

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A 1 GiB GNU sparse member with 90% holes, and a dense one of the same
-size, for `neff ls` side by side (PERF.md §12).
+size, for `neff ls` side by side (PERF.md, ls-sparse-1g).
 
     python3 bench/sparse.py OUTDIR [--gib 1]
     hyperfine -N -w 3 -r 30 \\

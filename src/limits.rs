@@ -33,8 +33,8 @@ pub struct Limits {
     /// the JSON members the accessors read (each under
     /// [`max_json_size`](Self::max_json_size)). A scan's peak memory is
     /// about `jobs` times this budget plus those members. Default 64 MiB
-    /// (PERF.md §10 has the measurements behind it); 0 streams every gzip
-    /// payload.
+    /// (measured in PERF.md, ls-gzip-big and memory-3g-tar); 0 streams
+    /// every gzip payload.
     pub inflate_budget: u64,
     /// Most segments in the maps of an archive's GNU sparse members, all
     /// together (16 bytes each in the index). Default 1,048,576.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The inflater comparison of PERF.md §10: each inflater over big_pkg2.neff,
-# the 2 MiB -> 2 GiB bomb's payload (inflated to its end), the 3.25 GiB
-# huge.neff and the zoo (2,000 small NEFFs, one process), interleaved.
+# The inflater comparison of PERF.md, inflaters-in-process: each inflater
+# over big_pkg2.neff, the 2 MiB -> 2 GiB bomb's payload (inflated to its
+# end), the 3.25 GiB huge.neff and the zoo (2,000 small NEFFs, one process),
+# interleaved.
 #   bench/inflaters/run.sh [CORPUS] [LARGE]   (defaults /tmp/neff-bench /tmp/neff-large)
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,5 +1,6 @@
 //! N lookups by path through `neff::catalog::Catalog`, for measuring their CPU
-//! cost apart from the wait for a CPU on a busy machine (PERF.md, issue 13):
+//! cost apart from the wait for a CPU on a busy machine (PERF.md,
+//! catalog-lookup):
 //!
 //! ```sh
 //! perf stat -e task-clock target/release/examples/catalog_lookups zoo.db 0

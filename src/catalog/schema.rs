@@ -480,7 +480,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
     // process loses nothing committed; a power loss at most the last
     // commits). A checkpoint every 64 MiB of log rather than SQLite's 4 MiB:
     // each costs two fsyncs, which on a busy disk cost more than the scan's
-    // writes themselves (PERF.md, issue 13).
+    // writes themselves (PERF.md, zoo-index-cold).
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(err(path))?;
     conn.pragma_update(None, "wal_autocheckpoint", 16384)
@@ -489,7 +489,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
     // of member, tensor and alias rows (five secondary indexes) overflowed
     // the default, and every overflow spilled dirty pages to the log in the
     // middle of a transaction (`pagerStress`, 2.4 % of a cold indexed scan's
-    // cycles in `perf`). PERF.md §9.
+    // cycles in `perf`). PERF.md, zoo-index-cold.
     conn.pragma_update(None, "cache_size", -32768)
         .map_err(err(path))?;
     migrate(&conn, path)?;

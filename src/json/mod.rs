@@ -4,8 +4,8 @@
 //! simd-json rewrites strings in place as it unescapes them, so it needs the
 //! member's bytes mutable: a parse owns a copy of the member. (A private
 //! copy-on-write mapping of the member's pages measured the same, since the
-//! parse writes back every string and so copies every page anyway; PERF.md
-//! §2. It was removed with the unsafe code it needed.)
+//! parse writes back every string and so copies every page anyway. It was
+//! removed with the unsafe code it needed.)
 //!
 //! simd-json's own scratch ([`simd_json::Buffers`]) is reused across parses.
 //! A parse is refused before it starts when the member is over

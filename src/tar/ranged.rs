@@ -255,7 +255,7 @@ const JUDGED_AFTER: u64 = 4;
 /// `1 / HOP_BIAS` of a hop's worth: where the two ways cost about the
 /// same, hopping moves a hundredth of the bytes (egress is billed), and
 /// on loopback both pure ways took about as long as the download where
-/// the mix between them took twice as long (PERF §30).
+/// the mix between them took twice as long (PERF.md, remote-ls-1g).
 const HOP_BIAS: u64 = 2;
 
 /// Walks the `len` tar bytes that start `base` bytes into what `F` fetches.

@@ -1945,7 +1945,7 @@ fn scans_as_local_acc(root: &str) {
 }
 
 /// The compile-cache entry of `pages/` whose keys straddle a page's end.
-const PAGES_ENTRY: &str = "b/neuronxcc-2.0.0/MODULE_1+a";
+const PAGES_ENTRY: &str = "b/neuronxcc-2.15.0/MODULE_1+a";
 
 /// Uploads (once) 2,202 keys under `s3://zoo/pages/`: three listing pages
 /// of 1,000. A NEFF is the first key; a compile-cache entry straddles the
@@ -1970,7 +1970,8 @@ fn pages() -> &'static Path {
             for i in 0..998 {
                 put(&format!("a/f{i:04}.txt"), b"x");
             }
-            // No model.done: locked with its lock, incomplete without it.
+            // No model.done (2.15 writes one): locked with its lock,
+            // incomplete without it.
             put(&format!("{PAGES_ENTRY}/model.neff"), &neff_bytes);
             put(&format!("{PAGES_ENTRY}/model.neff.lock"), b"");
             put("d/late.neff", &neff_bytes);

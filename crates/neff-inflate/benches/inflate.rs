@@ -12,7 +12,8 @@
 //! - `pieces/1`: [`neff_inflate::GzReader`], the input handed over 64 KiB
 //!   at a time.
 //!
-//! `cargo bench -p neff-inflate` (on a quiet machine; medians in PERF.md).
+//! `cargo bench -p neff-inflate` (on a quiet machine; PERF.md, gzip-inflaters,
+//! quotes its libdeflate medians).
 
 use std::io::Write;
 

@@ -1,6 +1,6 @@
 //! Memory for inflated bytes: anonymous mappings, 2 MiB-aligned so that
 //! transparent huge pages can back all of them (a fresh output buffer then
-//! takes 512 times fewer page faults; PERF.md §1), used by the one-shot
+//! takes 512 times fewer page faults), used by the one-shot
 //! path ([`super`]) and by the parallel split ([`super::parallel`]).
 
 use std::ops::{Deref, DerefMut};

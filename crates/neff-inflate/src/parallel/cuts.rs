@@ -138,17 +138,17 @@ pub(crate) fn seg_out(n: usize) -> usize {
 /// Each segment costs a fixed part (its cut search, its marker-decoded
 /// start) and each round another (the consumer's turn while the pool
 /// waits): rounds of 8 MiB segments listed the 256 MiB shapes as fast as
-/// rounds of 16 MiB (PERF.md §22: mixed zlib-1 343 ms against 366 ms,
-/// pigz 320 against 310), in 68 MiB against 96 MiB, and at eight threads
-/// on two cores spent 1.03–1.34 times one thread's CPU where 6 MiB
-/// segments spent 1.09–1.45 (§23).
+/// rounds of 16 MiB (mixed zlib-1 343 ms against 366 ms, pigz 320
+/// against 310), in 68 MiB against 96 MiB, and at eight threads on two
+/// cores spent 1.03–1.34 times one thread's CPU where 6 MiB segments spent
+/// 1.09–1.45 (PERF.md, inflate-threads).
 pub(super) const SEG_OUT: usize = 8 << 20;
 
 /// Output each of two segments is sized to produce. With two, the round's
 /// output is the stream's peak memory (two threads: the small host, and
 /// rapidgzip's 23 MiB the yardstick), and the segments' fixed cost is
 /// paid once a round: two 6 MiB segments listed mixed zlib-1 in the time
-/// two of 8 MiB did, in 38–40 MiB against 47–48 (PERF.md §23).
+/// two of 8 MiB did, in 38–40 MiB against 47–48 (PERF.md, gzip-shapes).
 pub(super) const PAIR_OUT: usize = 6 << 20;
 
 /// The output a round of many segments shares out ([`seg_out`]).

@@ -106,9 +106,9 @@ pub(crate) struct Rounds<'a> {
     pub(super) gate: Gate<'a>,
 }
 
-/// What the last round did, for the debug log and the speed model of
-/// PERF.md: its segments, the compressed bytes it read and the bytes it
-/// produced, and how long segment A and the slowest later segment took
+/// What the last round did, for the debug log and the speed model (PERF.md,
+/// inflate-threads): its segments, the compressed bytes it read and the
+/// bytes it produced, and how long segment A and the slowest later segment took
 /// (their difference is a later segment's fixed cost: its marker-decoded
 /// start, and its share of the threads).
 #[derive(Debug, Default, Clone, Copy)]

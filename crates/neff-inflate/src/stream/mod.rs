@@ -10,7 +10,8 @@
 //!
 //! - [`OneCore`] (`one_core.rs`): zlib-rs through flate2's raw-DEFLATE
 //!   interface, as fast as one-shot libdeflate on `big_pkg2.neff` and 17
-//!   times faster on zeros, since its output stays in cache (PERF.md §10);
+//!   times faster on zeros, since its output stays in cache (PERF.md,
+//!   inflaters-in-process);
 //!   with [`Pairs`] (`pairs.rs`), smaller members two at a time: the next
 //!   member is inflated ahead on the free core from the first gzip header
 //!   found, and taken over when the member before really ends there;

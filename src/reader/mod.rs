@@ -22,11 +22,11 @@ use crate::header::{Compression, Header, PayloadSpan};
 use crate::json::{self, Json, Parsed};
 use crate::limits::Limits;
 use crate::map::{FileBytes, ReadMode};
-use crate::payload::{self, GzStream, Inflated, Whole};
+use crate::payload::{self, Inflated, Whole};
 #[cfg(feature = "remote")]
 use crate::remote;
 use crate::select::{self, Known, Pattern};
-use crate::tar::{self, Entry, Expander, FileSource, Index, Kind, Pass, Piece, Reread, Retained};
+use crate::tar::{self, Entry, FileSource, Index, Kind, Pass, Retained};
 
 /// Where the tar bytes are.
 #[derive(Debug)]
@@ -153,138 +153,6 @@ impl Neff {
         }
         let file = FileBytes::open(path.as_ref(), opts.read_mode)?;
         Neff::from_file_bytes(file, opts, None)
-    }
-
-    /// Opens and indexes the NEFF at `url` (`s3://bucket/key`,
-    /// `https://host/path`, `http://host/path`) without downloading it
-    /// where it need not: one GET of its first 256 KiB (the whole of a small
-    /// NEFF), then, for a raw payload, ranged GETs of the tar headers only
-    /// (members are fetched when their data is asked for), and for a gzip
-    /// payload the rest in parts, several in flight: under 16 MiB, or
-    /// on a scan's worker while every other worker is busy, inflated as
-    /// they arrive (the walk keeps the accessors' members; another
-    /// member's data is inflated again from a new read), else spooled to
-    /// an unlinked temporary file whose map is inflated in parallel rounds
-    /// while the parts land in it (each read waits for its bytes), and
-    /// read from afterwards as a local file is. Every
-    /// request after the first is pinned to the first's ETag: an object
-    /// replaced meanwhile is [`Error::ObjectChanged`]. From a server that
-    /// ignores Range the object is read whole by one GET into such a file
-    /// (up to `NEFF_REMOTE_SPOOL_MAX` bytes, else refused) and read from
-    /// it. The environment (`AWS_*`, `NEFF_REMOTE_TIMEOUT`,
-    /// `NEFF_REMOTE_RETRIES`, …) is in docs/GUIDE.md.
-    #[cfg(feature = "remote")]
-    pub fn open_url(url: &str, opts: &Options) -> Result<Neff> {
-        if let Some(cap) = remote::byte_cap().filter(|&c| c < crate::header::HEADER_SIZE as u64) {
-            // Not even the header fits under the cap on bytes moved.
-            return Err(Error::Limit {
-                what: "bytes moved from this object (--max-bytes-moved)",
-                found: crate::header::HEADER_SIZE as u64,
-                cap,
-            });
-        }
-        let (mut object, first) = remote::Object::open(url)?;
-        if first.len() as u64 >= object.size() {
-            return Neff::from_file_bytes(FileBytes::Owned(first), opts, None);
-        }
-        if let Some(file) = object.take_whole() {
-            // The server ignored the first Range: the object is whole in a
-            // temporary file already, read as a local file is.
-            let bytes = FileBytes::from_open(file, object.size(), opts.read_mode, first)?;
-            return Neff::from_file_bytes(bytes, opts, None);
-        }
-        let header = Header::from_file_bytes(&first)?;
-        let span = header.locate_payload_in(&first, object.size())?;
-        log::debug!(
-            "{url}: a round trip's worth of bytes is {} now; objects up to {} are read whole",
-            remote::through_below(),
-            remote::whole_below(remote::WHOLE_BELOW)
-        );
-        // Whether this is a scan's worker with every other worker busy:
-        // judged once, for both the choice below and the parts' size.
-        let busy = crate::pool::saturated();
-        if span.compression == Compression::Gzip && (span.len < payload::PARALLEL_FROM || busy) {
-            // Inflated as its parts arrive, the walk keeping the
-            // accessors' members: no temporary file, and the transfer and
-            // the inflation overlap. (A payload this small, or one read by
-            // a scan's worker while every other worker reads too, would
-            // be inflated on one core anyway.)
-            let limits = &opts.limits;
-            let (index, retained, len) = tar::walk(
-                &mut |_| remote_gz(&object, &first, span, limits.max_inflated, busy),
-                &mut || select::Retention::new(limits),
-                limits,
-            )?;
-            let tar = Tar::Streamed {
-                retained,
-                len,
-                spare: None,
-                object: Some(object),
-            };
-            return Ok(Neff::assembled(
-                FileBytes::Owned(first),
-                span,
-                tar,
-                index,
-                opts,
-            ));
-        }
-        if span.compression == Compression::Gzip && opts.read_mode != ReadMode::Read {
-            // A large payload with threads to spare: spooled to a
-            // temporary file, and inflated in parallel rounds from its map
-            // as the parts land (the transfer and the inflation overlap).
-            return object.spool_landing(&first, |file, landing| {
-                let bytes = FileBytes::from_open(file, object.size(), ReadMode::Map, Vec::new())?;
-                let stored = bytes
-                    .get(span.start..span.start + span.len)
-                    .ok_or_else(|| Error::refused("the payload runs past the object"))?;
-                let base = span.start as u64;
-                let waits = |r: std::ops::Range<usize>| {
-                    landing.wait(base + r.start as u64..base + r.end as u64)
-                };
-                let release =
-                    |r: std::ops::Range<usize>| bytes.release(span.start + r.start, r.len());
-                let (index, retained, len) =
-                    walk_stream(stored, &opts.limits, &release, Some(&waits))?;
-                let tar = Tar::Streamed {
-                    retained,
-                    len,
-                    spare: None,
-                    object: None,
-                };
-                Ok(Neff::assembled(bytes, span, tar, index, opts))
-            });
-        }
-        if span.compression == Compression::Gzip
-            || object.size() <= remote::whole_below(remote::WHOLE_BELOW)
-        {
-            // Not readable by ranges (gzip, with files to be read into
-            // memory, not mapped: `--read-mode read`), or small enough that
-            // one more request for the rest costs less than walking its
-            // headers by ranges, a round trip each: spooled to a temporary
-            // file as it arrives, then read as a local file is, with its
-            // bounds (never held whole in memory for what the server says
-            // it is).
-            let (file, len) = object.spool(&first)?;
-            let bytes = FileBytes::from_open(file, len, opts.read_mode, first)?;
-            return Neff::from_file_bytes(bytes, opts, None);
-        }
-        let (index, retained) = tar::walk_ranged(
-            &object,
-            span.start as u64,
-            span.len,
-            &first,
-            select::Retention::new(&opts.limits),
-            &opts.limits,
-        )?;
-        let tar = Tar::Remote { object, retained };
-        Ok(Neff::assembled(
-            FileBytes::Owned(first),
-            span,
-            tar,
-            index,
-            opts,
-        ))
     }
 
     /// A NEFF of `file` (its bytes, or a remote object's first bytes
@@ -650,10 +518,7 @@ impl Neff {
     /// A reader of member data that inflates a streamed payload once for
     /// many members taken in archive order (see [`DataCursor`]).
     pub fn cursor(&self) -> DataCursor<'_> {
-        DataCursor {
-            neff: self,
-            reread: Reread::default(),
-        }
+        DataCursor::new(self)
     }
 
     /// Prefaults a large member of a mapped raw tar that is about to be read
@@ -797,125 +662,6 @@ impl payload::Passed for Neff {
     }
 }
 
-/// Reads member data from a [`Neff`]. Held data is borrowed; a streamed
-/// payload is inflated again from the start, once for all the members a
-/// caller reads in archive order (a member before the last one read starts
-/// the inflation over). Memory is one window, whatever the members' sizes.
-pub struct DataCursor<'n> {
-    neff: &'n Neff,
-    reread: Reread<Box<dyn tar::ByteStream + 'n>>,
-}
-
-impl std::fmt::Debug for DataCursor<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataCursor")
-            .field("open", &self.reread.is_open())
-            .finish()
-    }
-}
-
-impl<'n> DataCursor<'n> {
-    /// The data of `e`, borrowed when held, else inflated into a buffer
-    /// (a GNU sparse member is expanded into one: holes as zeros).
-    pub fn read(&mut self, e: &Entry) -> Result<Cow<'n, [u8]>> {
-        if let Some(d) = self.neff.held(e) {
-            return Ok(Cow::Borrowed(d));
-        }
-        if e.is_sparse() && e.size > self.neff.limits.max_inflated {
-            // Its holes are not stored: held whole, it could outgrow the
-            // file by any factor. Capped as an inflation is (copy_data and
-            // unpack stream it instead).
-            return Err(Error::Limit {
-                what: "expanded size of a sparse member read whole",
-                found: e.size,
-                cap: self.neff.limits.max_inflated,
-            });
-        }
-        let mut v = Vec::new();
-        v.try_reserve_exact(usize::try_from(e.size).unwrap_or(usize::MAX))
-            .map_err(|_| Error::no_memory("the member's data"))?;
-        self.pieces(e, &mut |p| {
-            match p {
-                Piece::Data(d) => v.extend_from_slice(d),
-                Piece::Hole(n) => v.resize(v.len() + n as usize, 0),
-            }
-            Ok(())
-        })?;
-        Ok(Cow::Owned(v))
-    }
-
-    /// Writes the data of `e` to `out` (a sparse member's holes as zeros,
-    /// a window at a time).
-    pub fn copy(&mut self, e: &Entry, out: &mut dyn std::io::Write) -> Result<()> {
-        if let Some(d) = self.neff.held(e) {
-            return out.write_all(d).map_err(Error::Io);
-        }
-        self.pieces(e, &mut |p| match p {
-            Piece::Data(d) => out.write_all(d).map_err(Error::Io),
-            Piece::Hole(mut n) => {
-                static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
-                while n > 0 {
-                    let k = n.min(ZEROS.len() as u64) as usize;
-                    out.write_all(&ZEROS[..k]).map_err(Error::Io)?;
-                    n -= k as u64;
-                }
-                Ok(())
-            }
-        })
-    }
-
-    /// Hands the content of `e` to `sink` in pieces: its data, and for a
-    /// GNU sparse member its holes (which a writer may seek over).
-    pub fn pieces(
-        &mut self,
-        e: &Entry,
-        sink: &mut dyn FnMut(Piece<'_>) -> Result<()>,
-    ) -> Result<()> {
-        let Some(segs) = self.neff.index.segments(e) else {
-            return match self.neff.held(e) {
-                Some(d) => sink(Piece::Data(d)),
-                None => self.stream(e.offset, e.size, &mut |d| sink(Piece::Data(d))),
-            };
-        };
-        let mut x = Expander::new(segs, e.size);
-        match self.neff.stored(e) {
-            Some(d) => x.feed(d, sink)?,
-            None => {
-                let len = self.neff.index.stored_len(e);
-                self.stream(e.offset, len, &mut |d| x.feed(d, sink))?;
-            }
-        }
-        x.finish(sink)
-    }
-
-    /// Inflates up to the `len` stored bytes at `offset` and hands them to
-    /// `sink` a window at a time.
-    fn stream(
-        &mut self,
-        offset: u64,
-        len: u64,
-        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
-        let neff = self.neff;
-        #[cfg(feature = "remote")]
-        if let Tar::Remote { object, .. } = &neff.tar {
-            let start = neff.span.start as u64 + offset;
-            return object.stream(start..start + len, sink);
-        }
-        let short = self
-            .reread
-            .read(offset, len, &mut || neff.restream(), sink)?;
-        neff.check_unchanged()?;
-        if short {
-            // The walk saw these bytes: a payload that now inflates shorter
-            // was read from a file that changed (or, remote, is not the
-            // object every read is pinned to).
-            return Err(changed());
-        }
-        Ok(())
-    }
-}
-
 /// Walks a gzip payload as it is inflated ([`tar::walk`]), keeping what
 /// the accessors will read ([`select::Retention`]): first with parallel
 /// rounds where a core is free, again sequentially if they did not check
@@ -960,104 +706,13 @@ impl Neff {
     }
 }
 
-/// The gzip payload `span` of a remote object whose first bytes are
-/// `first`, inflated as it is read (the rest read ahead, several parts in
-/// flight), producing at most `cap` bytes; `busy`: read by a scan's worker
-/// with every other worker busy.
+mod cursor;
 #[cfg(feature = "remote")]
-fn remote_gz<'o>(
-    object: &'o remote::Object,
-    first: &'o [u8],
-    span: PayloadSpan,
-    cap: u64,
-    busy: bool,
-) -> Result<payload::Pieces<remote::RangeReader<'o>>> {
-    let end = span.start + span.len;
-    let held = first.len().clamp(span.start, end);
-    let head = first.get(span.start..held).unwrap_or_default();
-    // Small parts first, so that the inflater starts soon; full parts at
-    // once on a scan's worker whose every other worker is busy (its core
-    // has other work meanwhile: fewer round trips count for more there).
-    let first = match busy {
-        true => remote::PART,
-        false => remote::STREAM_PART,
-    };
-    let reader = object.reader(head, held as u64..end as u64, first)?;
-    Ok(payload::Pieces::new(reader, cap))
-}
+mod remote_plan;
 
-/// A remote object is what the tar layer's ranged walk fetches from.
+pub use cursor::DataCursor;
 #[cfg(feature = "remote")]
-impl tar::Fetch for remote::Object {
-    fn fetch(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>> {
-        self.read(range)
-    }
-    fn through_below(&self) -> u64 {
-        remote::through_below()
-    }
-    fn hop_worth(&self) -> Option<u64> {
-        remote::hop_worth()
-    }
-    fn ahead<'s>(
-        &'s self,
-        range: std::ops::Range<u64>,
-        first: u64,
-    ) -> Result<Box<dyn tar::Ahead + 's>> {
-        let parts = remote::Parts::new(range, first, tar::MAX_PART);
-        Ok(Box::new(self.read_ahead(parts)?))
-    }
-    fn budget(&self) -> Option<u64> {
-        remote::Object::budget(self)
-    }
-}
-
-/// A remote read-ahead is what the tar walk reads through.
-#[cfg(feature = "remote")]
-impl tar::Ahead for remote::ReadAhead<'_> {
-    fn next_part(&mut self) -> Result<Option<tar::Part>> {
-        remote::ReadAhead::next_part(self)
-    }
-}
-
-/// A gzip payload inflated from a `Read` is the tar layer's byte stream
-/// too (a remote object's, as it arrives).
-#[cfg(feature = "remote")]
-impl<R: std::io::Read> tar::ByteStream for payload::Pieces<R> {
-    fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
-        payload::Pieces::fill(self, out)
-    }
-    fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
-        payload::Pieces::skip(self, n, window)
-    }
-    fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
-        payload::Pieces::finish(self, window)
-    }
-    fn produced(&self) -> u64 {
-        payload::Pieces::produced(self)
-    }
-    fn doubtful(&self) -> bool {
-        false
-    }
-}
-
-/// The inflating gzip stream is the tar layer's byte stream.
-impl tar::ByteStream for GzStream<'_> {
-    fn fill(&mut self, out: &mut [u8]) -> Result<usize> {
-        Ok(GzStream::fill(self, out)?)
-    }
-    fn skip(&mut self, n: u64, window: &mut [u8]) -> Result<u64> {
-        Ok(GzStream::skip(self, n, window)?)
-    }
-    fn finish(&mut self, window: &mut [u8]) -> Result<u64> {
-        Ok(GzStream::finish(self, window)?)
-    }
-    fn produced(&self) -> u64 {
-        GzStream::produced(self)
-    }
-    fn doubtful(&self) -> bool {
-        GzStream::doubtful(self)
-    }
-}
+use remote_plan::remote_gz;
 
 #[cfg(test)]
 mod tests {
