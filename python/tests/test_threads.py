@@ -3,7 +3,7 @@ second Python thread keeps running while one thread is inside a call.
 
 What this pins is the property, not a speed-up figure. Two threads over a
 zoo take ~1/1.9 of one thread's time on a quiet two-core machine (measured
-side by side by bench/python_getters.py, PERF.md §8); on a shared CI
+side by side by bench/python_getters.py, PERF.md, python-threads-scan); on a shared CI
 machine that ratio is whatever core the other jobs leave, so a bar on it
 failed runs that had nothing wrong. Here one thread counts in a pure-Python
 loop while the other opens a gzip NEFF and parses its 40 MiB def.json (one
