@@ -42,7 +42,7 @@ use bytes::Bytes;
 
 use std::cell::RefCell;
 
-use super::index::{data_in, Arena, Index, Name, Source};
+use super::index::{data_in, names_in_arena, Arena, Index, Name, Source};
 use super::stream::{build_keeping, Keep, Retained};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
@@ -469,18 +469,7 @@ impl<F: Fetch + ?Sized> Source for RangeSource<'_, F> {
         }
         Ok(None)
     }
-    fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        self.names.keep(bytes)
-    }
-    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        self.names.name(name)
-    }
-    fn take_names(&mut self) -> Vec<u8> {
-        self.names.take()
-    }
-    fn held(&self) -> usize {
-        self.names.held()
-    }
+    names_in_arena!();
 }
 
 #[cfg(test)]

@@ -17,9 +17,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ops::Range;
 
-use super::index::{Arena, Entry, Index, Kind, Name, Source};
+use super::index::{names_in_arena, Arena, Entry, Index, Kind, Name, Source};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -378,21 +377,7 @@ impl<S: ByteStream> Source for StreamSource<'_, S> {
         Ok(None)
     }
 
-    fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        self.names.keep(bytes)
-    }
-
-    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        self.names.name(name)
-    }
-
-    fn take_names(&mut self) -> Vec<u8> {
-        self.names.take()
-    }
-
-    fn held(&self) -> usize {
-        self.names.held()
-    }
+    names_in_arena!();
 }
 
 #[cfg(test)]

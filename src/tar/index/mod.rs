@@ -169,6 +169,27 @@ pub trait Source {
     }
 }
 
+/// The name half of [`Source`] for a source that copies every name it
+/// meets into an [`Arena`] field `names` (a stream, a ranged walk, a
+/// `pread` walk): the four methods, written once.
+macro_rules! names_in_arena {
+    () => {
+        fn keep(&mut self, _: std::ops::Range<usize>, bytes: &[u8]) -> Name {
+            self.names.keep(bytes)
+        }
+        fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
+            self.names.name(name)
+        }
+        fn take_names(&mut self) -> Vec<u8> {
+            self.names.take()
+        }
+        fn held(&self) -> usize {
+            self.names.held()
+        }
+    };
+}
+pub(crate) use names_in_arena;
+
 /// Most bytes of names (and of extended-header names superseded before
 /// their entry) a source may hold: a bound on the name arena of a walk that
 /// does not keep the tar (a streamed or `pread` walk), which hostile
@@ -307,16 +328,5 @@ impl Source for FileSource<'_> {
         let at = off - self.window_at;
         Ok(&self.window[at..at + len])
     }
-    fn keep(&mut self, _: Range<usize>, bytes: &[u8]) -> Name {
-        self.names.keep(bytes)
-    }
-    fn name<'s>(&'s self, name: &'s Name) -> &'s [u8] {
-        self.names.name(name)
-    }
-    fn take_names(&mut self) -> Vec<u8> {
-        self.names.take()
-    }
-    fn held(&self) -> usize {
-        self.names.held()
-    }
+    names_in_arena!();
 }
