@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 
-use super::{changed, Neff, Tar};
+use super::neff::{changed, Neff, Tar};
+#[cfg(feature = "remote")]
+use super::remote_plan::remote_gz;
 use crate::error::{Error, Result};
 use crate::payload::{self, GzStream};
 use crate::tar::{self, Entry, Expander, Piece, Reread};
@@ -174,5 +176,33 @@ impl<R: std::io::Read> tar::ByteStream for payload::Pieces<R> {
     }
     fn doubtful(&self) -> bool {
         false
+    }
+}
+
+impl Neff {
+    /// A reader of member data that inflates a streamed payload once for
+    /// many members taken in archive order (see [`DataCursor`]).
+    pub fn cursor(&self) -> DataCursor<'_> {
+        DataCursor::new(self)
+    }
+
+    /// A new stream over a streamed payload, from its start: from the map,
+    /// or from a new read of the remote object it came from.
+    fn restream(&self) -> Result<Box<dyn tar::ByteStream + '_>> {
+        let cap = self.limits.max_inflated;
+        #[cfg(feature = "remote")]
+        if let Tar::Streamed {
+            object: Some(object),
+            ..
+        } = &self.tar
+        {
+            let busy = crate::pool::saturated();
+            return Ok(Box::new(remote_gz(
+                object, &self.file, self.span, cap, busy,
+            )?));
+        }
+        Ok(Box::new(
+            payload::stream(self.stored_payload(), cap, false, None)?.release_behind(self),
+        ))
     }
 }

@@ -6,7 +6,7 @@
 //! objects, spools and landings in `remote`, the ranged and streamed
 //! walks in `tar`, the inflater in `payload`).
 
-use super::{walk_stream, Neff, Options, Tar};
+use super::neff::{walk_stream, Neff, Options, Tar};
 use crate::error::{Error, Result};
 use crate::header::{Compression, Header, PayloadSpan};
 use crate::map::{FileBytes, ReadMode};
