@@ -14,7 +14,7 @@ pub const APPLICATION_ID: i32 = 0x4E45_4646;
 
 /// `PRAGMA user_version` this `neff` writes. A database with a lower
 /// version is migrated on the next update; a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// How long a connection waits for another process's write transaction.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -166,6 +166,12 @@ CREATE INDEX tensors_neff ON tensors(neff_id);
 CREATE INDEX tensors_name ON tensors(name);
 CREATE INDEX aliases_neff ON aliases(neff_id);
 CREATE INDEX neffs_path ON neffs(path);
+-- A serving control plane's questions (docs/GUIDE.md): the NEFFs that fit a
+-- target (path last: their paths come from the index, in order), failed
+-- entries per compiler version, the newest entry of a key.
+CREATE INDEX neffs_target ON neffs(arch, cc_world_size, num_cores, ok, path);
+CREATE INDEX neffs_cache_state ON neffs(cache_state, compiler);
+CREATE INDEX neffs_cache_key ON neffs(cache_key, mtime_ns);
 -- The common questions, as views.
 -- Readable NEFFs by what they need: arch, NeuronCores, world size.
 CREATE VIEW neffs_by_target AS
@@ -198,7 +204,7 @@ pub fn schema_script() -> String {
 /// database at `user_version` v to v + 1 (an empty database, version 0,
 /// gets [`SCHEMA`] whole). Each step's SQL is followed by its fix-up in
 /// Rust ([`fix_up`]).
-const MIGRATIONS: &[&str] = &[V1_TO_V2];
+const MIGRATIONS: &[&str] = &[V1_TO_V2, V2_TO_V3];
 
 /// Schema 1 to 2: rows keyed by the file's canonical path (its path as
 /// typed until the fix-up canonicalises it), a time of scan (unknown for
@@ -283,6 +289,15 @@ CREATE VIEW cache_states AS
 CREATE VIEW changes AS
   SELECT scanned_at, path, key, ok, error, arch, uuid, cache_state
   FROM neffs ORDER BY scanned_at DESC;
+";
+
+/// Schema 2 to 3: the indexes that answer a serving control plane's
+/// questions without a scan of `neffs` (the NEFFs that fit a target, failed
+/// entries per compiler version, the newest entry of a cache key).
+const V2_TO_V3: &str = "\
+CREATE INDEX IF NOT EXISTS neffs_target ON neffs(arch, cc_world_size, num_cores, ok, path);
+CREATE INDEX IF NOT EXISTS neffs_cache_state ON neffs(cache_state, compiler);
+CREATE INDEX IF NOT EXISTS neffs_cache_key ON neffs(cache_key, mtime_ns);
 ";
 
 /// What a step leaves to Rust: after [`V1_TO_V2`], each row's key becomes
@@ -502,11 +517,14 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
 /// them). A cold load drops them and builds them once after its rows
 /// (`drop_indexes`, `create_indexes`): one sort per index instead of
 /// a B-tree insert per row.
-pub const INDEXES: [(&str, &str); 8] = [
+pub const INDEXES: [(&str, &str); 11] = [
     ("neffs_uuid", "neffs(uuid)"),
     ("neffs_path", "neffs(path)"),
     ("neffs_hash", "neffs(hash)"),
     ("neffs_arch", "neffs(arch)"),
+    ("neffs_target", "neffs(arch, cc_world_size, num_cores, ok, path)"),
+    ("neffs_cache_state", "neffs(cache_state, compiler)"),
+    ("neffs_cache_key", "neffs(cache_key, mtime_ns)"),
     ("members_neff", "members(neff_id)"),
     ("tensors_neff", "tensors(neff_id)"),
     ("tensors_name", "tensors(name)"),

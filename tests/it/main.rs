@@ -11,6 +11,8 @@ mod cache;
 mod cache_eras;
 #[cfg(feature = "catalog")]
 mod catalog;
+#[cfg(feature = "catalog")]
+mod catalog_queries;
 mod changing_files;
 mod cli;
 mod diff;
