@@ -522,7 +522,10 @@ pub const INDEXES: [(&str, &str); 11] = [
     ("neffs_path", "neffs(path)"),
     ("neffs_hash", "neffs(hash)"),
     ("neffs_arch", "neffs(arch)"),
-    ("neffs_target", "neffs(arch, cc_world_size, num_cores, ok, path)"),
+    (
+        "neffs_target",
+        "neffs(arch, cc_world_size, num_cores, ok, path)",
+    ),
     ("neffs_cache_state", "neffs(cache_state, compiler)"),
     ("neffs_cache_key", "neffs(cache_key, mtime_ns)"),
     ("members_neff", "members(neff_id)"),

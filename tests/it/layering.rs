@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module and its rank: a module may import only modules of
 /// a lower rank (and itself). Tasks beside the path rank above it; those
 /// built on other tasks rank above those.
-const RANKS: &[(&str, u32)] = &[
+pub(crate) const RANKS: &[(&str, u32)] = &[
     ("error", 0),
     ("limits", 0),
     // Where work runs: pools, their one size, helper threads.
@@ -47,11 +47,11 @@ const RANKS: &[(&str, u32)] = &[
 /// points (feature `fuzzing`) drive every layer from outside.
 const OUTSIDE: &[&str] = &["lib", "fuzzing"];
 
-fn rank(module: &str) -> Option<u32> {
+pub(crate) fn rank(module: &str) -> Option<u32> {
     RANKS.iter().find(|(m, _)| *m == module).map(|&(_, r)| r)
 }
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
@@ -217,7 +217,7 @@ fn the_checker_sees_single_grouped_and_multi_line_imports() {
 
 /// The module path of a source file: `src/tar/index/mod.rs` → `tar::index`,
 /// `src/lib.rs` → the root (empty).
-fn module_path(src: &Path, file: &Path) -> Vec<String> {
+pub(crate) fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap().with_extension("");
     let mut path: Vec<String> = rel
         .components()

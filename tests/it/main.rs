@@ -7,6 +7,7 @@
 mod common;
 
 mod ambiguity;
+mod architecture;
 mod cache;
 mod cache_eras;
 #[cfg(feature = "catalog")]
