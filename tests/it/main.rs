@@ -12,6 +12,7 @@ mod cache;
 mod catalog;
 mod changing_files;
 mod cli;
+mod closed_pipe;
 mod diff;
 mod differential;
 #[cfg(feature = "fuzzing")]

@@ -725,7 +725,11 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 .map_err(stdout_err)?,
         },
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "neff", &mut out);
+            // Made whole first: clap_complete panics on a failed write (a
+            // closed pipe, `neff completions bash | head -1`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "neff", &mut script);
+            out.write_all(&script).map_err(stdout_err)?;
         }
         Cmd::Mem {
             files,
