@@ -723,7 +723,7 @@ impl Seen {
 
 fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
     Record {
-        path: path.display().to_string(),
+        path: crate::shown::path(path),
         ok: false,
         error: Some(e.to_string()),
         bytes,
@@ -744,7 +744,7 @@ pub(crate) fn record_with<T>(
 ) -> (Record, Option<T>) {
     if is_bare_entry(path) {
         let mut r = Record {
-            path: path.display().to_string(),
+            path: crate::shown::path(path),
             ..Record::default()
         };
         cache_entry(path, &mut r, &opts.open, met);
@@ -803,7 +803,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
         }
     };
     let mut r = Record {
-        path: path.display().to_string(),
+        path: crate::shown::path(path),
         ok: true,
         bytes,
         pkg_version: Some(h.pkg_version.get()),
@@ -971,6 +971,7 @@ mod listing {
         /// complete, in key order.
         pub(super) fn key(&mut self, url: &str, out: &mut dyn FnMut(PathBuf)) {
             if self.ordered && self.last.as_deref().is_some_and(|l| url < l) {
+                let url = crate::shown::path(Path::new(url));
                 log::warn!("{url}: listed out of key order: the rest is read after the listing");
                 self.ordered = false;
             }

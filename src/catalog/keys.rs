@@ -45,12 +45,23 @@ pub(super) fn options_from_v1(text: &str) -> String {
 
 /// The key of a file's row: its canonical path (symlinks and `.`/`..`
 /// resolved, as realpath gives it), or for a URL the URL normalised (scheme
-/// and host in lower case, dot segments resolved); a path that cannot be
-/// resolved (gone) is made absolute as it stands.
+/// and host in lower case, dot segments resolved) without its query,
+/// fragment or userinfo (a presigned URL's signature, a password: never
+/// kept, and the object is the same whatever signs the request); a path
+/// that cannot be resolved (gone) is made absolute as it stands.
 pub(crate) fn key_of(p: &Path) -> String {
     #[cfg(feature = "remote")]
     if let Some(u) = p.to_str().filter(|s| crate::remote::is_url(s)) {
-        return url::Url::parse(u).map_or_else(|_| u.to_string(), |u| u.to_string());
+        return match url::Url::parse(u) {
+            Ok(mut u) => {
+                u.set_query(None);
+                u.set_fragment(None);
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.to_string()
+            }
+            Err(_) => crate::remote::redact(u).into_owned(),
+        };
     }
     match std::fs::canonicalize(p) {
         Ok(c) => c.display().to_string(),

@@ -511,7 +511,7 @@ pub fn scan_indexed_listing(
             _ => None,
         };
         if let Some(mut r) = hit {
-            r.path = p.display().to_string();
+            r.path = crate::shown::path(p);
             let mut refreshed = false;
             if r.cache_state.is_some() || r.cache_key.is_some() {
                 // The entry's state is not part of the file's identity:

@@ -22,6 +22,8 @@ const RANKS: &[(&str, u32)] = &[
     ("map", 1),
     // A source of bytes, as map is: remote objects read by range.
     ("remote", 1),
+    // How a path or URL is printed (a URL's secrets hidden).
+    ("shown", 2),
     ("header", 2),
     ("payload", 3),
     ("tar", 4),

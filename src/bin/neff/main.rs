@@ -108,7 +108,12 @@ fn init_log(verbose: u8) {
     }
     b.format(|buf, r| {
         let level = r.level().as_str().to_ascii_lowercase();
-        writeln!(buf, "neff: {level}: {}", r.args())
+        let text = r.args().to_string();
+        // neff's own lines print URLs made printable already; another
+        // crate's (RUST_LOG) may quote one whole.
+        #[cfg(feature = "remote")]
+        let text = neff::redact_urls_in(&text);
+        writeln!(buf, "neff: {level}: {text}")
     });
     b.target(env_logger::Target::Stderr).init();
 }
@@ -515,8 +520,24 @@ fn one_line(e: &Error) -> String {
 }
 
 /// A path as one line of text (see [`one_line`]).
+/// A path as output prints it where the format escapes it (JSON) or the
+/// caller does: a URL made printable ([`neff::redact_url`]), else as it is.
+fn printable(p: &Path) -> String {
+    #[cfg(feature = "remote")]
+    if let Some(url) = p.to_str().filter(|s| neff::is_url(s)) {
+        return neff::redact_url(url).into_owned();
+    }
+    p.display().to_string()
+}
+
+/// A URL is made printable first (its query values and userinfo hidden:
+/// [`neff::redact_url`]).
 fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
     use std::os::unix::ffi::OsStrExt;
+    #[cfg(feature = "remote")]
+    if let Some(url) = p.to_str().filter(|s| neff::is_url(s)) {
+        return line(&neff::redact_url(url)).into_owned().into();
+    }
     one_line_bytes(p.as_os_str().as_bytes())
 }
 

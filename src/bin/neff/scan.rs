@@ -173,12 +173,12 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         if !r.ok
             && roots
                 .iter()
-                .any(|root| is_url(root) && root.as_os_str() == r.path.as_str())
+                .any(|root| is_url(root) && crate::printable(root) == r.path)
         {
             eprintln!(
                 "neff: {}: {}",
-                r.path,
-                r.error.as_deref().unwrap_or("cannot be listed")
+                crate::quote::one_line(&r.path),
+                crate::quote::one_line(r.error.as_deref().unwrap_or("cannot be listed"))
             );
             unlisted.store(true, Ordering::Relaxed);
         }
