@@ -61,6 +61,7 @@ mod limits;
 #[allow(unsafe_code)] // Memory maps: the crate's only unsafe code.
 mod map;
 mod payload;
+mod places;
 mod pool;
 mod reader;
 #[cfg(feature = "remote")]

@@ -350,6 +350,8 @@ pub(crate) struct Found {
     pub(crate) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
     /// The bucket prefixes whose listing failed: what they hold is unknown.
     pub(crate) unlisted: Vec<PathBuf>,
+    /// (root, directory) for each directory the walk listed whole.
+    pub(crate) read: Vec<(PathBuf, PathBuf)>,
 }
 
 pub(crate) fn list_versions(
@@ -369,6 +371,7 @@ pub(crate) fn list_versions(
     // What the walk met of each compile-cache entry, by the entry's
     // directory: every entry is a key (those holding no NEFF get a record).
     let met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>> = Mutex::default();
+    let places = crate::places::Places::default();
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
@@ -379,10 +382,11 @@ pub(crate) fn list_versions(
             }
             match crate::remote::list_all(url) {
                 Ok(objects) => {
+                    let keep = crate::places::Keep::new(&walk.globs, walk.max_depth)?;
                     let mut found = found.lock().expect("lock");
                     for o in objects {
                         meet_object(&o, &mut met.lock().expect("lock"));
-                        if o.url.ends_with(".neff") {
+                        if o.url.ends_with(".neff") && keep.keeps_listed(url, &o.url) {
                             let p = PathBuf::from(&o.url);
                             versions.insert(p.clone(), (o.size, o.version));
                             found.push(p);
@@ -429,6 +433,7 @@ pub(crate) fn list_versions(
             Box::new(|ent| {
                 match ent {
                     Ok(e) => {
+                        places.entry(root, &e, walk.max_depth);
                         if e.path_is_symlink() {
                             linked.lock().expect("lock").insert(e.path().to_path_buf());
                         }
@@ -464,6 +469,7 @@ pub(crate) fn list_versions(
                         }
                     }
                     Err(err) => {
+                        places.error(&err);
                         // A loop met again through another link is the
                         // same loop: reported once.
                         if let Some(a) = loop_ancestor(&err) {
@@ -506,6 +512,7 @@ pub(crate) fn list_versions(
         linked: linked.into_inner().expect("lock"),
         met,
         unlisted,
+        read: places.read_whole(),
     })
 }
 
@@ -693,10 +700,20 @@ pub(crate) struct Seen {
     /// The prefixes whose listing failed, whole or part way: what they
     /// held is unknown.
     unlisted: Mutex<Vec<PathBuf>>,
+    /// Which listed objects the globs and the depth keep.
+    keep: Option<crate::places::Keep>,
 }
 
 #[cfg_attr(not(all(feature = "remote", feature = "catalog")), allow(dead_code))]
 impl Seen {
+    /// Nothing seen yet; listed objects kept as `keep` says.
+    pub(crate) fn keeping(keep: crate::places::Keep) -> Seen {
+        Seen {
+            keep: Some(keep),
+            ..Seen::default()
+        }
+    }
+
     /// What a walk (`local`) or the listings met of `path`'s compile-cache
     /// entry.
     pub(crate) fn met(
@@ -1011,7 +1028,10 @@ mod listing {
         for r in local.errors {
             emit(r);
         }
-        let seen = Seen::default();
+        let seen = Seen::keeping(crate::places::Keep::new(
+            &opts.walk.globs,
+            opts.walk.max_depth,
+        )?);
         read_while_listing(
             prefixes,
             &local.paths,
@@ -1089,6 +1109,13 @@ mod listing {
                 let mut held = Held::new();
                 let got = crate::remote::list_each(url, &mut |o: Listed| {
                     meet_object(&o, &mut seen.met.lock().expect("lock"));
+                    if seen
+                        .keep
+                        .as_ref()
+                        .is_some_and(|k| !k.keeps_listed(url, &o.url))
+                    {
+                        return;
+                    }
                     if o.url.ends_with(".neff") {
                         seen.versions
                             .lock()

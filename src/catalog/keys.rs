@@ -71,3 +71,28 @@ pub(crate) fn key_of(p: &Path) -> String {
             .to_string(),
     }
 }
+
+/// The size and version of a remote object named by its URL (one no
+/// listing gave): asked of its server, so that a rescan answers it from
+/// its row as it answers a listed one. `None` for a local path, or when
+/// the server does not say.
+pub(crate) fn named_object_version(p: &Path) -> Option<(u64, String)> {
+    #[cfg(feature = "remote")]
+    if let Some(u) = p.to_str().filter(|s| {
+        // (Not a compile-cache entry's prefix: a listing gives those.)
+        crate::remote::is_url(s) && (s.ends_with(".neff") || !crate::remote::is_listable(s))
+    }) {
+        return match crate::remote::Object::version_of(u) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                log::debug!(
+                    "{}: no version to key its row on: {e}",
+                    crate::shown::path(p)
+                );
+                None
+            }
+        };
+    }
+    let _ = p;
+    None
+}

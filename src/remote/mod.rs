@@ -73,6 +73,7 @@ mod landing;
 mod link;
 mod profile;
 mod redact;
+mod version;
 
 /// An `object_store` error as the crate's, in one line
 /// ([`failure::describe`]).

@@ -39,6 +39,8 @@ const RANKS: &[(&str, u32)] = &[
     // The compile cache: entries judged by reading their NEFFs.
     ("cache", 9),
     ("unpack", 9),
+    // What a scan looked at: the directories walked, the globs and depth.
+    ("places", 9),
     ("pack", 10),
     ("scan", 10),
     ("diff", 11),

@@ -31,6 +31,10 @@ mod peer_archives;
 mod reference;
 #[cfg(feature = "remote")]
 mod remote;
+#[cfg(feature = "catalog")]
+mod retire;
+#[cfg(feature = "catalog")]
+mod roots;
 mod scan;
 mod shapes;
 mod sparse;

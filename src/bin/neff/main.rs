@@ -330,6 +330,11 @@ enum Cmd {
         /// Start the --index catalogue over (whatever FILE held)
         #[arg(long, requires = "index")]
         rebuild: bool,
+        /// How long to wait for an --index catalogue another process holds
+        /// locked (opening it, then each batch of rows), e.g. 5s, 2m; then
+        /// exit 3, the records read so far printed [default: 60s]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "index")]
+        busy_timeout: Option<std::time::Duration>,
     },
     /// Check header sizes and the payload hash (exit 1 if a file failed, 3
     /// if one could not be read at all)
@@ -667,8 +672,12 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             verify,
             index,
             rebuild,
+            busy_timeout,
         } => {
             drop(out);
+            if let Some(d) = busy_timeout {
+                neff::catalog::set_busy_timeout(d);
+            }
             let paths = scan::with_lists(paths, files_from.as_deref(), null)?;
             let sopts = neff::scan::ScanOptions::default()
                 .open(*opts)

@@ -99,23 +99,7 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         index,
     } = how;
     let t0 = Instant::now();
-    // A root named on the command line that cannot be opened is trouble
-    // (exit 3), as in ripgrep and fd: reported here, its failed record
-    // kept, the other roots scanned.
-    let mut missing_root = false;
-    for root in roots {
-        if is_url(root) {
-            continue;
-        }
-        if let Err(e) = std::fs::metadata(root) {
-            eprintln!(
-                "neff: {}: {}",
-                crate::shown(root),
-                crate::quote::one_line(&e.to_string())
-            );
-            missing_root = true;
-        }
-    }
+    let missing_root = report_unopenable(roots);
     // A glob that does not compile is refused before anything is read.
     opts.walk.check().map_err(|err| Failure {
         path: PathBuf::from("scan"),
@@ -196,31 +180,29 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             print(&r);
         }
     };
-    let mut from_index = None;
     let listed = |n: usize| {
         if let Some(b) = &bar {
             b.inc_length(n as u64);
         }
     };
-    match index {
-        None => {
-            scan::scan_listing(roots, opts, &listed, &emit).map_err(|err| Failure {
+    // A failure of the catalogue (held locked, read-only) ends the scan
+    // once the records made so far are printed.
+    let scanned = match index {
+        None => scan::scan_listing(roots, opts, &listed, &emit)
+            .map(|()| None)
+            .map_err(|err| Failure {
                 path: PathBuf::from("scan"),
                 err,
-            })?;
-        }
+            }),
         Some((db, rebuild)) => {
-            let up =
-                neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, &listed, &|r, _| {
-                    emit(r)
-                })
+            neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, &listed, &|r, _| emit(r))
+                .map(|up| Some(up.from_index))
                 .map_err(|err| Failure {
                     path: db.to_path_buf(),
                     err,
-                })?;
-            from_index = Some(up.from_index);
+                })
         }
-    }
+    };
     drop(ticker);
     if let Some(b) = &bar {
         b.finish_and_clear();
@@ -240,6 +222,7 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     if let Some(e) = write_err.into_inner().expect("lock") {
         return Err(stdout_err(e));
     }
+    let from_index = scanned?;
     let secs = t0.elapsed().as_secs_f64();
     let (ok, failed) = (ok.into_inner(), failed.into_inner());
     let cached = from_index.map_or(String::new(), |n| format!(", {n} from the index"));
@@ -255,6 +238,33 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     } else {
         u8::from(strict && failed > 0)
     })
+}
+
+/// Reports each local root named on the command line that cannot be
+/// opened (missing, a dangling or looping link, a directory that may not
+/// be listed, a file that may not be read) with one stderr line, as
+/// ripgrep and fd do; returns whether there was one (exit 3). The scan
+/// still walks every root: such a root's failed record is kept.
+fn report_unopenable(roots: &[PathBuf]) -> bool {
+    let mut any = false;
+    for root in roots.iter().filter(|r| !is_url(r)) {
+        let opened = std::fs::metadata(root).and_then(|m| match m.is_dir() {
+            true => std::fs::read_dir(root).map(drop),
+            false if m.is_file() => std::fs::File::open(root).map(drop),
+            false => Ok(()),
+        });
+        if let Err(e) = opened {
+            let dangling = std::fs::symlink_metadata(root).is_ok_and(|m| m.is_symlink());
+            let why = match e.kind() {
+                io::ErrorKind::NotFound if dangling => "a symbolic link to nothing".to_string(),
+                _ => e.to_string(),
+            };
+            let why = crate::quote::one_line(&why);
+            eprintln!("neff: {}: cannot be opened: {why}", crate::shown(root));
+            any = true;
+        }
+    }
+    any
 }
 
 /// Whether `root` names a remote object or prefix (not a local path).
