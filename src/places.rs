@@ -49,13 +49,26 @@ impl Places {
         }
     }
 
-    /// (root, directory) for each directory listed whole.
-    pub(crate) fn read_whole(self) -> Vec<(PathBuf, PathBuf)> {
+    /// (root, directory) for each directory listed whole, and the
+    /// directories whose listing failed.
+    pub(crate) fn into_lists(self) -> Walked {
         let failed = self.failed.into_inner().expect("lock");
         let mut read = self.read.into_inner().expect("lock");
         read.retain(|(_, d)| !failed.contains(d));
-        read
+        Walked {
+            read,
+            failed: failed.into_iter().collect(),
+        }
     }
+}
+
+/// What a walk listed: (root, directory) for each directory it listed
+/// whole, and the directories whose listing failed.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "catalog"), allow(dead_code))]
+pub(crate) struct Walked {
+    pub(crate) read: Vec<(PathBuf, PathBuf)>,
+    pub(crate) failed: Vec<PathBuf>,
 }
 
 /// Which files a scan keeps by their path below a root: the globs (and
@@ -63,11 +76,13 @@ impl Places {
 /// to a local root, and as they are applied to the keys listed under a
 /// bucket prefix.
 #[derive(Clone)]
+#[cfg_attr(not(any(feature = "remote", feature = "catalog")), allow(dead_code))]
 pub(crate) struct Keep {
     globs: Option<Override>,
     max_depth: Option<usize>,
 }
 
+#[cfg_attr(not(any(feature = "remote", feature = "catalog")), allow(dead_code))]
 impl Keep {
     /// The filters of a walk: its globs (gitignore syntax, `!` excludes;
     /// one that does not compile is a usage error) and its depth.

@@ -350,8 +350,8 @@ pub(crate) struct Found {
     pub(crate) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
     /// The bucket prefixes whose listing failed: what they hold is unknown.
     pub(crate) unlisted: Vec<PathBuf>,
-    /// (root, directory) for each directory the walk listed whole.
-    pub(crate) read: Vec<(PathBuf, PathBuf)>,
+    /// The directories the walk listed whole, and those it failed to.
+    pub(crate) listed: crate::places::Walked,
 }
 
 pub(crate) fn list_versions(
@@ -512,7 +512,7 @@ pub(crate) fn list_versions(
         linked: linked.into_inner().expect("lock"),
         met,
         unlisted,
-        read: places.read_whole(),
+        listed: places.into_lists(),
     })
 }
 

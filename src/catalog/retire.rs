@@ -1,53 +1,61 @@
 //! Which rows an indexed scan retires: only those of files it looked for
-//! and did not find. A row's file was looked for when the scan listed the
-//! directory it lived in whole (a directory below a root, not past
-//! `--max-depth`, not excluded by a glob, not behind a link `--no-follow`
-//! leaves alone, and whose listing did not fail) or the bucket prefix it
-//! lived under (listed to its end), and when the globs and the depth keep
-//! its path. A file named directly (a root, a line of `--files-from`) is
+//! and did not find. A row's file was looked for when the scan listed
+//! whole the nearest directory above it that it reached (a directory below
+//! a root, not past `--max-depth`, not excluded by a glob, not behind a
+//! link `--no-follow` leaves alone, and no listing on the way failed) or
+//! the bucket prefix it lived under (listed to its end), and when the globs
+//! and the depth keep its path. A file named directly (a root, a line of `--files-from`) is
 //! looked for only that way too: missing, it is a root that cannot be
 //! opened, and its row stays. A shard looks for every file of the walk
 //! (its rows are the other shards' too). docs/GUIDE.md says the rule per
 //! flag.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
-use crate::places::Keep;
+use crate::places::{Keep, Walked};
 
 /// Where an indexed scan looked.
 pub(super) struct Looked<'a> {
     /// Each directory listed whole, by its key (real path), with the root
     /// it was walked from and its path as walked (what the globs match).
     dirs: HashMap<String, (&'a Path, &'a Path)>,
+    /// The keys of the directories whose listing failed.
+    failed: HashSet<String>,
     /// The key every row under a bucket prefix listed whole starts with.
     prefixes: Vec<String>,
     keep: Keep,
 }
 
 impl<'a> Looked<'a> {
-    /// `read`: (root, directory) for each directory the walk listed whole,
-    /// `key` the key of a directory walked, `prefixes` the keys (ending in
-    /// `/`) of the bucket prefixes listed to their end.
+    /// `walked`: what the walk listed, `key` the key of a directory
+    /// walked, `prefixes` the keys (ending in `/`) of the bucket prefixes
+    /// listed to their end.
     pub(super) fn new(
-        read: &'a [(PathBuf, PathBuf)],
+        walked: &'a Walked,
         key: &dyn Fn(&Path) -> String,
         prefixes: Vec<String>,
         keep: Keep,
     ) -> Looked<'a> {
-        let dirs = read
+        let dirs = walked
+            .read
             .iter()
             .map(|(root, dir)| (key(dir), (root.as_path(), dir.as_path())))
             .collect();
+        let failed = walked.failed.iter().map(|d| key(d)).collect();
         Looked {
             dirs,
+            failed,
             prefixes,
             keep,
         }
     }
 
     /// Whether this scan looked for the file (or compile-cache entry) of
-    /// the row keyed `key`: a row it did not find is then retired.
+    /// the row keyed `key`: a row it did not find is then retired. The
+    /// nearest directory above it that was listed whole did not hold the
+    /// next step of its path (else that step was listed too, or was not
+    /// for a reason a filter or a failure names).
     pub(super) fn looked_for(&self, key: &str) -> bool {
         for p in &self.prefixes {
             if let Some(rel) = key.strip_prefix(p.as_str()) {
@@ -55,17 +63,22 @@ impl<'a> Looked<'a> {
             }
         }
         let k = Path::new(key);
-        let (Some(parent), Some(name)) = (k.parent().and_then(Path::to_str), k.file_name()) else {
-            return false;
-        };
-        let Some((root, walked)) = self.dirs.get(parent) else {
-            return false;
-        };
-        let path = walked.join(name);
-        let rel = path.strip_prefix(root).unwrap_or(&path);
-        // A compile-cache entry holding no NEFF is a directory's row.
-        let dir = !name.to_string_lossy().ends_with(".neff");
-        self.keep.keeps(rel, dir)
+        let mut up = k.parent();
+        while let Some(dir) = up.and_then(Path::to_str) {
+            if self.failed.contains(dir) {
+                return false;
+            }
+            if let Some(&(root, walked)) = self.dirs.get(dir) {
+                let below = k.strip_prefix(dir).unwrap_or(k);
+                let path = walked.join(below);
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                // A compile-cache entry holding no NEFF is a directory's row.
+                let is_dir = !key.ends_with(".neff");
+                return self.keep.keeps(rel, is_dir);
+            }
+            up = up.and_then(Path::parent);
+        }
+        false
     }
 }
 

@@ -458,7 +458,7 @@ pub fn scan_indexed_listing(
         linked,
         met,
         mut unlisted,
-        read: walked_dirs,
+        listed: walked,
     } = scan::list_versions(rest, None, &opts.walk)?;
     let pool = crate::pool::counting_pool(opts.jobs)
         .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
@@ -682,7 +682,7 @@ pub fn scan_indexed_listing(
         .map(|r| under(r).1)
         .collect();
     let key = |d: &Path| key_below(d, &real_roots, &linked);
-    let looked = retire::Looked::new(&walked_dirs, &key, listed_prefixes, keep);
+    let looked = retire::Looked::new(&walked, &key, listed_prefixes, keep);
     let gone: Vec<&String> = cached
         .keys()
         .filter(|k| !found.contains(k.as_str()) && looked.looked_for(k))
