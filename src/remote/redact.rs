@@ -14,10 +14,10 @@
 use std::borrow::Cow;
 
 /// What replaces a secret.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// `url` as it may be printed: query values and a fragment replaced by
-/// [`REDACTED`], userinfo dropped; anything without `://` is returned as
+/// `<redacted>`, userinfo dropped; anything without `://` is returned as
 /// it is.
 pub fn redact(url: &str) -> Cow<'_, str> {
     let Some(at) = url.find("://") else {
