@@ -2,7 +2,9 @@
 //! files it looked for and did not find (`catalog::retire`): the
 //! directories a walk read whole (a directory that failed to list, in
 //! part or whole, is not among them), and which files the globs and the
-//! depth keep, below a local root or a bucket prefix.
+//! depth keep, below a local root or a bucket prefix; and the walk's
+//! small helpers (a shard of the sorted paths, the path a walk error
+//! names).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -137,5 +139,40 @@ impl Keep {
             Some(rel) => self.keeps(Path::new(rel.trim_start_matches('/')), false),
             None => true,
         }
+    }
+}
+
+/// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
+/// the sorted list has i mod n == k - 1. `None` keeps them all.
+pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
+    match shard {
+        Some((k, n)) => paths
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % n == k - 1)
+            .map(|(_, p)| p)
+            .collect(),
+        None => paths,
+    }
+}
+
+/// The directory a symlink loop leads back to, if `e` is a loop.
+pub(crate) fn loop_ancestor(e: &ignore::Error) -> Option<&Path> {
+    match e {
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => {
+            loop_ancestor(err)
+        }
+        ignore::Error::Loop { ancestor, .. } => Some(ancestor),
+        _ => None,
+    }
+}
+
+/// The path a walk error names (a loop: the link that closes it).
+pub(crate) fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } => walk_error_path(err),
+        ignore::Error::Loop { child, .. } => Some(child.clone()),
+        _ => None,
     }
 }

@@ -534,39 +534,8 @@ fn meet_object(
     }
 }
 
-/// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
-/// the sorted list has i mod n == k - 1. `None` keeps them all.
-pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
-    match shard {
-        Some((k, n)) => paths
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| i % n == k - 1)
-            .map(|(_, p)| p)
-            .collect(),
-        None => paths,
-    }
-}
-
-/// The directory a symlink loop leads back to, if `e` is a loop.
-fn loop_ancestor(e: &ignore::Error) -> Option<&Path> {
-    match e {
-        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => {
-            loop_ancestor(err)
-        }
-        ignore::Error::Loop { ancestor, .. } => Some(ancestor),
-        _ => None,
-    }
-}
-
-fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
-    match e {
-        ignore::Error::WithPath { path, .. } => Some(path.clone()),
-        ignore::Error::WithDepth { err, .. } => walk_error_path(err),
-        ignore::Error::Loop { child, .. } => Some(child.clone()),
-        _ => None,
-    }
-}
+pub(crate) use crate::places::shard_of;
+use crate::places::{loop_ancestor, walk_error_path};
 
 /// Scans `paths` on a pool of `opts.jobs` threads, calling `emit` with each
 /// record as it is made (from the worker threads; `emit` serializes).
