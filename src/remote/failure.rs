@@ -99,6 +99,25 @@ fn transport(e: &object_store::Error, timeout: u64) -> (Io, String) {
     }
 }
 
+/// A request of the plain HTTP client (the hub's listing, the SSO
+/// portal) that failed, in the same words as [`describe`]'s, without the
+/// client's report.
+pub(super) fn http_words(e: &reqwest::Error, timeout: u64) -> String {
+    let os = std::iter::successors(Some(e as &dyn StdError), |c| (*c).source())
+        .find_map(|c| c.downcast_ref::<std::io::Error>().map(|io| io.kind()));
+    if os == Some(Io::ConnectionRefused) {
+        "could not connect: connection refused".into()
+    } else if e.is_timeout() {
+        format!("timed out (no answer within {timeout} s: NEFF_REMOTE_TIMEOUT)")
+    } else if e.is_connect() {
+        format!("could not connect: {}", innermost(e))
+    } else if let Some(status) = e.status() {
+        format!("the server answered {status}")
+    } else {
+        innermost(e)
+    }
+}
+
 /// The status in a message of `object_store`'s (`Server returned non-2xx
 /// status code: 503 Service Unavailable: …`).
 fn status_in(text: &str) -> Option<String> {

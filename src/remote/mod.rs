@@ -75,10 +75,14 @@ mod profile;
 mod redact;
 mod version;
 
-/// An `object_store` error as the crate's, in one line
-/// ([`failure::describe`]).
+/// An `object_store` error as the crate's, in one line ([`failure::describe`]).
 fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
     failure::describe(e, etag, timeout().as_secs())
+}
+
+/// A plain HTTP client's error in those words ([`failure::http_words`]).
+fn http_words(e: &reqwest::Error) -> String {
+    failure::http_words(e, timeout().as_secs())
 }
 
 pub use ahead::Parts;
@@ -142,8 +146,7 @@ fn spool_file() -> Result<File> {
     })
 }
 
-/// A remote failure of I/O class `io`; any URL in `reason` is made
-/// printable ([`redact_text`]).
+/// A remote failure of I/O class `io` (a URL in `reason` made printable).
 fn remote_as(io: std::io::ErrorKind, reason: impl Into<String>) -> Error {
     let reason = reason.into();
     Error::Remote {
@@ -212,7 +215,7 @@ async fn body_at_most(
     most: usize,
 ) -> std::result::Result<Vec<u8>, (String, bool)> {
     let mut body = Vec::new();
-    while let Some(chunk) = r.chunk().await.map_err(|e| (one_line(&e), true))? {
+    while let Some(chunk) = r.chunk().await.map_err(|e| (http_words(&e), true))? {
         if body.len() + chunk.len() > most {
             return Err((format!("an answer over {most} bytes"), false));
         }
@@ -268,7 +271,7 @@ fn sso_role_keys(login: &profile::SsoLogin) -> Result<profile::Keys> {
                 .header("x-amz-sso_bearer_token", &login.token)
                 .send()
                 .await
-                .map_err(|e| format!("the SSO portal: {}", one_line(&e)))?;
+                .map_err(|e| format!("the SSO portal: {}", http_words(&e)))?;
             let status = r.status();
             let body = body_at_most(r, 1 << 20)
                 .await
@@ -1413,7 +1416,7 @@ fn list_hf(url: &str) -> Result<Vec<Listed>> {
                     req = req.bearer_auth(t);
                 }
                 let got = async {
-                    let r = req.send().await.map_err(|e| (one_line(&e), true))?;
+                    let r = req.send().await.map_err(|e| (http_words(&e), true))?;
                     let status = r.status();
                     if !status.is_success() {
                         let transient = status.is_server_error() || status.as_u16() == 429;
