@@ -86,9 +86,13 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
         let start = rest[..at]
             .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
             .map_or(0, |i| i + 1);
-        let end = rest[at..]
+        let mut end = rest[at..]
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
             .map_or(rest.len(), |i| at + i);
+        // A URL in parentheses ends before the closing one.
+        if rest[..start].ends_with('(') && rest[..end].ends_with(')') {
+            end -= 1;
+        }
         out.push_str(&rest[..start]);
         out.push_str(&redact(&rest[start..end]));
         rest = &rest[end..];
