@@ -128,23 +128,30 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         .filter(|_| remote)
         .map(|b| Ticker::start(b.clone()));
     let table = format == Format::Table;
-    let out = Mutex::new(io::BufWriter::new(io::stdout()));
+    // (The table's header is printed with its first row, or at the end:
+    // a scan that fails before any record prints nothing on stdout.)
+    let out = Mutex::new((io::BufWriter::new(io::stdout()), !table));
+    let line = |text: Option<String>| -> io::Result<()> {
+        let (w, headed) = &mut *out.lock().expect("lock");
+        if !std::mem::replace(headed, true) {
+            let (ok, arch, cores, world) = ("ok", "arch", "cores", "world");
+            writeln!(
+                w,
+                "{ok:<4} {arch:<8} {cores:>5} {world:>6} {:>7}  path",
+                "members"
+            )?;
+        }
+        text.map_or(Ok(()), |t| writeln!(w, "{t}"))
+    };
     let rows = Mutex::new((!table).then(|| Rows::new(format, io::BufWriter::new(io::stdout()))));
     let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
     let (ok, failed, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
     let refused = AtomicUsize::new(0);
     let write_err: Mutex<Option<io::Error>> = Mutex::new(None);
-    if table {
-        let header = format!(
-            "{:<4} {:<8} {:>5} {:>6} {:>7}  path",
-            "ok", "arch", "cores", "world", "members"
-        );
-        writeln!(out.lock().expect("lock"), "{header}").map_err(stdout_err)?;
-    }
     let print = |r: &Record| {
         let written = match rows.lock().expect("lock").as_mut() {
             Some(w) => w.row(r),
-            None => writeln!(out.lock().expect("lock"), "{}", table_row(r)),
+            None => line(Some(table_row(r))),
         };
         if let Err(e) = written {
             write_err.lock().expect("lock").get_or_insert(e);
@@ -212,11 +219,17 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     for r in &held {
         print(r);
     }
-    if let Some(w) = rows.into_inner().expect("lock") {
+    let printed = ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) > 0;
+    let quiet = scanned.is_err() && !printed;
+    if let Some(w) = rows.into_inner().expect("lock").filter(|_| !quiet) {
         w.finish().map_err(stdout_err)?;
+    }
+    if !quiet {
+        line(None).map_err(stdout_err)?;
     }
     out.into_inner()
         .expect("lock")
+        .0
         .flush()
         .map_err(stdout_err)?;
     if let Some(e) = write_err.into_inner().expect("lock") {
