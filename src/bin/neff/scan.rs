@@ -105,24 +105,8 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         path: PathBuf::from("scan"),
         err,
     })?;
-    #[cfg(feature = "remote")]
-    let remote = roots.iter().any(|r| r.to_str().is_some_and(neff::is_url));
-    #[cfg(not(feature = "remote"))]
-    let remote = false;
-    let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
-        // Its length grows as the paths are listed (a bucket's pages
-        // arrive while the first objects are read), indexed or not.
-        let b = indicatif::ProgressBar::new(0);
-        let template = "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}";
-        // A scan of remote objects also shows what the network does.
-        let template = if remote {
-            format!("{template} {{msg}}")
-        } else {
-            template.to_string()
-        };
-        b.set_style(indicatif::ProgressStyle::with_template(&template).expect("static template"));
-        b
-    });
+    let remote = roots.iter().any(|r| is_url(r));
+    let bar = (!no_progress && io::stderr().is_terminal()).then(|| progress_bar(remote));
     let ticker = bar
         .as_ref()
         .filter(|_| remote)
@@ -251,6 +235,21 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     } else {
         u8::from(strict && failed > 0)
     })
+}
+
+/// The progress bar: its length grows as the paths are listed (a
+/// bucket's pages arrive while the first objects are read), indexed or
+/// not; a scan of remote objects also shows what the network does.
+fn progress_bar(remote: bool) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(0);
+    let template = "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}";
+    let template = if remote {
+        format!("{template} {{msg}}")
+    } else {
+        template.to_string()
+    };
+    b.set_style(indicatif::ProgressStyle::with_template(&template).expect("static template"));
+    b
 }
 
 /// Reports each local root named on the command line that cannot be
