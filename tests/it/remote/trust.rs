@@ -92,6 +92,8 @@ fn no_secret_of_a_url_reaches_any_output_of_any_command_or_the_catalogue() {
             vec!["scan", "--no-progress", &url],
             vec!["scan", "--no-progress", "--format", "csv", &url],
             vec!["scan", "--no-progress", "--json", "--index", db, &url],
+            vec!["cache", "status", &url],
+            vec!["cache", "prune", "--failed", &url],
         ];
         for args in commands {
             // Every request logged too (-vv), and the client's own log lines.
@@ -101,7 +103,7 @@ fn no_secret_of_a_url_reaches_any_output_of_any_command_or_the_catalogue() {
             leaks.extend(secrets_in(&format!("{name} {args:?} stdout"), &o.stdout));
             leaks.extend(secrets_in(&format!("{name} {args:?} stderr"), &o.stderr));
             let err = String::from_utf8_lossy(&o.stderr);
-            if code == 3 && args[0] != "scan" {
+            if code == 3 && !matches!(args[0], "scan" | "cache") {
                 assert_eq!(o.status.code(), Some(3), "{name} {args:?}: {err}");
             }
             assert!(!err.contains("panicked"), "{name} {args:?}: {err}");
