@@ -3,12 +3,13 @@
 //! whole the nearest directory above it that it reached (a directory below
 //! a root, not past `--max-depth`, not excluded by a glob, not behind a
 //! link `--no-follow` leaves alone, and no listing on the way failed) or
-//! the bucket prefix it lived under (listed to its end), and when the globs
-//! and the depth keep its path. A file named directly (a root, a line of `--files-from`) is
-//! looked for only that way too: missing, it is a root that cannot be
-//! opened, and its row stays. A shard looks for every file of the walk
-//! (its rows are the other shards' too). docs/GUIDE.md says the rule per
-//! flag.
+//! the bucket prefix it lived under (listed to its end), and when the
+//! globs and the depth keep its path; a local file's row goes only when
+//! nothing is at its path any more. A file named directly (a root, a line
+//! of `--files-from`) is looked for only that way too: missing, it is a
+//! root that cannot be opened, and its row stays. A shard looks for every
+//! file of the walk (its rows are the other shards' too). docs/GUIDE.md
+//! says the rule per flag.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -52,17 +53,24 @@ impl<'a> Looked<'a> {
     }
 
     /// Whether this scan looked for the file (or compile-cache entry) of
-    /// the row keyed `key`: a row it did not find is then retired. The
-    /// nearest directory above it that was listed whole did not hold the
-    /// next step of its path (else that step was listed too, or was not
-    /// for a reason a filter or a failure names).
+    /// the row keyed `key`, not found by it, and found it gone: the row is
+    /// then retired. The nearest directory above it that the walk listed
+    /// whole did not hold the next step of its path (else that step was
+    /// listed too, or was not for a reason a filter or a failure names),
+    /// the filters keep its path, and the file is no longer there.
     pub(super) fn looked_for(&self, key: &str) -> bool {
+        let k = Path::new(key);
+        // A walk or a listing finds `*.neff` files and compile-cache
+        // entries by name; a row keyed otherwise is the target of a link
+        // named `*.neff` (as a hub's cache keeps `snapshots/…/model.neff
+        // -> blobs/<hash>`), which the globs do not name.
+        let name = k.file_name().map(|n| n.to_string_lossy());
+        let by_name = name.is_some_and(|n| n.ends_with(".neff") || crate::cache::is_entry_name(&n));
         for p in &self.prefixes {
             if let Some(rel) = key.strip_prefix(p.as_str()) {
-                return self.keep.keeps(Path::new(rel), false);
+                return by_name && self.keep.keeps(Path::new(rel), false);
             }
         }
-        let k = Path::new(key);
         let mut up = k.parent();
         while let Some(dir) = up.and_then(Path::to_str) {
             if self.failed.contains(dir) {
@@ -74,12 +82,20 @@ impl<'a> Looked<'a> {
                 let rel = path.strip_prefix(root).unwrap_or(&path);
                 // A compile-cache entry holding no NEFF is a directory's row.
                 let is_dir = !key.ends_with(".neff");
-                return self.keep.keeps(rel, is_dir);
+                if by_name && !self.keep.keeps(rel, is_dir) {
+                    return false;
+                }
+                return gone(k);
             }
             up = up.and_then(Path::parent);
         }
         false
     }
+}
+
+/// Whether nothing is at `path` any more (not: it may not be read).
+fn gone(path: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Whether `root` is a bucket or repository prefix (listed, not walked).

@@ -130,10 +130,32 @@ fn a_files_from_scan_keeps_every_other_row_and_the_row_of_a_listed_file_gone() {
 #[test]
 fn a_no_follow_scan_of_a_linked_root_and_a_shard_keep_the_others_rows() {
     let (tmp, zoo, db) = indexed_zoo();
+    // A NEFF reached through a link only, as a hub's cache keeps one
+    // (`snapshots/…/model.neff -> ../blobs/<hash>`): its row is keyed by
+    // where the link leads.
+    std::fs::create_dir_all(zoo.join("blobs")).unwrap();
+    std::fs::copy(&neffs("fixtures/acc")[6], zoo.join("blobs/3f9a")).unwrap();
+    std::fs::create_dir_all(zoo.join("snap")).unwrap();
+    std::os::unix::fs::symlink("../blobs/3f9a", zoo.join("snap/model.neff")).unwrap();
+    indexed(&db, &[s(&zoo)]);
+    let mut all = ALL.to_vec();
+    all.insert(2, "blobs/3f9a");
+    assert_eq!(keys(&db, &zoo), all);
+    indexed(&db, &["--no-follow", s(&zoo)]);
+    assert_eq!(keys(&db, &zoo), all, "--no-follow dropped rows");
     let link = tmp.path().join("zoo-link");
     std::os::unix::fs::symlink(&zoo, &link).unwrap();
     indexed(&db, &["--no-follow", s(&link)]);
-    assert_eq!(keys(&db, &zoo), ALL, "--no-follow dropped rows");
+    assert_eq!(
+        keys(&db, &zoo),
+        all,
+        "--no-follow of a linked root dropped rows"
+    );
+    // Gone, with its link: retired by the scan that looks where it was.
+    std::fs::remove_file(zoo.join("snap/model.neff")).unwrap();
+    std::fs::remove_file(zoo.join("blobs/3f9a")).unwrap();
+    indexed(&db, &["--no-follow", s(&zoo)]);
+    assert_eq!(keys(&db, &zoo), ALL);
     for shard in ["1/2", "2/2", "3/3"] {
         indexed(&db, &["--shard", shard, s(&zoo)]);
         assert_eq!(keys(&db, &zoo), ALL, "--shard {shard} dropped rows");
