@@ -61,11 +61,13 @@ mod limits;
 #[allow(unsafe_code)] // Memory maps: the crate's only unsafe code.
 mod map;
 mod payload;
+mod places;
 mod pool;
 mod reader;
 #[cfg(feature = "remote")]
 mod remote;
 mod select;
+mod shown;
 mod tar;
 
 // Beside the path: tasks built on an open NEFF.
@@ -96,9 +98,9 @@ pub use pool::{set_io_depth, set_threads, DEFAULT_IO_DEPTH};
 pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
 pub use remote::{
-    is_url, set_access as set_s3_access, set_byte_cap as set_remote_byte_cap,
-    set_profile as set_aws_profile, stats as remote_stats, Stats as RemoteStats,
-    WHOLE_BELOW as REMOTE_WHOLE_BELOW,
+    is_url, redact as redact_url, redact_text as redact_urls_in, set_access as set_s3_access,
+    set_byte_cap as set_remote_byte_cap, set_profile as set_aws_profile, stats as remote_stats,
+    Stats as RemoteStats, WHOLE_BELOW as REMOTE_WHOLE_BELOW,
 };
 pub use select::{Known, Pattern};
 pub use summary::Summary;

@@ -350,6 +350,8 @@ pub(crate) struct Found {
     pub(crate) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
     /// The bucket prefixes whose listing failed: what they hold is unknown.
     pub(crate) unlisted: Vec<PathBuf>,
+    /// The directories the walk listed whole, and those it failed to.
+    pub(crate) listed: crate::places::Walked,
 }
 
 pub(crate) fn list_versions(
@@ -369,6 +371,7 @@ pub(crate) fn list_versions(
     // What the walk met of each compile-cache entry, by the entry's
     // directory: every entry is a key (those holding no NEFF get a record).
     let met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>> = Mutex::default();
+    let places = crate::places::Places::default();
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
@@ -379,10 +382,11 @@ pub(crate) fn list_versions(
             }
             match crate::remote::list_all(url) {
                 Ok(objects) => {
+                    let keep = crate::places::Keep::new(&walk.globs, walk.max_depth)?;
                     let mut found = found.lock().expect("lock");
                     for o in objects {
                         meet_object(&o, &mut met.lock().expect("lock"));
-                        if o.url.ends_with(".neff") {
+                        if o.url.ends_with(".neff") && keep.keeps_listed(url, &o.url) {
                             let p = PathBuf::from(&o.url);
                             versions.insert(p.clone(), (o.size, o.version));
                             found.push(p);
@@ -429,6 +433,7 @@ pub(crate) fn list_versions(
             Box::new(|ent| {
                 match ent {
                     Ok(e) => {
+                        places.entry(root, &e, walk.max_depth);
                         if e.path_is_symlink() {
                             linked.lock().expect("lock").insert(e.path().to_path_buf());
                         }
@@ -461,6 +466,7 @@ pub(crate) fn list_versions(
                         }
                     }
                     Err(err) => {
+                        places.error(&err);
                         // A loop met again through another link is the
                         // same loop: reported once.
                         if let Some(a) = loop_ancestor(&err) {
@@ -503,6 +509,7 @@ pub(crate) fn list_versions(
         linked: linked.into_inner().expect("lock"),
         met,
         unlisted,
+        listed: places.into_lists(),
     })
 }
 
@@ -544,39 +551,8 @@ fn meet_object(
     }
 }
 
-/// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
-/// the sorted list has i mod n == k - 1. `None` keeps them all.
-pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
-    match shard {
-        Some((k, n)) => paths
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| i % n == k - 1)
-            .map(|(_, p)| p)
-            .collect(),
-        None => paths,
-    }
-}
-
-/// The directory a symlink loop leads back to, if `e` is a loop.
-fn loop_ancestor(e: &ignore::Error) -> Option<&Path> {
-    match e {
-        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => {
-            loop_ancestor(err)
-        }
-        ignore::Error::Loop { ancestor, .. } => Some(ancestor),
-        _ => None,
-    }
-}
-
-fn walk_error_path(e: &ignore::Error) -> Option<PathBuf> {
-    match e {
-        ignore::Error::WithPath { path, .. } => Some(path.clone()),
-        ignore::Error::WithDepth { err, .. } => walk_error_path(err),
-        ignore::Error::Loop { child, .. } => Some(child.clone()),
-        _ => None,
-    }
-}
+pub(crate) use crate::places::shard_of;
+use crate::places::{loop_ancestor, walk_error_path};
 
 /// Scans `paths` on a pool of `opts.jobs` threads, calling `emit` with each
 /// record as it is made (from the worker threads; `emit` serializes).
@@ -710,10 +686,20 @@ pub(crate) struct Seen {
     /// The prefixes whose listing failed, whole or part way: what they
     /// held is unknown.
     unlisted: Mutex<Vec<PathBuf>>,
+    /// Which listed objects the globs and the depth keep.
+    keep: Option<crate::places::Keep>,
 }
 
 #[cfg_attr(not(all(feature = "remote", feature = "catalog")), allow(dead_code))]
 impl Seen {
+    /// Nothing seen yet; listed objects kept as `keep` says.
+    pub(crate) fn keeping(keep: crate::places::Keep) -> Seen {
+        Seen {
+            keep: Some(keep),
+            ..Seen::default()
+        }
+    }
+
     /// What a walk (`local`) or the listings met of `path`'s compile-cache
     /// entry.
     pub(crate) fn met(
@@ -740,7 +726,7 @@ impl Seen {
 
 fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
     Record {
-        path: path.display().to_string(),
+        path: crate::shown::path(path),
         ok: false,
         error: Some(e.to_string()),
         bytes,
@@ -761,7 +747,7 @@ pub(crate) fn record_with<T>(
 ) -> (Record, Option<T>) {
     if is_bare_entry(path) {
         let mut r = Record {
-            path: path.display().to_string(),
+            path: crate::shown::path(path),
             ..Record::default()
         };
         cache_entry(path, &mut r, &opts.open, met);
@@ -820,7 +806,7 @@ fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Rec
         }
     };
     let mut r = Record {
-        path: path.display().to_string(),
+        path: crate::shown::path(path),
         ok: true,
         bytes,
         pkg_version: Some(h.pkg_version.get()),
@@ -1003,6 +989,7 @@ mod listing {
         /// complete, in key order.
         pub(super) fn key(&mut self, url: &str, out: &mut dyn FnMut(PathBuf)) {
             if self.ordered && self.last.as_deref().is_some_and(|l| url < l) {
+                let url = crate::shown::path(Path::new(url));
                 log::warn!("{url}: listed out of key order: the rest is read after the listing");
                 self.ordered = false;
             }
@@ -1042,7 +1029,10 @@ mod listing {
         for r in local.errors {
             emit(r);
         }
-        let seen = Seen::default();
+        let seen = Seen::keeping(crate::places::Keep::new(
+            &opts.walk.globs,
+            opts.walk.max_depth,
+        )?);
         read_while_listing(
             prefixes,
             &local.paths,
@@ -1120,6 +1110,13 @@ mod listing {
                 let mut held = Held::new();
                 let got = crate::remote::list_each(url, &mut |o: Listed| {
                     meet_object(&o, &mut seen.met.lock().expect("lock"));
+                    if seen
+                        .keep
+                        .as_ref()
+                        .is_some_and(|k| !k.keeps_listed(url, &o.url))
+                    {
+                        return;
+                    }
                     if o.url.ends_with(".neff") {
                         seen.versions
                             .lock()

@@ -596,7 +596,13 @@ def scan(
     every payload's hash), ``glob`` (gitignore-syntax globs, ``!`` to
     exclude), ``max_depth``, ``follow`` (``False``: ``--no-follow``), and
     ``index``: an SQLite catalogue kept current (``rebuild`` starts it
-    over), from which unchanged files are answered; :class:`Catalog` reads it."""
+    over), from which unchanged files are answered; :class:`Catalog` reads it.
+
+    A root that cannot be opened (missing, a dangling or looping link, a
+    directory its user may not read, a prefix that cannot be listed) raises
+    nothing: it is a record, ``ok`` False, whose ``path`` is the root as
+    given and whose ``error`` says why; the other roots are scanned. A URL's
+    query values are ``<redacted>`` in ``path``."""
     lines = _neff.scan(
         _paths(paths),
         jobs or 0,

@@ -92,6 +92,9 @@ fn check_shard(shard: Option<(usize, usize)>) -> PyResult<()> {
 /// whatever their name) on `jobs` threads (0: one per core), keeping shard
 /// `k` of `n` of the sorted list when `shard=(k, n)`. Records come in
 /// completion order, walk errors first, as `neff scan --json` prints them.
+/// A root that cannot be opened (missing, a dangling or looping link, a
+/// directory its user may not read, a prefix that cannot be listed) is a
+/// record too, `ok` False, its `path` the root as given: no exception.
 ///
 /// As `neff scan`'s flags: `limits` (a dict of the caps set), `verify`
 /// (check every payload's hash), `globs`, `max_depth`, `follow` (the walk),

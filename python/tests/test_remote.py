@@ -171,3 +171,42 @@ def test_an_aws_profile_set_from_python_authenticates_and_names_the_endpoint(ser
     assert p.returncode == 0, p.stderr
     with neff.open(os.path.join(ACC, name)) as n:
         assert p.stdout.strip() == str([m.name for m in n.members()])
+
+
+SECRETS = ("SIGSECRET", "CREDSECRET", "USERSECRET", "PWSECRET")
+
+
+def closed_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_remote_failures_raise_oserrors_whose_message_holds_no_secret(servers, monkeypatch):
+    # Issue 49: the message is the CLI's one line, the URL's secrets gone.
+    monkeypatch.setenv("NEFF_REMOTE_RETRIES", "1")
+    q = "X-Amz-Credential=CREDSECRET&X-Amz-Signature=SIGSECRET"
+    port = closed_port()
+    cases = [
+        (f"http://USERSECRET:PWSECRET@127.0.0.1:{port}/x.neff?{q}", ConnectionRefusedError,
+         "could not connect: connection refused"),
+        (f"{servers['http']}/acc/no-such.neff?{q}", FileNotFoundError, "no such object"),
+    ]
+    for url, cls, words in cases:
+        with pytest.raises(cls) as e:
+            neff.open(url)
+        text = str(e.value)
+        assert words in text, text
+        assert not any(s in text for s in SECRETS), text
+        assert "Generic" not in text and "max_retries" not in text, text
+
+
+def test_a_scan_record_of_a_presigned_url_shows_its_query_redacted(servers):
+    url = f"{servers['http']}/acc/{NAMES[0]}?X-Amz-Credential=CREDSECRET&X-Amz-Signature=SIGSECRET"
+    [rec] = list(neff.scan([url]))
+    assert rec["ok"], rec
+    base = f"{servers['http']}/acc/{NAMES[0]}"
+    assert rec["path"] == base + "?X-Amz-Credential=<redacted>&X-Amz-Signature=<redacted>"

@@ -63,3 +63,47 @@ def test_scan_table_holds_the_cli_records():
     t = neff.scan_table(ZOO)
     assert isinstance(t, pa.Table) and t.schema == arrow.SCHEMA
     assert arrow.to_records(t) == cli_records(*ZOO)
+
+
+def test_a_root_that_cannot_be_opened_is_a_record_and_the_others_are_scanned(tmp_path):
+    # Issue 49: no exception; the CLI prints its line and exits 3.
+    good = os.path.join(ROOT, "fixtures", "interop")
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    looping = tmp_path / "loop"
+    looping.symlink_to(looping)
+    for bad in (str(tmp_path / "missing"), str(dangling), str(looping)):
+        got = list(neff.scan([bad, good]))
+        failed = [r for r in got if r["path"] == bad]
+        assert len(failed) == 1 and failed[0]["ok"] is False and failed[0]["error"], got
+        assert sum(r["ok"] for r in got) == len(os.listdir(good)), got
+        p = cli("scan", "--json", "--no-progress", bad, good)
+        assert p.returncode == 3, p.stderr
+        assert p.stderr.decode().startswith(f"neff: {bad}: cannot be opened: "), p.stderr
+
+
+def test_a_root_its_user_may_not_read_is_a_record_too():
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run as the user nobody (mode bits do not stop root)")
+    top = tempfile.mkdtemp()
+    try:
+        os.chmod(top, 0o777)
+        locked = os.path.join(top, "locked")
+        os.mkdir(locked, 0o000)
+        code = ("import json, sys, neff; "
+                "print(json.dumps(list(neff.scan([sys.argv[1], sys.argv[2]]))))")
+        p = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+             "-c", code, locked, os.path.join(ROOT, "fixtures", "interop")],
+            capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        got = json.loads(p.stdout)
+        failed = [r for r in got if r["path"] == locked]
+        assert len(failed) == 1 and not failed[0]["ok"] and "ermission" in failed[0]["error"], got
+    finally:
+        os.chmod(os.path.join(top, "locked"), 0o700)
+        shutil.rmtree(top)

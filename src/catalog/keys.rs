@@ -45,12 +45,23 @@ pub(super) fn options_from_v1(text: &str) -> String {
 
 /// The key of a file's row: its canonical path (symlinks and `.`/`..`
 /// resolved, as realpath gives it), or for a URL the URL normalised (scheme
-/// and host in lower case, dot segments resolved); a path that cannot be
-/// resolved (gone) is made absolute as it stands.
+/// and host in lower case, dot segments resolved) without its query,
+/// fragment or userinfo (a presigned URL's signature, a password: never
+/// kept, and the object is the same whatever signs the request); a path
+/// that cannot be resolved (gone) is made absolute as it stands.
 pub(crate) fn key_of(p: &Path) -> String {
     #[cfg(feature = "remote")]
     if let Some(u) = p.to_str().filter(|s| crate::remote::is_url(s)) {
-        return url::Url::parse(u).map_or_else(|_| u.to_string(), |u| u.to_string());
+        return match url::Url::parse(u) {
+            Ok(mut u) => {
+                u.set_query(None);
+                u.set_fragment(None);
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.to_string()
+            }
+            Err(_) => crate::remote::redact(u).into_owned(),
+        };
     }
     match std::fs::canonicalize(p) {
         Ok(c) => c.display().to_string(),
@@ -59,4 +70,29 @@ pub(crate) fn key_of(p: &Path) -> String {
             .display()
             .to_string(),
     }
+}
+
+/// The size and version of a remote object named by its URL (one no
+/// listing gave): asked of its server, so that a rescan answers it from
+/// its row as it answers a listed one. `None` for a local path, or when
+/// the server does not say.
+pub(crate) fn named_object_version(p: &Path) -> Option<(u64, String)> {
+    #[cfg(feature = "remote")]
+    if let Some(u) = p.to_str().filter(|s| {
+        // (Not a compile-cache entry's prefix: a listing gives those.)
+        crate::remote::is_url(s) && (s.ends_with(".neff") || !crate::remote::is_listable(s))
+    }) {
+        return match crate::remote::Object::version_of(u) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                log::debug!(
+                    "{}: no version to key its row on: {e}",
+                    crate::shown::path(p)
+                );
+                None
+            }
+        };
+    }
+    let _ = p;
+    None
 }

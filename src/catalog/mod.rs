@@ -36,10 +36,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod busy;
 mod keys;
+mod retire;
 mod schema;
 mod update;
 
+pub use busy::{busy_timeout, set_busy_timeout, DEFAULT_BUSY_TIMEOUT};
 pub use schema::{merge_sql, schema_script, INDEXES, NEFF_COLUMNS, SCHEMA, SCHEMA_VERSION};
 pub use update::{scan_indexed, scan_indexed_listing};
 

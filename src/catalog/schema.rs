@@ -3,7 +3,6 @@
 //! and migrating one from an older `neff`.
 
 use std::path::Path;
-use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -15,9 +14,6 @@ pub const APPLICATION_ID: i32 = 0x4E45_4646;
 /// `PRAGMA user_version` this `neff` writes. A database with a lower
 /// version is migrated on the next update; a higher one is refused.
 pub const SCHEMA_VERSION: i32 = 3;
-
-/// How long a connection waits for another process's write transaction.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The columns of `neffs` after `id`, in table order (used by
 /// [`merge_sql`] and the insert statement).
@@ -366,6 +362,9 @@ DETACH shard;
 }
 
 fn sql_err(path: &Path, e: rusqlite::Error) -> Error {
+    if let Some(io) = super::busy::io_failure(path, &e) {
+        return io;
+    }
     let msg = e.to_string().replace('\n', " ");
     Error::Catalog {
         context: format!("index {}: {msg}", path.display()),
@@ -448,6 +447,7 @@ fn check(conn: &Connection, path: &Path) -> Result<i32> {
 /// WAL journal, a busy timeout, the schema created or migrated in one
 /// transaction. With `rebuild`, any file at `path` is removed first.
 pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
+    super::busy::check_writable(path)?;
     if rebuild {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut p = path.as_os_str().to_owned();
@@ -471,8 +471,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
         .truncate(false)
         .open(path)
         .map_err(Error::Io)?;
-    rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| Error::Io(e.into()))?;
+    super::busy::flock_within(&guard, path)?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -480,7 +479,8 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(err(path))?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(err(path))?;
+    conn.busy_timeout(super::busy::busy_timeout())
+        .map_err(err(path))?;
     check(&conn, path)?;
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
@@ -557,6 +557,11 @@ pub fn create_indexes(conn: &Connection, path: &Path) -> Result<()> {
 /// (re-checking the version under the lock: another process may have
 /// created or migrated the database meanwhile).
 fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    // Current already: no write transaction (which would wait for another
+    // process's, before a single record is read).
+    if check(conn, path)? == SCHEMA_VERSION {
+        return Ok(());
+    }
     // A step that rebuilds `neffs` drops the table the other tables refer
     // to: foreign keys are off while it runs (SQLite's own procedure for a
     // table rebuild; the pragma is a no-op inside a transaction), checked
@@ -628,7 +633,8 @@ pub fn open_ro(path: &Path) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(err(path))?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(err(path))?;
+    conn.busy_timeout(super::busy::busy_timeout())
+        .map_err(err(path))?;
     match check(&conn, path)? {
         SCHEMA_VERSION => Ok(conn),
         0 => Err(Error::catalog(format!(

@@ -15,7 +15,8 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, Transaction};
 
-use super::keys::{key_of, options_key};
+use super::keys::{self, key_of, options_key};
+use super::retire;
 use super::schema::{self, err, NEFF_COLUMNS};
 use crate::accessors;
 use crate::error::{Error, Result};
@@ -457,6 +458,7 @@ pub fn scan_indexed_listing(
         linked,
         met,
         mut unlisted,
+        listed: walked,
     } = scan::list_versions(rest, None, &opts.walk)?;
     let pool = crate::pool::counting_pool(opts.jobs)
         .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
@@ -492,7 +494,8 @@ pub fn scan_indexed_listing(
 
     // Each file: answered from its row when its identity is unchanged (the
     // stat, or the listing's size and ETag, is the cost), else read.
-    let seen = scan::Seen::default();
+    let keep = crate::places::Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
+    let seen = scan::Seen::keeping(keep.clone());
     let key = |p: &Path| match keys.get(p.as_os_str()) {
         Some(k) => k.to_string(),
         // Found by a listing during the scan.
@@ -503,7 +506,9 @@ pub fn scan_indexed_listing(
         let met = seen.met(&met, p);
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
-        let stat = identity(p, seen.version(&versions, p).as_ref()).ok();
+        let version = seen.version(&versions, p);
+        let version = version.or_else(|| keys::named_object_version(p));
+        let stat = identity(p, version.as_ref()).ok();
         let hit = match (cached.get(&key).and_then(Option::as_ref), stat) {
             (Some(c), Some(stat)) if c.stat == stat && c.options == options => {
                 serde_json::from_str::<Record>(&c.record).ok()
@@ -511,7 +516,7 @@ pub fn scan_indexed_listing(
             _ => None,
         };
         if let Some(mut r) = hit {
-            r.path = p.display().to_string();
+            r.path = crate::shown::path(p);
             let mut refreshed = false;
             if r.cache_state.is_some() || r.cache_key.is_some() {
                 // The entry's state is not part of the file's identity:
@@ -663,27 +668,24 @@ pub fn scan_indexed_listing(
         tx.commit().map_err(err(db))?;
     }
 
-    // Rows of files gone from under the walked roots (not under a prefix
-    // whose listing failed: what it holds is unknown).
+    // Rows of files this scan looked for and did not find (not those of
+    // places it did not look at: retire.rs).
     let listed_keys = listed_keys.into_inner().expect("lock");
     let found: HashSet<&str> = key_list
         .iter()
         .chain(&listed_keys)
         .map(String::as_str)
         .collect();
-    let prefixes: Vec<(String, String)> = roots
+    let listed_prefixes = roots
         .iter()
-        .filter(|r| !unlisted.contains(r))
-        .map(|r| under(r))
+        .filter(|r| retire::is_prefix(r) && !unlisted.contains(r))
+        .map(|r| under(r).1)
         .collect();
+    let key = |d: &Path| key_below(d, &real_roots, &linked);
+    let looked = retire::Looked::new(&walked, &key, listed_prefixes, keep);
     let gone: Vec<&String> = cached
         .keys()
-        .filter(|k| !found.contains(k.as_str()))
-        .filter(|k| {
-            prefixes
-                .iter()
-                .any(|(exact, dir)| *k == exact || k.starts_with(dir.as_str()))
-        })
+        .filter(|k| !found.contains(k.as_str()) && looked.looked_for(k))
         .collect();
     if !gone.is_empty() {
         let tx = conn

@@ -152,7 +152,8 @@ impl Neff {
         let header = Header::from_file_bytes(&first)?;
         let span = header.locate_payload_in(&first, object.size())?;
         log::debug!(
-            "{url}: a round trip's worth of bytes is {} now; objects up to {} are read whole",
+            "{}: a round trip's worth of bytes is {} now; objects up to {} are read whole",
+            remote::redact(url),
             remote::through_below(),
             remote::whole_below(remote::WHOLE_BELOW)
         );

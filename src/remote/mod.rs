@@ -67,16 +67,30 @@ use object_store::{
 use crate::error::{Error, Result};
 
 mod ahead;
+mod failure;
 mod hf;
 mod landing;
 mod link;
 mod profile;
+mod redact;
+mod version;
+
+/// An `object_store` error as the crate's, in one line ([`failure::describe`]).
+fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
+    failure::describe(e, etag, timeout().as_secs())
+}
+
+/// A plain HTTP client's error in those words ([`failure::http_words`]).
+fn http_words(e: &reqwest::Error) -> String {
+    failure::http_words(e, timeout().as_secs())
+}
 
 pub use ahead::Parts;
 pub use link::{
     cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
 };
 pub use profile::set_profile;
+pub use redact::{redact, redact_text};
 
 /// The bytes one object walked alone reads on in the time of a request
 /// made alone, at the depth a read-ahead of it would have
@@ -132,9 +146,11 @@ fn spool_file() -> Result<File> {
     })
 }
 
+/// A remote failure of I/O class `io` (a URL in `reason` made printable).
 fn remote_as(io: std::io::ErrorKind, reason: impl Into<String>) -> Error {
+    let reason = reason.into();
     Error::Remote {
-        reason: reason.into(),
+        reason: redact_text(&reason).into_owned(),
         io,
     }
 }
@@ -199,7 +215,7 @@ async fn body_at_most(
     most: usize,
 ) -> std::result::Result<Vec<u8>, (String, bool)> {
     let mut body = Vec::new();
-    while let Some(chunk) = r.chunk().await.map_err(|e| (one_line(&e), true))? {
+    while let Some(chunk) = r.chunk().await.map_err(|e| (http_words(&e), true))? {
         if body.len() + chunk.len() > most {
             return Err((format!("an answer over {most} bytes"), false));
         }
@@ -255,7 +271,7 @@ fn sso_role_keys(login: &profile::SsoLogin) -> Result<profile::Keys> {
                 .header("x-amz-sso_bearer_token", &login.token)
                 .send()
                 .await
-                .map_err(|e| format!("the SSO portal: {}", one_line(&e)))?;
+                .map_err(|e| format!("the SSO portal: {}", http_words(&e)))?;
             let status = r.status();
             let body = body_at_most(r, 1 << 20)
                 .await
@@ -484,26 +500,6 @@ fn new_store(url: &str, parsed: &url::Url, kind: Timeout) -> Result<Arc<dyn Obje
     Ok(store)
 }
 
-/// An `object_store` error as one line, in the words a user acts on.
-fn describe(e: &object_store::Error, etag: Option<&str>) -> Error {
-    use object_store::Error as E;
-    use std::io::ErrorKind::{NotFound, PermissionDenied};
-    match e {
-        E::NotFound { .. } => remote_as(NotFound, "no such object (or no such bucket)"),
-        E::Precondition { .. } => Error::ObjectChanged {
-            etag: etag.unwrap_or("").to_string(),
-        },
-        E::PermissionDenied { .. } => {
-            remote_as(PermissionDenied, format!("access denied: {}", one_line(e)))
-        }
-        E::Unauthenticated { .. } => remote_as(
-            PermissionDenied,
-            format!("not authenticated: {}", one_line(e)),
-        ),
-        _ => remote(one_line(e)),
-    }
-}
-
 /// Whether `e` is `object_store`'s report that the server answered a
 /// ranged GET with something other than `206 Partial Content` (a `200` and
 /// the whole object: it ignores Range). The HTTP store says so with
@@ -607,8 +603,9 @@ fn fetch_whole(
             }
             bounded(size)?;
             log::debug!(
-                "{url}: the server ignored Range: reading the object whole ({size} bytes) \
-                 into a temporary file, and from it from now on"
+                "{}: the server ignored Range: reading the object whole ({size} bytes) \
+                 into a temporary file, and from it from now on",
+                redact(url)
             );
             let mut at = 0u64;
             let mut body = r.into_stream();
@@ -760,7 +757,7 @@ impl Object {
                     // version is pinned yet), a bounded number of times.
                     Err((e, true)) if tries < retries => {
                         tries += 1;
-                        log::debug!("{url}: the first GET's body failed ({e}): again");
+                        log::debug!("{}: the first GET's body failed ({e}): again", redact(url));
                         backoff(tries).await;
                     }
                     Err((e, _)) => return Err(e),
@@ -769,7 +766,8 @@ impl Object {
             let (meta, range) = r;
             link::observe(headers, body.len() as u64, t0.elapsed() - headers, alone);
             log::info!(
-                "{url}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
+                "{}: GET bytes {}..{} (open): {} bytes of {} in {:.1} ms",
+                redact(url),
                 range.start,
                 range.end,
                 body.len(),
@@ -1013,7 +1011,7 @@ impl Pinned {
                     at += n;
                     log::debug!(
                         "{}: GET bytes {}..{} stopped after {n} bytes ({e}): again from {at}",
-                        self.url,
+                        redact(&self.url),
                         at - n,
                         range.end
                     );
@@ -1085,7 +1083,7 @@ impl Pinned {
         link::observe(headers, got, t0.elapsed() - headers, counted.alone());
         log::info!(
             "{}: GET bytes {}..{}: {got} bytes in {:.1} ms",
-            self.url,
+            redact(&self.url),
             range.start,
             range.end,
             t0.elapsed().as_secs_f64() * 1e3
@@ -1180,7 +1178,7 @@ impl<'o> ReadAhead<'o> {
         let todo: Vec<Range<u64>> = parts.iter().cloned().collect();
         log::debug!(
             "{}: reading ahead {} parts from byte {}, {depth} in flight",
-            object.pin.url,
+            redact(&object.pin.url),
             todo.len(),
             todo.first().map_or(0, |r| r.start)
         );
@@ -1294,7 +1292,7 @@ pub fn list_all(url: &str) -> Result<Vec<Listed>> {
     }
     out.sort_by(|a, b| a.url.cmp(&b.url));
     note_listed(&out);
-    log::debug!("{url}: listed {} objects", out.len());
+    log::debug!("{}: listed {} objects", redact(url), out.len());
     Ok(out)
 }
 
@@ -1384,8 +1382,9 @@ fn list_bucket(url: &str, each: &mut dyn FnMut(Listed)) -> Result<()> {
             }
             tries += 1;
             log::debug!(
-                "{url}: listing failed ({}): again after {listed} keys",
-                one_line(&e),
+                "{}: listing failed ({}): again after {listed} keys",
+                redact(url),
+                describe(&e, None),
             );
             backoff(tries).await;
         }
@@ -1417,7 +1416,7 @@ fn list_hf(url: &str) -> Result<Vec<Listed>> {
                     req = req.bearer_auth(t);
                 }
                 let got = async {
-                    let r = req.send().await.map_err(|e| (one_line(&e), true))?;
+                    let r = req.send().await.map_err(|e| (http_words(&e), true))?;
                     let status = r.status();
                     if !status.is_success() {
                         let transient = status.is_server_error() || status.as_u16() == 429;
@@ -1442,7 +1441,7 @@ fn list_hf(url: &str) -> Result<Vec<Listed>> {
                     Ok(x) => break x,
                     Err((why, true)) if tries < retries => {
                         tries += 1;
-                        log::debug!("{page_url}: {why}: again");
+                        log::debug!("{}: {}: again", redact(&page_url), redact_text(&why));
                         backoff(tries).await;
                     }
                     Err((why, _)) => {

@@ -537,3 +537,47 @@ fn listing_commands_print_the_same_rows_in_every_format() {
     let o = neff(&["ls", "--json", "--format", "csv", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// CSV keeps a name's bytes as they are (RFC 4180: quoted where a CR, LF,
+/// comma or quote needs it, CRLF after each record); the table escapes
+/// them for a terminal (docs/CLI.md, "What each format promises").
+#[test]
+fn csv_keeps_esc_and_cr_in_names_as_they_are_and_the_table_escapes_them() {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let names = ["esc\u{1b}[31mred.bin", "cr\rreturn.bin", "q\"uo,te.bin"];
+    let entries: Vec<PackEntry> = names
+        .iter()
+        .map(|n| PackEntry::file(n, b"x".to_vec(), 0))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("names.neff");
+    std::fs::write(&f, pack(&entries, &PackOptions::default()).unwrap()).unwrap();
+    let f = f.to_str().unwrap();
+    let csv = neff_ok(&["ls", "--format", "csv", f]);
+    // A reader nobody here wrote gets every name back, byte for byte.
+    let rows = csv_rows(&csv);
+    let mut got: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    got.sort();
+    let mut want = names.to_vec();
+    want.sort();
+    assert_eq!(got, want);
+    // Raw ESC and CR in the CSV, and every record ended by CRLF.
+    assert!(csv.windows(2).any(|w| w == b"c\x1b"));
+    assert!(csv.windows(3).any(|w| w == b"cr\r"));
+    assert!(csv.ends_with(b"\r\n"));
+    let text = String::from_utf8_lossy(&csv);
+    assert!(
+        text.starts_with("name,kind,size,offset,mtime,mode,link\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("\"cr\rreturn.bin\""), "{text}");
+    // The table: no control character reaches the terminal.
+    let table = neff_ok(&["ls", f]);
+    let table = String::from_utf8(table).unwrap();
+    assert!(
+        !table.chars().any(|c| c.is_control() && c != '\n'),
+        "{table:?}"
+    );
+    assert!(table.contains(r"esc\033[31mred.bin"), "{table}");
+    assert!(table.contains(r"cr\rreturn.bin"), "{table}");
+}

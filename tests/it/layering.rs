@@ -22,6 +22,8 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     ("map", 1),
     // A source of bytes, as map is: remote objects read by range.
     ("remote", 1),
+    // How a path or URL is printed (a URL's secrets hidden).
+    ("shown", 2),
     ("header", 2),
     ("payload", 3),
     ("tar", 4),
@@ -37,6 +39,8 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     // The compile cache: entries judged by reading their NEFFs.
     ("cache", 9),
     ("unpack", 9),
+    // What a scan looked at: the directories walked, the globs and depth.
+    ("places", 9),
     ("pack", 10),
     ("scan", 10),
     ("diff", 11),

@@ -16,6 +16,7 @@ mod catalog;
 mod catalog_queries;
 mod changing_files;
 mod cli;
+mod closed_pipe;
 mod diff;
 mod differential;
 #[cfg(feature = "fuzzing")]
@@ -34,6 +35,10 @@ mod peer_archives;
 mod reference;
 #[cfg(feature = "remote")]
 mod remote;
+#[cfg(feature = "catalog")]
+mod retire;
+#[cfg(feature = "catalog")]
+mod roots;
 mod scan;
 mod shapes;
 mod sparse;

@@ -17,7 +17,9 @@ pub(crate) enum Format {
     Json,
     /// One JSON object per line
     Ndjson,
-    /// Comma-separated values with a header line (nested values as JSON)
+    /// Comma-separated values with a header line (RFC 4180: CRLF line
+    /// ends, a field with a comma, quote or line break quoted; text as it
+    /// is, control characters included; nested values as JSON)
     Csv,
     /// Aligned columns for people
     Table,
@@ -88,7 +90,13 @@ impl<W: Write> Rows<W> {
             }
             Format::Csv => {
                 let Ordered(fields) = serde_json::from_str(&text).map_err(io::Error::other)?;
-                let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+                // RFC 4180: records end in CRLF; a field holding a comma, a
+                // quote, CR or LF is quoted (quotes doubled). The bytes of
+                // a name are kept as they are (an ESC included): a CSV
+                // reader gets them back; escaping is the table's.
+                let mut w = csv::WriterBuilder::new()
+                    .terminator(csv::Terminator::CRLF)
+                    .from_writer(Vec::new());
                 let header = match &self.csv_header {
                     Some(h) => h,
                     None => {
@@ -172,7 +180,7 @@ mod tests {
         ];
         assert_eq!(
             print(Format::Csv, &rows),
-            "z,a,n\n1,\"x,y\",\"[1,2]\"\n2,,[]\n"
+            "z,a,n\r\n1,\"x,y\",\"[1,2]\"\r\n2,,[]\r\n"
         );
         assert_eq!(
             print(Format::Ndjson, &rows),

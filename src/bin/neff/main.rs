@@ -108,7 +108,12 @@ fn init_log(verbose: u8) {
     }
     b.format(|buf, r| {
         let level = r.level().as_str().to_ascii_lowercase();
-        writeln!(buf, "neff: {level}: {}", r.args())
+        let text = r.args().to_string();
+        // neff's own lines print URLs made printable already; another
+        // crate's (RUST_LOG) may quote one whole.
+        #[cfg(feature = "remote")]
+        let text = neff::redact_urls_in(&text);
+        writeln!(buf, "neff: {level}: {text}")
     });
     b.target(env_logger::Target::Stderr).init();
 }
@@ -325,6 +330,11 @@ enum Cmd {
         /// Start the --index catalogue over (whatever FILE held)
         #[arg(long, requires = "index")]
         rebuild: bool,
+        /// How long to wait for an --index catalogue another process holds
+        /// locked (opening it, then each batch of rows), e.g. 5s, 2m; then
+        /// exit 3, the records read so far printed [default: 60s]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "index")]
+        busy_timeout: Option<std::time::Duration>,
     },
     /// Check header sizes and the payload hash (exit 1 if a file failed, 3
     /// if one could not be read at all)
@@ -530,8 +540,24 @@ fn one_line(e: &Error) -> String {
 }
 
 /// A path as one line of text (see [`one_line`]).
+/// A path as output prints it where the format escapes it (JSON) or the
+/// caller does: a URL made printable ([`neff::redact_url`]), else as it is.
+fn printable(p: &Path) -> String {
+    #[cfg(feature = "remote")]
+    if let Some(url) = p.to_str().filter(|s| neff::is_url(s)) {
+        return neff::redact_url(url).into_owned();
+    }
+    p.display().to_string()
+}
+
+/// A URL is made printable first (its query values and userinfo hidden:
+/// [`neff::redact_url`]).
 fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
     use std::os::unix::ffi::OsStrExt;
+    #[cfg(feature = "remote")]
+    if let Some(url) = p.to_str().filter(|s| neff::is_url(s)) {
+        return line(&neff::redact_url(url)).into_owned().into();
+    }
     one_line_bytes(p.as_os_str().as_bytes())
 }
 
@@ -661,8 +687,12 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
             verify,
             index,
             rebuild,
+            busy_timeout,
         } => {
             drop(out);
+            if let Some(d) = busy_timeout {
+                neff::catalog::set_busy_timeout(d);
+            }
             let paths = scan::with_lists(paths, files_from.as_deref(), null)?;
             let sopts = neff::scan::ScanOptions::default()
                 .open(*opts)
@@ -746,7 +776,11 @@ fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
                 .map_err(stdout_err)?,
         },
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "neff", &mut out);
+            // Made whole first: clap_complete panics on a failed write (a
+            // closed pipe, `neff completions bash | head -1`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "neff", &mut script);
+            out.write_all(&script).map_err(stdout_err)?;
         }
         Cmd::Mem {
             files,

@@ -99,68 +99,43 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         index,
     } = how;
     let t0 = Instant::now();
-    // A root named on the command line that cannot be opened is trouble
-    // (exit 3), as in ripgrep and fd: reported here, its failed record
-    // kept, the other roots scanned.
-    let mut missing_root = false;
-    for root in roots {
-        if is_url(root) {
-            continue;
-        }
-        if let Err(e) = std::fs::metadata(root) {
-            eprintln!(
-                "neff: {}: {}",
-                crate::shown(root),
-                crate::quote::one_line(&e.to_string())
-            );
-            missing_root = true;
-        }
-    }
+    let missing_root = report_unopenable(roots);
     // A glob that does not compile is refused before anything is read.
     opts.walk.check().map_err(|err| Failure {
         path: PathBuf::from("scan"),
         err,
     })?;
-    #[cfg(feature = "remote")]
-    let remote = roots.iter().any(|r| r.to_str().is_some_and(neff::is_url));
-    #[cfg(not(feature = "remote"))]
-    let remote = false;
-    let bar = (!no_progress && io::stderr().is_terminal()).then(|| {
-        // Its length grows as the paths are listed (a bucket's pages
-        // arrive while the first objects are read), indexed or not.
-        let b = indicatif::ProgressBar::new(0);
-        let template = "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}";
-        // A scan of remote objects also shows what the network does.
-        let template = if remote {
-            format!("{template} {{msg}}")
-        } else {
-            template.to_string()
-        };
-        b.set_style(indicatif::ProgressStyle::with_template(&template).expect("static template"));
-        b
-    });
+    let remote = roots.iter().any(|r| is_url(r));
+    let bar = (!no_progress && io::stderr().is_terminal()).then(|| progress_bar(remote));
     let ticker = bar
         .as_ref()
         .filter(|_| remote)
         .map(|b| Ticker::start(b.clone()));
     let table = format == Format::Table;
-    let out = Mutex::new(io::BufWriter::new(io::stdout()));
+    // (The table's header is printed with its first row, or at the end:
+    // a scan that fails before any record prints nothing on stdout.)
+    let out = Mutex::new((io::BufWriter::new(io::stdout()), !table));
+    let line = |text: Option<String>| -> io::Result<()> {
+        let (w, headed) = &mut *out.lock().expect("lock");
+        if !std::mem::replace(headed, true) {
+            let (ok, arch, cores, world) = ("ok", "arch", "cores", "world");
+            writeln!(
+                w,
+                "{ok:<4} {arch:<8} {cores:>5} {world:>6} {:>7}  path",
+                "members"
+            )?;
+        }
+        text.map_or(Ok(()), |t| writeln!(w, "{t}"))
+    };
     let rows = Mutex::new((!table).then(|| Rows::new(format, io::BufWriter::new(io::stdout()))));
     let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
     let (ok, failed, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
     let refused = AtomicUsize::new(0);
     let write_err: Mutex<Option<io::Error>> = Mutex::new(None);
-    if table {
-        let header = format!(
-            "{:<4} {:<8} {:>5} {:>6} {:>7}  path",
-            "ok", "arch", "cores", "world", "members"
-        );
-        writeln!(out.lock().expect("lock"), "{header}").map_err(stdout_err)?;
-    }
     let print = |r: &Record| {
         let written = match rows.lock().expect("lock").as_mut() {
             Some(w) => w.row(r),
-            None => writeln!(out.lock().expect("lock"), "{}", table_row(r)),
+            None => line(Some(table_row(r))),
         };
         if let Err(e) = written {
             write_err.lock().expect("lock").get_or_insert(e);
@@ -173,12 +148,12 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         if !r.ok
             && roots
                 .iter()
-                .any(|root| is_url(root) && root.as_os_str() == r.path.as_str())
+                .any(|root| is_url(root) && crate::printable(root) == r.path)
         {
             eprintln!(
                 "neff: {}: {}",
-                r.path,
-                r.error.as_deref().unwrap_or("cannot be listed")
+                crate::quote::one_line(&r.path),
+                crate::quote::one_line(r.error.as_deref().unwrap_or("cannot be listed"))
             );
             unlisted.store(true, Ordering::Relaxed);
         }
@@ -196,31 +171,29 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             print(&r);
         }
     };
-    let mut from_index = None;
     let listed = |n: usize| {
         if let Some(b) = &bar {
             b.inc_length(n as u64);
         }
     };
-    match index {
-        None => {
-            scan::scan_listing(roots, opts, &listed, &emit).map_err(|err| Failure {
+    // A failure of the catalogue (held locked, read-only) ends the scan
+    // once the records made so far are printed.
+    let scanned = match index {
+        None => scan::scan_listing(roots, opts, &listed, &emit)
+            .map(|()| None)
+            .map_err(|err| Failure {
                 path: PathBuf::from("scan"),
                 err,
-            })?;
-        }
+            }),
         Some((db, rebuild)) => {
-            let up =
-                neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, &listed, &|r, _| {
-                    emit(r)
-                })
+            neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, &listed, &|r, _| emit(r))
+                .map(|up| Some(up.from_index))
                 .map_err(|err| Failure {
                     path: db.to_path_buf(),
                     err,
-                })?;
-            from_index = Some(up.from_index);
+                })
         }
-    }
+    };
     drop(ticker);
     if let Some(b) = &bar {
         b.finish_and_clear();
@@ -230,16 +203,23 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     for r in &held {
         print(r);
     }
-    if let Some(w) = rows.into_inner().expect("lock") {
+    let printed = ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) > 0;
+    let quiet = scanned.is_err() && !printed;
+    if let Some(w) = rows.into_inner().expect("lock").filter(|_| !quiet) {
         w.finish().map_err(stdout_err)?;
+    }
+    if !quiet {
+        line(None).map_err(stdout_err)?;
     }
     out.into_inner()
         .expect("lock")
+        .0
         .flush()
         .map_err(stdout_err)?;
     if let Some(e) = write_err.into_inner().expect("lock") {
         return Err(stdout_err(e));
     }
+    let from_index = scanned?;
     let secs = t0.elapsed().as_secs_f64();
     let (ok, failed) = (ok.into_inner(), failed.into_inner());
     let cached = from_index.map_or(String::new(), |n| format!(", {n} from the index"));
@@ -255,6 +235,48 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     } else {
         u8::from(strict && failed > 0)
     })
+}
+
+/// The progress bar: its length grows as the paths are listed (a
+/// bucket's pages arrive while the first objects are read), indexed or
+/// not; a scan of remote objects also shows what the network does.
+fn progress_bar(remote: bool) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(0);
+    let template = "{bar:40} {pos}/{len} NEFFs {per_sec} eta {eta}";
+    let template = if remote {
+        format!("{template} {{msg}}")
+    } else {
+        template.to_string()
+    };
+    b.set_style(indicatif::ProgressStyle::with_template(&template).expect("static template"));
+    b
+}
+
+/// Reports each local root named on the command line that cannot be
+/// opened (missing, a dangling or looping link, a directory that may not
+/// be listed, a file that may not be read) with one stderr line, as
+/// ripgrep and fd do; returns whether there was one (exit 3). The scan
+/// still walks every root: such a root's failed record is kept.
+fn report_unopenable(roots: &[PathBuf]) -> bool {
+    let mut any = false;
+    for root in roots.iter().filter(|r| !is_url(r)) {
+        let opened = std::fs::metadata(root).and_then(|m| match m.is_dir() {
+            true => std::fs::read_dir(root).map(drop),
+            false if m.is_file() => std::fs::File::open(root).map(drop),
+            false => Ok(()),
+        });
+        if let Err(e) = opened {
+            let dangling = std::fs::symlink_metadata(root).is_ok_and(|m| m.is_symlink());
+            let why = match e.kind() {
+                io::ErrorKind::NotFound if dangling => "a symbolic link to nothing".to_string(),
+                _ => e.to_string(),
+            };
+            let why = crate::quote::one_line(&why);
+            eprintln!("neff: {}: cannot be opened: {why}", crate::shown(root));
+            any = true;
+        }
+    }
+    any
 }
 
 /// Whether `root` names a remote object or prefix (not a local path).

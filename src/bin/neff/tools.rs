@@ -66,7 +66,7 @@ pub fn mem(
     let mut neffs = Vec::with_capacity(files.len());
     for ((f, e), &s) in files.iter().zip(&estimates).zip(&total.graph_scratchpads) {
         neffs.push(MemNeff {
-            path: f.display().to_string(),
+            path: crate::printable(f),
             scratchpad: s,
             persistent: e.persistent().at(f)?,
             estimate: e,

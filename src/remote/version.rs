@@ -1,0 +1,37 @@
+//! What a catalogue keys an object named by its URL on (not found by a
+//! listing, which gives it): its size and version, asked of its server.
+
+use object_store::{GetOptions, GetRange, ObjectStoreExt};
+
+use super::{describe, ignores_range, link, runtime, store_for, Object, Timeout};
+use crate::error::Result;
+
+impl Object {
+    /// The size and version of the object at `url`: its `ETag`, else its
+    /// `Last-Modified` (as a listing gives them: what a catalogue compares
+    /// to answer from its row), from one GET of its first byte (a URL
+    /// presigned for GET allows no HEAD), or a HEAD from a server that
+    /// ignores Range.
+    pub fn version_of(url: &str) -> Result<(u64, String)> {
+        let (store, path) = store_for(url, Timeout::PerRequest)?;
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(0..1)),
+            ..Default::default()
+        };
+        runtime()?.block_on(async {
+            let _counted = link::Request::start();
+            let meta = match store.get_opts(&path, opts).await {
+                // (The one byte of body is left unread.)
+                Ok(r) => r.meta,
+                Err(e) if ignores_range(&e) => {
+                    store.head(&path).await.map_err(|e| describe(&e, None))?
+                }
+                Err(e) => return Err(describe(&e, None)),
+            };
+            let version = meta
+                .e_tag
+                .unwrap_or_else(|| meta.last_modified.to_rfc3339());
+            Ok((meta.size, version))
+        })
+    }
+}
