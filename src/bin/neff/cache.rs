@@ -11,6 +11,118 @@ use neff::cache::{CacheEntry, CacheStatus, PruneOptions, State};
 use crate::format::{Format, Rows};
 use crate::{shown, stdout_err, AtPath, Failure};
 
+#[derive(clap::Subcommand)]
+pub(crate) enum CacheCmd {
+    /// Every entry's state (ok, corrupt, failed, locked, incomplete, empty,
+    /// unreadable, unknown) and a summary per compiler version. Exit 0 when
+    /// every entry is ok, 1 when some entry is not, 3 when part of the
+    /// cache could not be read
+    Status {
+        /// The cache [default: --cache_dir= in $NEURON_CC_FLAGS, else
+        /// $NEURON_COMPILE_CACHE_URL, else /var/tmp/neuron-compile-cache]
+        root: Option<PathBuf>,
+        /// One JSON object per entry (NDJSON) instead of the summary:
+        /// --format ndjson
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+        /// How to print the entries (table: the summary per version)
+        /// [default: table]
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+    },
+    /// Remove the entries selected: a dry run that lists them, their bytes
+    /// and what --apply will do, unless --apply. Never an entry holding a
+    /// fresh lock, one that is unreadable or unknown, or one behind a link.
+    /// Exit 0 when every selected entry went (or would), 1 when one was
+    /// (or would be) left, 3 when part of the cache could not be read
+    Prune {
+        root: PathBuf,
+        /// Failed compiles (model.log, no NEFF or a placeholder): replayed
+        /// until removed
+        #[arg(long)]
+        failed: bool,
+        /// Entries whose NEFF is refused, or missing beside model.done
+        #[arg(long)]
+        corrupt: bool,
+        /// Locked entries whose lock is at least this old (90m, 2h, 1d);
+        /// without it no entry holding a lock is removed. Refused while a
+        /// neuronx-cc process runs on this host
+        #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+        locked_older_than: Option<std::time::Duration>,
+        /// Incomplete entries (a NEFF without model.done) untouched this long
+        #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+        incomplete_older_than: Option<std::time::Duration>,
+        /// Every entry of compiler releases older than the newest N (N >= 1;
+        /// builds of one release count as one)
+        #[arg(long, value_name = "N")]
+        keep_versions: Option<usize>,
+        /// Ok entries, least recently used first (the NEFF's access time,
+        /// or its modification time where none is kept), until the cache
+        /// holds at most SIZE (500M, 10G, 1.5T; KB, MB, GB: powers of 1000).
+        /// Never one of the newest compiler release unless
+        /// --include-current
+        #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+        max_size: Option<u64>,
+        /// With --max-size: entries of the newest compiler release may go too
+        #[arg(long, requires = "max_size")]
+        include_current: bool,
+        /// Remove them (else only list them)
+        #[arg(long)]
+        apply: bool,
+        /// One JSON object per selected entry (NDJSON): --format ndjson
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+        /// How to print the selected entries [default: table]
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+    },
+}
+
+/// `neff cache`: runs `status` or `prune`.
+pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
+    match what {
+        CacheCmd::Status { root, json, format } => {
+            status(root, crate::format::chosen(format, json, Format::Ndjson))
+        }
+        CacheCmd::Prune {
+            root,
+            failed,
+            corrupt,
+            locked_older_than,
+            incomplete_older_than,
+            keep_versions,
+            max_size,
+            include_current,
+            apply,
+            json,
+            format,
+        } => {
+            let mut p = PruneOptions::default()
+                .failed(failed)
+                .corrupt(corrupt)
+                .include_current(include_current)
+                .apply(apply);
+            if let Some(b) = max_size {
+                p = p.max_size(b);
+            }
+            if let Some(d) = locked_older_than {
+                p = p.locked_older_than(d);
+            }
+            if let Some(d) = incomplete_older_than {
+                p = p.incomplete_older_than(d);
+            }
+            if let Some(n) = keep_versions {
+                p = p.keep_versions(n);
+            }
+            prune(
+                root,
+                &p,
+                crate::format::chosen(format, json, Format::Ndjson),
+            )
+        }
+    }
+}
+
 /// The cache root to read: the one given (a `file://` URL as its path),
 /// else the compiler wrapper's (a directory, or an `s3://` prefix).
 fn root_of(root: Option<PathBuf>) -> PathBuf {

@@ -4,19 +4,20 @@
 //! 1 refused, 2 usage, 3 I/O. Refusals print one line,
 //! `neff: <path>: <reason>`, and nothing on stdout.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 mod cache;
+mod commands;
 mod format;
 mod quote;
 mod scan;
 mod tools;
-use neff::{Accessor, Error, Kind, Limits, Neff, Options, ReadMode};
-use quote::{one_line as line, one_line_bytes, quote};
+use neff::{Accessor, Error, Limits, Options, ReadMode};
+use quote::{one_line as line, one_line_bytes};
 
 /// The exit codes every command follows (docs/CLI.md), as `--help` and
 /// the man page print them.
@@ -255,87 +256,9 @@ enum Cmd {
         output: PathBuf,
     },
     /// Build a NEFF from a directory (PAX tar, gzip unless --no-gzip)
-    Pack {
-        dir: PathBuf,
-        #[arg(short, long)]
-        output: PathBuf,
-        /// Raw tar, package version 1, SHA-256
-        #[arg(long)]
-        no_gzip: bool,
-        /// Model name in the header [default: the directory's name]
-        #[arg(long)]
-        name: Option<String>,
-        /// UUID in the header, 32 hex digits [default: random v4]
-        #[arg(long, value_parser = parse_uuid)]
-        uuid: Option<[u8; 16]>,
-        /// Every entry's mtime [default: $SOURCE_DATE_EPOCH, else the files']
-        #[arg(long)]
-        mtime: Option<u64>,
-    },
+    Pack(commands::PackArgs),
     /// Read every *.neff under PATHs in parallel: one record per NEFF
-    Scan {
-        /// Directories walked for *.neff and files read whatever their
-        /// name; `-` reads a list of paths from standard input
-        #[arg(required_unless_present = "files_from")]
-        paths: Vec<PathBuf>,
-        /// Also scan the paths listed in FILE, one a line (`-`: standard
-        /// input)
-        #[arg(long, value_name = "FILE")]
-        files_from: Option<PathBuf>,
-        /// The lists (--files-from, `-`) are NUL-separated, as
-        /// `find -print0` writes them (names with newlines)
-        #[arg(short = '0', long = "null")]
-        null: bool,
-        /// Worker threads [default: -j/--threads, else one per core]
-        #[arg(long, default_value_t = 0)]
-        jobs: usize,
-        /// Keep the files matching GLOB (gitignore syntax, relative to each
-        /// root; repeatable); `!GLOB` excludes (a directory so excluded is
-        /// not entered)
-        #[arg(short = 'g', long = "glob", value_name = "GLOB")]
-        globs: Vec<String>,
-        /// Go at most N levels below each root (1: its own entries)
-        #[arg(long, value_name = "N")]
-        max_depth: Option<usize>,
-        /// Do not follow symbolic links (followed by default; a loop is
-        /// reported once)
-        #[arg(long)]
-        no_follow: bool,
-        /// One JSON object per line (NDJSON) instead of a table: --format
-        /// ndjson
-        #[arg(long, conflicts_with = "format")]
-        json: bool,
-        /// How to print the records [default: table]
-        #[arg(long, value_enum)]
-        format: Option<format::Format>,
-        /// Keep files whose sorted index i has i mod N = K-1
-        #[arg(long, value_parser = parse_shard)]
-        shard: Option<(usize, usize)>,
-        /// No progress bar (it only shows when stderr is a terminal)
-        #[arg(long)]
-        no_progress: bool,
-        /// Buffer the records and print them sorted by path
-        #[arg(long)]
-        sorted: bool,
-        /// Exit 1 if any file failed
-        #[arg(long)]
-        strict: bool,
-        /// Also check each payload's hash (reads every byte)
-        #[arg(long)]
-        verify: bool,
-        /// Keep an SQLite catalogue of the scan in FILE: unchanged files are
-        /// answered from it (schema: `neff index schema`)
-        #[arg(long, value_name = "FILE")]
-        index: Option<PathBuf>,
-        /// Start the --index catalogue over (whatever FILE held)
-        #[arg(long, requires = "index")]
-        rebuild: bool,
-        /// How long to wait for an --index catalogue another process holds
-        /// locked (opening it, then each batch of rows), e.g. 5s, 2m; then
-        /// exit 3, the records read so far printed [default: 60s]
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "index")]
-        busy_timeout: Option<std::time::Duration>,
-    },
+    Scan(scan::ScanArgs),
     /// Check header sizes and the payload hash (exit 1 if a file failed, 3
     /// if one could not be read at all)
     Verify {
@@ -375,7 +298,7 @@ enum Cmd {
     /// The Neuron compile cache: each entry's state, and pruning
     Cache {
         #[command(subcommand)]
-        what: CacheCmd,
+        what: cache::CacheCmd,
     },
     /// About the `scan --index` catalogue
     Index {
@@ -393,73 +316,6 @@ enum Cmd {
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
-    },
-}
-
-#[derive(Subcommand)]
-enum CacheCmd {
-    /// Every entry's state (ok, corrupt, failed, locked, incomplete, empty,
-    /// unreadable, unknown) and a summary per compiler version. Exit 0 when
-    /// every entry is ok, 1 when some entry is not, 3 when part of the
-    /// cache could not be read
-    Status {
-        /// The cache [default: --cache_dir= in $NEURON_CC_FLAGS, else
-        /// $NEURON_COMPILE_CACHE_URL, else /var/tmp/neuron-compile-cache]
-        root: Option<PathBuf>,
-        /// One JSON object per entry (NDJSON) instead of the summary:
-        /// --format ndjson
-        #[arg(long, conflicts_with = "format")]
-        json: bool,
-        /// How to print the entries (table: the summary per version)
-        /// [default: table]
-        #[arg(long, value_enum)]
-        format: Option<format::Format>,
-    },
-    /// Remove the entries selected: a dry run that lists them, their bytes
-    /// and what --apply will do, unless --apply. Never an entry holding a
-    /// fresh lock, one that is unreadable or unknown, or one behind a link.
-    /// Exit 0 when every selected entry went (or would), 1 when one was
-    /// (or would be) left, 3 when part of the cache could not be read
-    Prune {
-        root: PathBuf,
-        /// Failed compiles (model.log, no NEFF or a placeholder): replayed
-        /// until removed
-        #[arg(long)]
-        failed: bool,
-        /// Entries whose NEFF is refused, or missing beside model.done
-        #[arg(long)]
-        corrupt: bool,
-        /// Locked entries whose lock is at least this old (90m, 2h, 1d);
-        /// without it no entry holding a lock is removed. Refused while a
-        /// neuronx-cc process runs on this host
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-        locked_older_than: Option<std::time::Duration>,
-        /// Incomplete entries (a NEFF without model.done) untouched this long
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-        incomplete_older_than: Option<std::time::Duration>,
-        /// Every entry of compiler releases older than the newest N (N >= 1;
-        /// builds of one release count as one)
-        #[arg(long, value_name = "N")]
-        keep_versions: Option<usize>,
-        /// Ok entries, least recently used first (the NEFF's access time,
-        /// or its modification time where none is kept), until the cache
-        /// holds at most SIZE (500M, 10G, 1.5T; KB, MB, GB: powers of 1000).
-        /// Never one of the newest compiler release unless
-        /// --include-current
-        #[arg(long, value_name = "SIZE", value_parser = cache::parse_size)]
-        max_size: Option<u64>,
-        /// With --max-size: entries of the newest compiler release may go too
-        #[arg(long, requires = "max_size")]
-        include_current: bool,
-        /// Remove them (else only list them)
-        #[arg(long)]
-        apply: bool,
-        /// One JSON object per selected entry (NDJSON): --format ndjson
-        #[arg(long, conflicts_with = "format")]
-        json: bool,
-        /// How to print the selected entries [default: table]
-        #[arg(long, value_enum)]
-        format: Option<format::Format>,
     },
 }
 
@@ -568,354 +424,43 @@ fn stdout_err(e: io::Error) -> Failure {
     }
 }
 
+/// Runs one command: its exit code, or the failure `main` reports.
 fn run(cmd: Cmd, opts: &Options) -> Result<u8, Failure> {
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match cmd {
         Cmd::Ls {
             file,
             json,
             format,
             all,
-        } => {
-            let neff = Neff::open_with(&file, opts).at(&file)?;
-            let format = format::chosen(format, json, format::Format::Json);
-            ls(&neff, format, all, &mut out).map_err(stdout_err)?;
-        }
-        Cmd::Cat { file, pattern } => {
-            let pattern = neff::Pattern::new(&pattern).at(&file)?;
-            let neff = Neff::open_with(&file, opts).at(&file)?;
-            let e = neff.find(&pattern).at(&file)?;
-            neff.copy_data(e, &mut out).at(&file)?;
-            // Bytes already written are then zeros from a truncated file:
-            // the exit code says so.
-            out.flush().map_err(stdout_err)?;
-            neff.check_unchanged().at(&file)?;
-        }
-        Cmd::Get { file, accessor } => {
-            // The collective accessors read only def.json's CC keys: skim
-            // them while the walk is still going (see Options::early_cc).
-            let opts =
-                (*opts).early_cc(matches!(accessor, Accessor::HasCc | Accessor::CcWorldSize));
-            let neff = Neff::open_with(&file, &opts).at(&file)?;
-            let mut buf = Vec::new();
-            let answer = accessor.write_json(&neff, &mut buf);
-            neff.check_unchanged().at(&file)?;
-            answer.at(&file)?;
-            buf.push(b'\n');
-            out.write_all(&buf).map_err(stdout_err)?;
-        }
-        Cmd::Info { file, json } => {
-            let neff = Neff::open_with(&file, opts).at(&file)?;
-            let s = neff::Summary::of(&neff);
-            neff.check_unchanged().at(&file)?;
-            if json {
-                serde_json::to_writer(&mut out, &s).map_err(|e| stdout_err(e.into()))?;
-                writeln!(out).map_err(stdout_err)?;
-            } else {
-                info_table(&s, &mut out).map_err(stdout_err)?;
-            }
-        }
-        Cmd::Unpack { file, output } => {
-            let neff = Neff::open_with(&file, opts).at(&file)?;
-            let report = neff::unpack::unpack(&neff, &output).at(&file)?;
-            neff.check_unchanged().at(&file)?;
-            for w in &report.warnings {
-                eprintln!("neff: {}: warning: {}", shown(&file), line(w));
-            }
-        }
-        Cmd::Pack {
-            dir,
-            output,
-            no_gzip,
-            name,
-            uuid,
-            mtime,
-        } => {
-            let mtime = match mtime {
-                Some(t) => Some(t),
-                None => match std::env::var("SOURCE_DATE_EPOCH") {
-                    Ok(v) => Some(v.trim().parse().map_err(|_| Failure {
-                        path: dir.clone(),
-                        err: Error::Usage {
-                            reason: format!(
-                                "SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds"
-                            ),
-                        },
-                    })?),
-                    Err(_) => None,
-                },
-            };
-            let name = name.unwrap_or_else(|| {
-                std::fs::canonicalize(&dir)
-                    .ok()
-                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .unwrap_or_default()
-            });
-            let popts = neff::pack::PackOptions::default()
-                .no_gzip(no_gzip)
-                .name(name)
-                .uuid(uuid)
-                .mtime(mtime)
-                .exclude(Some(output.clone()));
-            let file = std::fs::File::create(&output)
-                .map_err(Error::Io)
-                .at(&output)?;
-            let mut w = BufWriter::new(file);
-            let done = neff::pack::pack_dir_to(&dir, &popts, &mut w)
-                .and_then(|()| w.flush().map_err(Error::Io));
-            if let Err(err) = done {
-                // Leave no half-written NEFF behind.
-                let _ = std::fs::remove_file(&output);
-                return Err(Failure { path: dir, err });
-            }
-        }
-        Cmd::Scan {
-            paths,
-            files_from,
-            null,
-            jobs,
-            globs,
-            max_depth,
-            no_follow,
-            json,
-            format,
-            shard,
-            no_progress,
-            sorted,
-            strict,
-            verify,
-            index,
-            rebuild,
-            busy_timeout,
-        } => {
-            drop(out);
-            if let Some(d) = busy_timeout {
-                neff::catalog::set_busy_timeout(d);
-            }
-            let paths = scan::with_lists(paths, files_from.as_deref(), null)?;
-            let sopts = neff::scan::ScanOptions::default()
-                .open(*opts)
-                .jobs(jobs)
-                .shard(shard)
-                .verify(verify)
-                .walk(
-                    neff::scan::Walk::default()
-                        .globs(globs)
-                        .max_depth(max_depth)
-                        .follow_links(!no_follow),
-                );
-            sopts.walk.check().map_err(|err| Failure {
-                path: "--glob".into(),
-                err,
-            })?;
-            let how = scan::How {
-                format: format::chosen(format, json, format::Format::Ndjson),
-                sorted,
-                strict,
-                no_progress,
-                index: index.as_deref().map(|db| (db, rebuild)),
-            };
-            return scan::run(&paths, &sopts, &how);
-        }
-        Cmd::Cache { what } => {
-            drop(out);
-            return match what {
-                CacheCmd::Status { root, json, format } => {
-                    cache::status(root, format::chosen(format, json, format::Format::Ndjson))
-                }
-                CacheCmd::Prune {
-                    root,
-                    failed,
-                    corrupt,
-                    locked_older_than,
-                    incomplete_older_than,
-                    keep_versions,
-                    max_size,
-                    include_current,
-                    apply,
-                    json,
-                    format,
-                } => {
-                    let mut p = neff::cache::PruneOptions::default()
-                        .failed(failed)
-                        .corrupt(corrupt)
-                        .include_current(include_current)
-                        .apply(apply);
-                    if let Some(b) = max_size {
-                        p = p.max_size(b);
-                    }
-                    if let Some(d) = locked_older_than {
-                        p = p.locked_older_than(d);
-                    }
-                    if let Some(d) = incomplete_older_than {
-                        p = p.incomplete_older_than(d);
-                    }
-                    if let Some(n) = keep_versions {
-                        p = p.keep_versions(n);
-                    }
-                    cache::prune(
-                        root,
-                        &p,
-                        format::chosen(format, json, format::Format::Ndjson),
-                    )
-                }
-            };
-        }
-        Cmd::Index { what } => {
-            let text = match what {
-                IndexCmd::Schema => neff::catalog::schema_script(),
-                IndexCmd::MergeSql { shard } => neff::catalog::merge_sql(&shard),
-            };
-            out.write_all(text.as_bytes()).map_err(stdout_err)?;
-        }
-        Cmd::Man { dir } => match dir {
-            Some(dir) => man_pages(&dir).map_err(Error::Io).at(&dir)?,
-            None => man_page(man_command())
-                .render(&mut out)
-                .map_err(stdout_err)?,
-        },
-        Cmd::Completions { shell } => {
-            // Made whole first: clap_complete panics on a failed write (a
-            // closed pipe, `neff completions bash | head -1`).
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "neff", &mut script);
-            out.write_all(&script).map_err(stdout_err)?;
-        }
+        } => commands::ls(
+            &file,
+            format::chosen(format, json, format::Format::Json),
+            all,
+            opts,
+        ),
+        Cmd::Cat { file, pattern } => commands::cat(&file, &pattern, opts),
+        Cmd::Get { file, accessor } => commands::get(&file, accessor, opts),
+        Cmd::Info { file, json } => commands::info(&file, json, opts),
+        Cmd::Unpack { file, output } => commands::unpack(&file, &output, opts),
+        Cmd::Pack(args) => commands::pack(args),
+        Cmd::Scan(args) => scan::command(args, opts),
+        Cmd::Verify { files } => commands::verify(&files, opts),
         Cmd::Mem {
             files,
             json,
             page_mib,
-        } => {
-            drop(out);
-            return tools::mem(&files, json, page_mib, opts);
-        }
+        } => tools::mem(&files, json, page_mib, opts),
         Cmd::Optimize {
             file,
             output,
             keep_debug,
-        } => {
-            drop(out);
-            return tools::optimize(&file, &output, keep_debug, opts);
-        }
-        Cmd::Diff { a, b, json } => {
-            drop(out);
-            return tools::diff(&a, &b, json, opts);
-        }
-        Cmd::Verify { files } => {
-            // Every file checked; the worst code met: 1 for a refusal, 3
-            // for a file that could not be read at all (as `ls` says it).
-            let mut code = 0;
-            for f in &files {
-                let res = neff::verify(f, opts);
-                match res {
-                    Ok(()) => writeln!(out, "OK {}", shown(f)),
-                    Err(e) => {
-                        code = code.max(exit_code(&e));
-                        writeln!(out, "FAIL {}: {}", shown(f), one_line(&e))
-                    }
-                }
-                .map_err(stdout_err)?;
-            }
-            out.flush().map_err(stdout_err)?;
-            return Ok(code);
-        }
+        } => tools::optimize(&file, &output, keep_debug, opts),
+        Cmd::Diff { a, b, json } => tools::diff(&a, &b, json, opts),
+        Cmd::Cache { what } => cache::command(what),
+        Cmd::Index { what } => commands::index(&what),
+        Cmd::Man { dir } => commands::man(dir.as_deref()),
+        Cmd::Completions { shell } => commands::completions(shell),
     }
-    out.flush().map_err(stdout_err)?;
-    Ok(0)
-}
-
-/// The command the man pages describe: the parser's, without the `help`
-/// subcommand (it has no page of its own).
-fn man_command() -> clap::Command {
-    let mut cmd = Cli::command().disable_help_subcommand(true);
-    cmd.build();
-    cmd
-}
-
-/// The page of `cmd` (the whole command or a subcommand), its footer
-/// naming the program and version, as the top page's does.
-fn man_page(cmd: clap::Command) -> clap_mangen::Man {
-    clap_mangen::Man::new(cmd).source(concat!("neff ", env!("CARGO_PKG_VERSION")))
-}
-
-/// `man --dir`: neff.1 and a page per subcommand, nested ones included
-/// (neff-scan.1, neff-index-schema.1, ...).
-fn man_pages(dir: &Path) -> io::Result<()> {
-    fn write(cmd: &clap::Command, dir: &Path) -> io::Result<()> {
-        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-            write(sub, dir)?;
-        }
-        man_page(cmd.clone()).generate_to(dir).map(drop)
-    }
-    write(&man_command(), dir)
-}
-
-fn ls(neff: &Neff, format: format::Format, all: bool, out: &mut impl Write) -> io::Result<()> {
-    let shown = neff
-        .entries()
-        .iter()
-        .filter(|e| all || e.kind == Kind::File);
-    if format != format::Format::Table {
-        #[derive(serde::Serialize)]
-        struct Row<'a> {
-            name: std::borrow::Cow<'a, str>,
-            kind: &'static str,
-            size: u64,
-            offset: u64,
-            mtime: i64,
-            mode: u32,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            link: Option<std::borrow::Cow<'a, str>>,
-        }
-        /// A row with every column (CSV needs them all in every row).
-        #[derive(serde::Serialize)]
-        struct Full<'a> {
-            #[serde(flatten)]
-            row: Row<'a>,
-            link: Option<std::borrow::Cow<'a, str>>,
-        }
-        let rows = shown.map(|e| Row {
-            name: neff.name_str(e),
-            kind: e.kind.as_str(),
-            size: e.size,
-            offset: e.offset,
-            mtime: e.mtime,
-            mode: e.mode,
-            link: neff.link(e).map(String::from_utf8_lossy),
-        });
-        if format == format::Format::Json {
-            // One line, as it always was.
-            serde_json::to_writer(&mut *out, &rows.collect::<Vec<_>>())?;
-            return writeln!(out);
-        }
-        let mut w = format::Rows::new(format, out);
-        for mut row in rows {
-            if format == format::Format::Csv {
-                let link = row.link.take();
-                w.row(&Full { row, link })?;
-            } else {
-                w.row(&row)?;
-            }
-        }
-        return w.finish().map(drop);
-    }
-    for e in shown {
-        out.write_all(quote(neff.name(e)).as_bytes())?;
-        match e.kind {
-            // (An entry with an empty name prints empty, as `tar tf` does.)
-            Kind::Dir if !neff.name(e).is_empty() => out.write_all(b"/")?,
-            Kind::Symlink | Kind::Hardlink => {
-                if let Some(l) = neff.link(e) {
-                    out.write_all(b" -> ")?;
-                    out.write_all(quote(l).as_bytes())?;
-                }
-            }
-            _ => {}
-        }
-        out.write_all(b"\n")?;
-    }
-    Ok(())
 }
 
 /// The exit code of the command-line contract (docs/CLI.md): 3 when the
@@ -928,83 +473,4 @@ fn exit_code(e: &Error) -> u8 {
         K::Usage => 2,
         _ => 1,
     }
-}
-
-fn info_table(s: &neff::Summary, out: &mut impl Write) -> io::Result<()> {
-    let features = if s.features.is_empty() {
-        "N/A".to_string()
-    } else {
-        s.features.join(", ")
-    };
-    let rows: [(&str, String); 16] = [
-        ("Package Version", s.pkg_version.to_string()),
-        ("Header Size", format!("{} (bytes)", s.header_size)),
-        ("Data Size", format!("{} (bytes)", s.data_size)),
-        ("Major Version", s.version_major.to_string()),
-        ("Minor Version", s.version_minor.to_string()),
-        ("Build Version", s.build_version.clone()),
-        ("Number of Neuron cores", s.requested_tpb_count.to_string()),
-        ("Hash", s.hash.clone()),
-        ("UUID", s.uuid.clone()),
-        ("Network Name", s.name.clone()),
-        ("Enabled Features", features),
-        ("Feature Bits", format!("0x{:x}", s.feature_bits)),
-        ("LNC Size", s.vnc_size.to_string()),
-        (
-            "Payload",
-            if s.compressed {
-                format!("gzip, {} bytes of tar inside", s.tar_size)
-            } else {
-                format!("raw tar, {} bytes", s.tar_size)
-            },
-        ),
-        ("Members", s.members.to_string()),
-        ("Entries", s.entries.to_string()),
-    ];
-    writeln!(out, "NEFF Header:")?;
-    for (k, v) in rows {
-        writeln!(out, "  {:<24}{}", format!("{k}:"), line(&v))?;
-    }
-    if s.subgraphs.is_empty() {
-        return Ok(());
-    }
-    let dims = |t: &neff::summary::Tensor| match &t.shape {
-        Some(d) => format!(
-            "[{}]",
-            d.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-        ),
-        None => "-".into(),
-    };
-    writeln!(out, "\nNEFF Nodes:")?;
-    writeln!(
-        out,
-        "  {:<6}{:<12}{:<16}{:<28}{:>14}  {:<5}{:<16}DataType",
-        "NODE", "Executor", "Name", "Variable", "Size", "Type", "Shape"
-    )?;
-    for (i, sg) in s.subgraphs.iter().enumerate() {
-        writeln!(out, "  {:<6}{:<12}{}", i, "NeuronCore", line(&sg.name))?;
-        if let Some(e) = &sg.error {
-            writeln!(out, "  {:<34}(unreadable: {})", "", line(e))?;
-        }
-        for (kind, list) in [("IN", &sg.inputs), ("OUT", &sg.outputs)] {
-            for t in list {
-                let size = t.size.map_or("-".into(), |s| s.to_string());
-                writeln!(
-                    out,
-                    "  {:<34}{:<28}{:>14}  {:<5}{:<16}{}",
-                    "",
-                    line(&t.name),
-                    size,
-                    kind,
-                    dims(t),
-                    line(t.dtype.as_deref().unwrap_or("-"))
-                )?;
-            }
-        }
-        if !sg.features.is_empty() {
-            let features = sg.features.join(", ");
-            writeln!(out, "  {:<34}features: {}", "", line(&features))?;
-        }
-    }
-    Ok(())
 }

@@ -4,7 +4,7 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -80,6 +80,122 @@ pub fn with_lists(
     Ok(out)
 }
 
+// The arguments of `neff scan` (the variant's doc comment is its help).
+#[derive(clap::Args)]
+pub(crate) struct ScanArgs {
+    /// Directories walked for *.neff and files read whatever their
+    /// name; `-` reads a list of paths from standard input
+    #[arg(required_unless_present = "files_from")]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Also scan the paths listed in FILE, one a line (`-`: standard
+    /// input)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) files_from: Option<PathBuf>,
+    /// The lists (--files-from, `-`) are NUL-separated, as
+    /// `find -print0` writes them (names with newlines)
+    #[arg(short = '0', long = "null")]
+    pub(crate) null: bool,
+    /// Worker threads [default: -j/--threads, else one per core]
+    #[arg(long, default_value_t = 0)]
+    pub(crate) jobs: usize,
+    /// Keep the files matching GLOB (gitignore syntax, relative to each
+    /// root; repeatable); `!GLOB` excludes (a directory so excluded is
+    /// not entered)
+    #[arg(short = 'g', long = "glob", value_name = "GLOB")]
+    pub(crate) globs: Vec<String>,
+    /// Go at most N levels below each root (1: its own entries)
+    #[arg(long, value_name = "N")]
+    pub(crate) max_depth: Option<usize>,
+    /// Do not follow symbolic links (followed by default; a loop is
+    /// reported once)
+    #[arg(long)]
+    pub(crate) no_follow: bool,
+    /// One JSON object per line (NDJSON) instead of a table: --format
+    /// ndjson
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// How to print the records [default: table]
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// Keep files whose sorted index i has i mod N = K-1
+    #[arg(long, value_parser = crate::parse_shard)]
+    pub(crate) shard: Option<(usize, usize)>,
+    /// No progress bar (it only shows when stderr is a terminal)
+    #[arg(long)]
+    pub(crate) no_progress: bool,
+    /// Buffer the records and print them sorted by path
+    #[arg(long)]
+    pub(crate) sorted: bool,
+    /// Exit 1 if any file failed
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// Also check each payload's hash (reads every byte)
+    #[arg(long)]
+    pub(crate) verify: bool,
+    /// Keep an SQLite catalogue of the scan in FILE: unchanged files are
+    /// answered from it (schema: `neff index schema`)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) index: Option<PathBuf>,
+    /// Start the --index catalogue over (whatever FILE held)
+    #[arg(long, requires = "index")]
+    pub(crate) rebuild: bool,
+    /// How long to wait for an --index catalogue another process holds
+    /// locked (opening it, then each batch of rows), e.g. 5s, 2m; then
+    /// exit 3, the records read so far printed [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration, requires = "index")]
+    pub(crate) busy_timeout: Option<std::time::Duration>,
+}
+
+/// `neff scan`: the options the arguments set, then [`run`].
+pub(crate) fn command(args: ScanArgs, opts: &neff::Options) -> Result<u8, Failure> {
+    let ScanArgs {
+        paths,
+        files_from,
+        null,
+        jobs,
+        globs,
+        max_depth,
+        no_follow,
+        json,
+        format,
+        shard,
+        no_progress,
+        sorted,
+        strict,
+        verify,
+        index,
+        rebuild,
+        busy_timeout,
+    } = args;
+    if let Some(d) = busy_timeout {
+        neff::catalog::set_busy_timeout(d);
+    }
+    let paths = with_lists(paths, files_from.as_deref(), null)?;
+    let sopts = ScanOptions::default()
+        .open(*opts)
+        .jobs(jobs)
+        .shard(shard)
+        .verify(verify)
+        .walk(
+            scan::Walk::default()
+                .globs(globs)
+                .max_depth(max_depth)
+                .follow_links(!no_follow),
+        );
+    sopts.walk.check().map_err(|err| Failure {
+        path: "--glob".into(),
+        err,
+    })?;
+    let how = How {
+        format: crate::format::chosen(format, json, Format::Ndjson),
+        sorted,
+        strict,
+        no_progress,
+        index: index.as_deref().map(|db| (db, rebuild)),
+    };
+    run(&paths, &sopts, &how)
+}
+
 /// How to print a scan, and where its catalogue is.
 pub struct How<'a> {
     pub format: Format,
@@ -90,14 +206,9 @@ pub struct How<'a> {
     pub index: Option<(&'a Path, bool)>,
 }
 
+/// Scans `roots`, printing each record as it comes (or all sorted at the
+/// end) and a summary line on stderr; the exit code.
 pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, Failure> {
-    let &How {
-        format,
-        sorted,
-        strict,
-        no_progress,
-        index,
-    } = how;
     let t0 = Instant::now();
     let missing_root = report_unopenable(roots);
     // A glob that does not compile is refused before anything is read.
@@ -106,17 +217,99 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         err,
     })?;
     let remote = roots.iter().any(|r| is_url(r));
-    let bar = (!no_progress && io::stderr().is_terminal()).then(|| progress_bar(remote));
+    let bar = (!how.no_progress && io::stderr().is_terminal()).then(|| progress_bar(remote));
     let ticker = bar
         .as_ref()
         .filter(|_| remote)
         .map(|b| Ticker::start(b.clone()));
-    let table = format == Format::Table;
-    // (The table's header is printed with its first row, or at the end:
-    // a scan that fails before any record prints nothing on stdout.)
-    let out = Mutex::new((io::BufWriter::new(io::stdout()), !table));
-    let line = |text: Option<String>| -> io::Result<()> {
-        let (w, headed) = &mut *out.lock().expect("lock");
+    let printer = Printer::new(how.format);
+    let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+    let tally = Tally::default();
+    let emit = |r: Record| {
+        tally.count(roots, &r);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        if how.sorted {
+            held.lock().expect("lock").push(r);
+        } else {
+            printer.print(&r);
+        }
+    };
+    let listed = |n: usize| {
+        if let Some(b) = &bar {
+            b.inc_length(n as u64);
+        }
+    };
+    let scanned = walk(roots, opts, how.index, &listed, &emit);
+    drop(ticker);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let mut held = held.into_inner().expect("lock");
+    held.sort_by(|a, b| a.path.cmp(&b.path));
+    for r in &held {
+        printer.print(r);
+    }
+    let printed = tally.ok.load(Ordering::Relaxed) + tally.failed.load(Ordering::Relaxed) > 0;
+    printer.finish(scanned.is_err() && !printed)?;
+    let from_index = scanned?;
+    Ok(tally.summary(t0, from_index, missing_root, how.strict))
+}
+
+/// Runs the scan, through the `--index` catalogue if there is one: how
+/// many records it answered. A failure of the catalogue (held locked,
+/// read-only) ends the scan once the records made so far are printed.
+fn walk(
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    index: Option<(&Path, bool)>,
+    listed: &(dyn Fn(usize) + Sync),
+    emit: &(dyn Fn(Record) + Sync),
+) -> Result<Option<usize>, Failure> {
+    match index {
+        None => scan::scan_listing(roots, opts, listed, emit)
+            .map(|()| None)
+            .map_err(|err| Failure {
+                path: PathBuf::from("scan"),
+                err,
+            }),
+        Some((db, rebuild)) => {
+            neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, listed, &|r, _| emit(r))
+                .map(|up| Some(up.from_index))
+                .map_err(|err| Failure {
+                    path: db.to_path_buf(),
+                    err,
+                })
+        }
+    }
+}
+
+/// The records of a scan on stdout: table lines (the header printed with
+/// the first row, or at the end), or rows of another format. The first
+/// write error is kept for [`Printer::finish`].
+struct Printer {
+    /// The table's writer, and whether its header is printed (or needs
+    /// none).
+    out: Mutex<(io::BufWriter<io::Stdout>, bool)>,
+    rows: Mutex<Option<Rows<io::BufWriter<io::Stdout>>>>,
+    write_err: Mutex<Option<io::Error>>,
+}
+
+impl Printer {
+    fn new(format: Format) -> Printer {
+        let table = format == Format::Table;
+        Printer {
+            out: Mutex::new((io::BufWriter::new(io::stdout()), !table)),
+            rows: Mutex::new((!table).then(|| Rows::new(format, io::BufWriter::new(io::stdout())))),
+            write_err: Mutex::new(None),
+        }
+    }
+
+    /// A table line, after the header if it is not printed yet (`None`:
+    /// only the header).
+    fn line(&self, text: Option<String>) -> io::Result<()> {
+        let (w, headed) = &mut *self.out.lock().expect("lock");
         if !std::mem::replace(headed, true) {
             let (ok, arch, cores, world) = ("ok", "arch", "cores", "world");
             writeln!(
@@ -126,25 +319,55 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
             )?;
         }
         text.map_or(Ok(()), |t| writeln!(w, "{t}"))
-    };
-    let rows = Mutex::new((!table).then(|| Rows::new(format, io::BufWriter::new(io::stdout()))));
-    let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
-    let (ok, failed, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
-    let refused = AtomicUsize::new(0);
-    let write_err: Mutex<Option<io::Error>> = Mutex::new(None);
-    let print = |r: &Record| {
-        let written = match rows.lock().expect("lock").as_mut() {
+    }
+
+    fn print(&self, r: &Record) {
+        let written = match self.rows.lock().expect("lock").as_mut() {
             Some(w) => w.row(r),
-            None => line(Some(table_row(r))),
+            None => self.line(Some(table_row(r))),
         };
         if let Err(e) = written {
-            write_err.lock().expect("lock").get_or_insert(e);
+            self.write_err.lock().expect("lock").get_or_insert(e);
         }
-    };
-    // A bucket or repository prefix whose listing fails is a root that
-    // cannot be opened too: reported as such, its record kept.
-    let unlisted = std::sync::atomic::AtomicBool::new(false);
-    let emit = |r: Record| {
+    }
+
+    /// Ends the output and flushes it; `quiet` (a scan that failed before
+    /// any record) prints nothing more.
+    fn finish(self, quiet: bool) -> Result<(), Failure> {
+        if let Some(w) = self.rows.lock().expect("lock").take().filter(|_| !quiet) {
+            w.finish().map_err(stdout_err)?;
+        }
+        if !quiet {
+            self.line(None).map_err(stdout_err)?;
+        }
+        self.out
+            .into_inner()
+            .expect("lock")
+            .0
+            .flush()
+            .map_err(stdout_err)?;
+        if let Some(e) = self.write_err.into_inner().expect("lock") {
+            return Err(stdout_err(e));
+        }
+        Ok(())
+    }
+}
+
+/// A scan's counts, and whether a remote root could not be listed.
+#[derive(Default)]
+struct Tally {
+    ok: AtomicUsize,
+    failed: AtomicUsize,
+    refused: AtomicUsize,
+    bytes: AtomicU64,
+    unlisted: AtomicBool,
+}
+
+impl Tally {
+    /// Counts a record. A bucket or repository prefix whose listing fails
+    /// is a root that cannot be opened too: reported as such, its record
+    /// kept.
+    fn count(&self, roots: &[PathBuf], r: &Record) {
         if !r.ok
             && roots
                 .iter()
@@ -155,86 +378,41 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
                 crate::quote::one_line(&r.path),
                 crate::quote::one_line(r.error.as_deref().unwrap_or("cannot be listed"))
             );
-            unlisted.store(true, Ordering::Relaxed);
+            self.unlisted.store(true, Ordering::Relaxed);
         }
-        if r.ok { &ok } else { &failed }.fetch_add(1, Ordering::Relaxed);
+        if r.ok { &self.ok } else { &self.failed }.fetch_add(1, Ordering::Relaxed);
         if r.has_refusals() {
-            refused.fetch_add(1, Ordering::Relaxed);
+            self.refused.fetch_add(1, Ordering::Relaxed);
         }
-        bytes.fetch_add(r.bytes.unwrap_or(0), Ordering::Relaxed);
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-        if sorted {
-            held.lock().expect("lock").push(r);
+        self.bytes
+            .fetch_add(r.bytes.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Prints the summary line on stderr; the exit code: 3 if a root could
+    /// not be opened or listed, else 1 for `--strict` and a failed file.
+    fn summary(
+        self,
+        t0: Instant,
+        from_index: Option<usize>,
+        missing_root: bool,
+        strict: bool,
+    ) -> u8 {
+        let secs = t0.elapsed().as_secs_f64();
+        let (ok, failed) = (self.ok.into_inner(), self.failed.into_inner());
+        let cached = from_index.map_or(String::new(), |n| format!(", {n} from the index"));
+        eprintln!(
+            "neff scan: {} files, {ok} ok, {failed} failed, {} with refused questions, {} bytes, {secs:.2} s, {:.0} NEFFs/s{cached}",
+            ok + failed,
+            self.refused.into_inner(),
+            self.bytes.into_inner(),
+            (ok + failed) as f64 / secs.max(1e-9)
+        );
+        if missing_root || self.unlisted.into_inner() {
+            3
         } else {
-            print(&r);
+            u8::from(strict && failed > 0)
         }
-    };
-    let listed = |n: usize| {
-        if let Some(b) = &bar {
-            b.inc_length(n as u64);
-        }
-    };
-    // A failure of the catalogue (held locked, read-only) ends the scan
-    // once the records made so far are printed.
-    let scanned = match index {
-        None => scan::scan_listing(roots, opts, &listed, &emit)
-            .map(|()| None)
-            .map_err(|err| Failure {
-                path: PathBuf::from("scan"),
-                err,
-            }),
-        Some((db, rebuild)) => {
-            neff::catalog::scan_indexed_listing(db, rebuild, roots, opts, &listed, &|r, _| emit(r))
-                .map(|up| Some(up.from_index))
-                .map_err(|err| Failure {
-                    path: db.to_path_buf(),
-                    err,
-                })
-        }
-    };
-    drop(ticker);
-    if let Some(b) = &bar {
-        b.finish_and_clear();
     }
-    let mut held = held.into_inner().expect("lock");
-    held.sort_by(|a, b| a.path.cmp(&b.path));
-    for r in &held {
-        print(r);
-    }
-    let printed = ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) > 0;
-    let quiet = scanned.is_err() && !printed;
-    if let Some(w) = rows.into_inner().expect("lock").filter(|_| !quiet) {
-        w.finish().map_err(stdout_err)?;
-    }
-    if !quiet {
-        line(None).map_err(stdout_err)?;
-    }
-    out.into_inner()
-        .expect("lock")
-        .0
-        .flush()
-        .map_err(stdout_err)?;
-    if let Some(e) = write_err.into_inner().expect("lock") {
-        return Err(stdout_err(e));
-    }
-    let from_index = scanned?;
-    let secs = t0.elapsed().as_secs_f64();
-    let (ok, failed) = (ok.into_inner(), failed.into_inner());
-    let cached = from_index.map_or(String::new(), |n| format!(", {n} from the index"));
-    eprintln!(
-        "neff scan: {} files, {ok} ok, {failed} failed, {} with refused questions, {} bytes, {secs:.2} s, {:.0} NEFFs/s{cached}",
-        ok + failed,
-        refused.into_inner(),
-        bytes.into_inner(),
-        (ok + failed) as f64 / secs.max(1e-9)
-    );
-    Ok(if missing_root || unlisted.into_inner() {
-        3
-    } else {
-        u8::from(strict && failed > 0)
-    })
 }
 
 /// The progress bar: its length grows as the paths are listed (a
