@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `schema` | the SQL schema, its version, safe opening, migration, the shard merge SQL |
 //! | `update` | one indexed scan: reuse unchanged files' rows, read and replace the rest |
+//! | `visit` | one file of that scan: its identity looked up, then its row's record reused or the file read |
 //! | this module | [`Catalog`], the read-only API |
 //!
 //! The database is in WAL mode: a [`Catalog`] opened read-only keeps
@@ -41,6 +42,7 @@ mod keys;
 mod retire;
 mod schema;
 mod update;
+mod visit;
 
 pub use busy::{busy_timeout, set_busy_timeout, DEFAULT_BUSY_TIMEOUT};
 pub use schema::{merge_sql, schema_script, INDEXES, NEFF_COLUMNS, SCHEMA, SCHEMA_VERSION};

@@ -8,84 +8,24 @@
 //! has arrived.
 
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::MetadataExt;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection, Transaction};
 
-use super::keys::{self, key_of, options_key};
+use super::keys::{key_of, options_key};
 use super::retire;
 use super::schema::{self, err, NEFF_COLUMNS};
-use crate::accessors;
+use super::visit::{Cached, How, Lookup, Rows, Stat, Visit};
 use crate::error::{Error, Result};
-use crate::json::views::TensorMap;
-use crate::reader::Neff;
+use crate::places::{Keep, Walked};
 use crate::scan::{self, Record, ScanOptions};
-use crate::summary::Summary;
 
 /// Records read are written to the database this many at a time, each
 /// batch one transaction: a killed scan loses at most one batch of work.
 const BATCH: usize = 256;
-
-/// A file's identity: when all five are unchanged, so are its bytes (as far
-/// as the file system can tell), and its row is reused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    /// Device the file lives on (`st_dev`).
-    pub dev: i64,
-    /// Inode number (`st_ino`): a file replaced by another has a new one.
-    pub ino: i64,
-    /// Size in bytes.
-    pub size: i64,
-    /// Last modification, nanoseconds since the epoch.
-    pub mtime_ns: i64,
-    /// Last status change, nanoseconds since the epoch (moves on any write,
-    /// rename or `touch`, even one that restores the mtime).
-    pub ctime_ns: i64,
-}
-
-impl Stat {
-    /// The identity of the file at `path` (symlinks followed, as the scan
-    /// reads them).
-    pub fn of(path: &Path) -> std::io::Result<Stat> {
-        let m = std::fs::metadata(path)?;
-        Ok(Stat {
-            dev: m.dev() as i64,
-            ino: m.ino() as i64,
-            size: m.size() as i64,
-            mtime_ns: m
-                .mtime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(m.mtime_nsec()),
-            ctime_ns: m
-                .ctime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(m.ctime_nsec()),
-        })
-    }
-}
-
-/// The identity of `p`: its file's [`Stat`], or for a remote object what
-/// its listing said (`version`: size, and the ETag folded into `ino`; the
-/// other fields 0), so that an unchanged object is known without a request.
-fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Result<Stat> {
-    match version {
-        Some((size, version)) => {
-            use sha2::{Digest, Sha256};
-            let h = Sha256::digest(version.as_bytes());
-            Ok(Stat {
-                dev: 0,
-                ino: i64::from_le_bytes(h[..8].try_into().expect("8 bytes")),
-                size: *size as i64,
-                mtime_ns: 0,
-                ctime_ns: 0,
-            })
-        }
-        None => Stat::of(p),
-    }
-}
 
 /// Where a record of an indexed scan came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,68 +45,6 @@ pub struct Update {
     pub read: usize,
     /// Rows deleted because their file is gone from the walked roots.
     pub removed: usize,
-}
-
-/// The rows of one readable NEFF besides its record.
-pub(crate) struct Rows {
-    summary: Summary,
-    members: Vec<MemberRow>,
-    aliases: Vec<(String, String, bool)>,
-}
-
-struct MemberRow {
-    name: String,
-    kind: &'static str,
-    size: u64,
-    offset: u64,
-    mode: u32,
-    mtime: i64,
-    link: Option<String>,
-}
-
-impl Rows {
-    pub(crate) fn of(neff: &Neff) -> Rows {
-        let members = neff
-            .entries()
-            .iter()
-            .map(|e| MemberRow {
-                name: neff.name_str(e).into_owned(),
-                kind: e.kind.as_str(),
-                size: e.size,
-                offset: e.offset,
-                mode: e.mode,
-                mtime: e.mtime,
-                link: neff
-                    .link(e)
-                    .map(|l| String::from_utf8_lossy(l).into_owned()),
-            })
-            .collect();
-        // The pairs `neff get alias` prints; none when it refuses (the
-        // record's `errors` says why).
-        let aliases = match (accessors::alias(neff), accessors::tensor_map(neff)) {
-            (Ok(pairs), Ok(tm)) => {
-                let flags: HashMap<(&str, &str), bool> = TensorMap::new(tm.json)
-                    .map(|t| t.aliases())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|a| ((a.input_name, a.output_name), a.must_alias))
-                    .collect();
-                pairs
-                    .into_iter()
-                    .map(|(i, o)| {
-                        let must = flags.get(&(i, o)).copied().unwrap_or(false);
-                        (i.to_string(), o.to_string(), must)
-                    })
-                    .collect()
-            }
-            _ => Vec::new(),
-        };
-        Rows {
-            summary: Summary::of(neff),
-            members,
-            aliases,
-        }
-    }
 }
 
 /// A record read this pass, waiting for its batch's transaction.
@@ -195,17 +73,6 @@ fn key_below(p: &Path, roots: &[(&PathBuf, Option<PathBuf>)], linked: &HashSet<P
         }
     }
     key_of(p)
-}
-
-/// Now, as a row's `scanned_at` spells it: UTC, ISO 8601, to the second.
-fn now_utc() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
-struct Cached {
-    stat: Stat,
-    options: String,
-    record: String,
 }
 
 /// Every row's key; with its identity, options and record for the files
@@ -443,7 +310,6 @@ pub fn scan_indexed_listing(
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record, Origin) + Sync),
 ) -> Result<Update> {
-    use rayon::prelude::*;
     let mut conn = schema::open_rw(db, rebuild)?;
     // Prefixes read while they are listed, if any; the rest walked first.
     let streamed = scan::streamed_prefixes(roots, opts);
@@ -460,164 +326,39 @@ pub fn scan_indexed_listing(
         mut unlisted,
         listed: walked,
     } = scan::list_versions(rest, None, &opts.walk)?;
-    let pool = crate::pool::counting_pool(opts.jobs)
-        .map_err(|e| Error::usage(format!("cannot start {} workers: {e}", opts.jobs)))?;
-    // Every file's key (the removal of vanished rows needs all of them,
-    // not only this shard's).
     let real_roots: Vec<(&PathBuf, Option<PathBuf>)> = roots
         .iter()
         .map(|r| (r, std::fs::canonicalize(r).ok()))
         .collect();
-    let key_list: Vec<String> = pool.install(|| {
-        all.par_iter()
-            .map(|p| key_below(p, &real_roots, &linked))
-            .collect()
-    });
+    let key_list = keys_of(&all, &real_roots, &linked, opts.jobs)?;
     // (By the path's bytes: cheaper to hash than its components.)
-    let keys: HashMap<&std::ffi::OsStr, &str> = all
+    let keys: HashMap<&OsStr, &str> = all
         .iter()
         .zip(&key_list)
         .map(|(p, k)| (p.as_os_str(), k.as_str()))
         .collect();
     let mine = scan::shard_of(all.clone(), opts.shard);
     let options = options_key(opts);
-    let wanted: HashSet<&str> = mine.iter().map(|p| keys[p.as_os_str()]).collect();
-    // The rows of objects still to be listed: every row under a prefix.
-    let listing: Vec<String> = prefixes.iter().map(|r| under(r).1).collect();
-    let cached = load(&conn, db, &|k| {
-        wanted.contains(k) || listing.iter().any(|d| k.starts_with(d.as_str()))
-    })?;
-    drop(wanted);
+    let cached = load_for(&conn, db, &mine, &keys, prefixes)?;
     for r in walk_errors {
         emit(r, Origin::Read);
     }
 
-    // Each file: answered from its row when its identity is unchanged (the
-    // stat, or the listing's size and ETag, is the cost), else read.
-    let keep = crate::places::Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
+    let keep = Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
     let seen = scan::Seen::keeping(keep.clone());
-    let key = |p: &Path| match keys.get(p.as_os_str()) {
-        Some(k) => k.to_string(),
-        // Found by a listing during the scan.
-        None => key_of(p),
+    let lookup = Lookup {
+        keys: &keys,
+        cached: &cached,
+        options: &options,
+        opts,
+        seen: &seen,
+        met: &met,
+        versions: &versions,
     };
-    let visit = |p: &Path, scratch: &mut crate::reader::Scratch| -> Visit {
-        let key = key(p);
-        let met = seen.met(&met, p);
-        // The identity is taken before the read: a file changed during the
-        // read gets a new identity, so the next scan reads it again.
-        let version = seen.version(&versions, p);
-        let version = version.or_else(|| keys::named_object_version(p));
-        let stat = identity(p, version.as_ref()).ok();
-        let hit = match (cached.get(&key).and_then(Option::as_ref), stat) {
-            (Some(c), Some(stat)) if c.stat == stat && c.options == options => {
-                serde_json::from_str::<Record>(&c.record).ok()
-            }
-            _ => None,
-        };
-        if let Some(mut r) = hit {
-            r.path = crate::shown::path(p);
-            let mut refreshed = false;
-            if r.cache_state.is_some() || r.cache_key.is_some() {
-                // The entry's state is not part of the file's identity:
-                // judge it again, from what this scan met of the entry.
-                let before = (r.cache_state, r.cache_reason.clone());
-                scan::cache_entry(p, &mut r, &opts.open, met);
-                refreshed = (r.cache_state, r.cache_reason.clone()) != before;
-            }
-            return Visit {
-                key,
-                record: r,
-                how: How::Hit { refreshed },
-            };
-        }
-        let scanned_at = now_utc();
-        let (record, rows) = scan::record_with(p, opts, scratch, met, |n| Box::new(Rows::of(n)));
-        Visit {
-            key,
-            record,
-            how: How::Read {
-                stat,
-                scanned_at,
-                rows,
-            },
-        }
-    };
-
-    let mut update = Update::default();
-    let hits = AtomicUsize::new(0);
-    let read = AtomicUsize::new(0);
-    let refreshed = Mutex::new(Vec::new());
-    // The keys of what a scan read while listing visited (a walk's are in
-    // `key_list`).
-    let listed_keys = Mutex::new(Vec::new());
-    let conn_m = Mutex::new(&mut conn);
-    let pending: Mutex<Vec<Fresh>> = Mutex::new(Vec::new());
-    let write_err: Mutex<Option<Error>> = Mutex::new(None);
-    let flush = |batch: Vec<Fresh>| {
-        if batch.is_empty() {
-            return;
-        }
-        let mut c = conn_m.lock().expect("lock");
-        if let Err(e) = write_batch(&mut c, db, &batch, &options) {
-            write_err.lock().expect("lock").get_or_insert(e);
-        }
-    };
-    let done = |v: Visit| {
-        let Visit { key, record, how } = v;
-        let origin = match how {
-            How::Hit { refreshed: changed } => {
-                hits.fetch_add(1, Ordering::Relaxed);
-                if changed {
-                    refreshed
-                        .lock()
-                        .expect("lock")
-                        .push((key.clone(), record.clone()));
-                }
-                Origin::Index
-            }
-            How::Read {
-                stat,
-                scanned_at,
-                rows,
-            } => {
-                read.fetch_add(1, Ordering::Relaxed);
-                if let Some(stat) = stat {
-                    let fresh = Fresh {
-                        key: key.clone(),
-                        scanned_at,
-                        stat,
-                        json: json(&record),
-                        record: record.clone(),
-                        rows: rows.map(|r| *r),
-                    };
-                    let full = {
-                        let mut p = pending.lock().expect("lock");
-                        p.push(fresh);
-                        (p.len() >= BATCH).then(|| std::mem::take(&mut *p))
-                    };
-                    if let Some(batch) = full {
-                        flush(batch);
-                    }
-                }
-                Origin::Read
-            }
-        };
-        if streamed.is_some() {
-            listed_keys.lock().expect("lock").push(key);
-        }
-        emit(record, origin);
-    };
-    // A cold load (an empty catalogue and many files to read, or a prefix
-    // of unknown size) builds the secondary indexes once at its end
-    // instead of row by row.
-    let cold = (streamed.is_some() || mine.len() >= 4 * BATCH) && {
-        let c = conn_m.lock().expect("lock");
-        let rows: i64 = c
-            .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
-            .map_err(err(db))?;
-        rows == 0 && schema::drop_indexes(&c, db).is_ok()
-    };
+    let cold = cold_load(&conn, db, streamed.is_some(), mine.len())?;
+    let sink = Sink::new(&mut conn, db, &options, streamed.is_some(), emit);
+    let visit = |p: &Path, scratch: &mut crate::reader::Scratch| lookup.visit(p, scratch);
+    let done = |v: Visit| sink.done(v);
     match &streamed {
         #[cfg(feature = "remote")]
         Some(_) => scan::read_while_listing(
@@ -635,88 +376,290 @@ pub fn scan_indexed_listing(
             scan::scan_with(&mine, opts.jobs, &visit, &done)?;
         }
     }
-    flush(std::mem::take(&mut *pending.lock().expect("lock")));
-    if cold {
-        let c = conn_m.lock().expect("lock");
-        schema::create_indexes(&c, db)?;
-    }
-    if let Some(e) = write_err.into_inner().expect("lock") {
-        return Err(e);
-    }
-    update.from_index = hits.into_inner();
-    update.read = read.into_inner();
+    let tally = sink.finish(cold)?;
     unlisted.extend(seen.unlisted());
+    refresh(&mut conn, db, &tally.refreshed)?;
 
-    // Compile-cache entries whose state changed: same rows, the new state.
-    let refreshed = refreshed.into_inner().expect("lock");
-    if !refreshed.is_empty() {
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err(db))?;
-        for (key, r) in &refreshed {
-            tx.execute(
-                "UPDATE neffs SET cache_state = ?2, cache_reason = ?3, record = ?4 WHERE key = ?1",
-                params![
-                    key,
-                    r.cache_state.map(|s| s.name()),
-                    r.cache_reason,
-                    json(r)
-                ],
-            )
-            .map_err(err(db))?;
-        }
-        tx.commit().map_err(err(db))?;
-    }
-
-    // Rows of files this scan looked for and did not find (not those of
-    // places it did not look at: retire.rs).
-    let listed_keys = listed_keys.into_inner().expect("lock");
     let found: HashSet<&str> = key_list
         .iter()
-        .chain(&listed_keys)
+        .chain(&tally.listed_keys)
         .map(String::as_str)
         .collect();
+    let looked = looked(roots, &unlisted, &walked, &real_roots, &linked, keep);
+    let removed = retire_gone(&mut conn, db, &cached, &found, &looked)?;
+    Ok(Update {
+        from_index: tally.from_index,
+        read: tally.read,
+        removed,
+    })
+}
+
+/// Every walked path's key ([`key_below`]), worked out on a pool of `jobs`
+/// workers: all of them, not only this shard's, since the removal of
+/// vanished rows needs them all.
+fn keys_of(
+    all: &[PathBuf],
+    real_roots: &[(&PathBuf, Option<PathBuf>)],
+    linked: &HashSet<PathBuf>,
+    jobs: usize,
+) -> Result<Vec<String>> {
+    use rayon::prelude::*;
+    let pool = crate::pool::counting_pool(jobs)
+        .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
+    Ok(pool.install(|| {
+        all.par_iter()
+            .map(|p| key_below(p, real_roots, linked))
+            .collect()
+    }))
+}
+
+/// The rows this scan may answer from or retire ([`load`]): every row's
+/// key, and the rest of the row for this shard's files (`mine`) and for
+/// every row under a prefix still to be listed.
+fn load_for(
+    conn: &Connection,
+    db: &Path,
+    mine: &[PathBuf],
+    keys: &HashMap<&OsStr, &str>,
+    prefixes: &[PathBuf],
+) -> Result<HashMap<String, Option<Cached>>> {
+    let wanted: HashSet<&str> = mine.iter().map(|p| keys[p.as_os_str()]).collect();
+    let listing: Vec<String> = prefixes.iter().map(|r| under(r).1).collect();
+    load(conn, db, &|k| {
+        wanted.contains(k) || listing.iter().any(|d| k.starts_with(d.as_str()))
+    })
+}
+
+/// Whether this is a cold load (an empty catalogue, and many `files` to
+/// read or a prefix of unknown size, `streamed`): if so, the secondary
+/// indexes are dropped here, to be built once at its end
+/// ([`Sink::finish`]) instead of row by row.
+fn cold_load(conn: &Connection, db: &Path, streamed: bool, files: usize) -> Result<bool> {
+    if !(streamed || files >= 4 * BATCH) {
+        return Ok(false);
+    }
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
+        .map_err(err(db))?;
+    Ok(rows == 0 && schema::drop_indexes(conn, db).is_ok())
+}
+
+/// Where each visited file goes, on the worker that visited it: counted,
+/// noted (a hit whose compile-cache entry's state changed; the key of a
+/// file visited while prefixes are listed), and emitted. A read file with
+/// an identity is queued for the writer, which writes the queue [`BATCH`]
+/// records at a time, each batch one transaction on the one connection,
+/// on whichever worker filled it.
+struct Sink<'a> {
+    db: &'a Path,
+    options: &'a str,
+    /// Whether prefixes are read while they are listed (the keys of what
+    /// is visited are then noted: a walk's are known before).
+    streamed: bool,
+    emit: &'a (dyn Fn(Record, Origin) + Sync),
+    conn: Mutex<&'a mut Connection>,
+    /// Records read and not yet written.
+    pending: Mutex<Vec<Fresh>>,
+    /// The first write that failed.
+    write_err: Mutex<Option<Error>>,
+    hits: AtomicUsize,
+    read: AtomicUsize,
+    refreshed: Mutex<Vec<(String, Record)>>,
+    listed_keys: Mutex<Vec<String>>,
+}
+
+/// What a [`Sink`] was given, once all of it is written.
+struct Tally {
+    /// Records answered from the database.
+    from_index: usize,
+    /// Files read.
+    read: usize,
+    /// The hits whose compile-cache entry's state changed, by key.
+    refreshed: Vec<(String, Record)>,
+    /// The keys of what was visited while prefixes were listed.
+    listed_keys: Vec<String>,
+}
+
+impl<'a> Sink<'a> {
+    /// An empty sink writing to `conn` (the catalogue at `db`), rows
+    /// stamped with the scan's `options`, records going on to `emit`.
+    fn new(
+        conn: &'a mut Connection,
+        db: &'a Path,
+        options: &'a str,
+        streamed: bool,
+        emit: &'a (dyn Fn(Record, Origin) + Sync),
+    ) -> Sink<'a> {
+        Sink {
+            db,
+            options,
+            streamed,
+            emit,
+            conn: Mutex::new(conn),
+            pending: Mutex::new(Vec::new()),
+            write_err: Mutex::new(None),
+            hits: AtomicUsize::new(0),
+            read: AtomicUsize::new(0),
+            refreshed: Mutex::new(Vec::new()),
+            listed_keys: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Takes one visited file: counts it, queues a read one's record and
+    /// rows for the writer (when it has an identity to key them on), notes
+    /// what [`Tally`] reports, and emits the record.
+    fn done(&self, v: Visit) {
+        let Visit { key, record, how } = v;
+        let origin = match how {
+            How::Hit { refreshed } => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                if refreshed {
+                    self.refreshed
+                        .lock()
+                        .expect("lock")
+                        .push((key.clone(), record.clone()));
+                }
+                Origin::Index
+            }
+            How::Read {
+                stat,
+                scanned_at,
+                rows,
+            } => {
+                self.read.fetch_add(1, Ordering::Relaxed);
+                if let Some(stat) = stat {
+                    self.queue(Fresh {
+                        key: key.clone(),
+                        scanned_at,
+                        stat,
+                        json: json(&record),
+                        record: record.clone(),
+                        rows: rows.map(|r| *r),
+                    });
+                }
+                Origin::Read
+            }
+        };
+        if self.streamed {
+            self.listed_keys.lock().expect("lock").push(key);
+        }
+        (self.emit)(record, origin);
+    }
+
+    /// Queues one read record for the writer; when that fills a batch,
+    /// writes the batch.
+    fn queue(&self, fresh: Fresh) {
+        let full = {
+            let mut p = self.pending.lock().expect("lock");
+            p.push(fresh);
+            (p.len() >= BATCH).then(|| std::mem::take(&mut *p))
+        };
+        if let Some(batch) = full {
+            self.flush(batch);
+        }
+    }
+
+    /// Writes `batch` in one transaction; a failure is kept (the first
+    /// one) for [`Sink::finish`] to return.
+    fn flush(&self, batch: Vec<Fresh>) {
+        if batch.is_empty() {
+            return;
+        }
+        let mut c = self.conn.lock().expect("lock");
+        if let Err(e) = write_batch(&mut c, self.db, &batch, self.options) {
+            self.write_err.lock().expect("lock").get_or_insert(e);
+        }
+    }
+
+    /// Writes what is still queued and, after a `cold` load, builds the
+    /// secondary indexes; the first write that failed is the error.
+    fn finish(self, cold: bool) -> Result<Tally> {
+        self.flush(std::mem::take(&mut *self.pending.lock().expect("lock")));
+        if cold {
+            let c = self.conn.lock().expect("lock");
+            schema::create_indexes(&c, self.db)?;
+        }
+        if let Some(e) = self.write_err.into_inner().expect("lock") {
+            return Err(e);
+        }
+        Ok(Tally {
+            from_index: self.hits.into_inner(),
+            read: self.read.into_inner(),
+            refreshed: self.refreshed.into_inner().expect("lock"),
+            listed_keys: self.listed_keys.into_inner().expect("lock"),
+        })
+    }
+}
+
+/// Compile-cache entries whose state changed (`refreshed`: key, record):
+/// same rows, the new state, in one transaction.
+fn refresh(conn: &mut Connection, db: &Path, refreshed: &[(String, Record)]) -> Result<()> {
+    if refreshed.is_empty() {
+        return Ok(());
+    }
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(err(db))?;
+    for (key, r) in refreshed {
+        tx.execute(
+            "UPDATE neffs SET cache_state = ?2, cache_reason = ?3, record = ?4 WHERE key = ?1",
+            params![
+                key,
+                r.cache_state.map(|s| s.name()),
+                r.cache_reason,
+                json(r)
+            ],
+        )
+        .map_err(err(db))?;
+    }
+    tx.commit().map_err(err(db))
+}
+
+/// Where this scan looked for files ([`retire`]): the directories the walk
+/// listed (`walked`, keyed as the walk's files are) and the prefixes among
+/// `roots` listed to their end (not in `unlisted`), as `keep` filters them.
+fn looked<'a>(
+    roots: &[PathBuf],
+    unlisted: &[PathBuf],
+    walked: &'a Walked,
+    real_roots: &[(&PathBuf, Option<PathBuf>)],
+    linked: &HashSet<PathBuf>,
+    keep: Keep,
+) -> retire::Looked<'a> {
     let listed_prefixes = roots
         .iter()
         .filter(|r| retire::is_prefix(r) && !unlisted.contains(r))
         .map(|r| under(r).1)
         .collect();
-    let key = |d: &Path| key_below(d, &real_roots, &linked);
-    let looked = retire::Looked::new(&walked, &key, listed_prefixes, keep);
+    let key = |d: &Path| key_below(d, real_roots, linked);
+    retire::Looked::new(walked, &key, listed_prefixes, keep)
+}
+
+/// Deletes, in one transaction, the rows of `cached` whose files this scan
+/// did not find (`found`: every key it visited) where it looked for them
+/// (`looked`; not those of places it did not look at: retire.rs); returns
+/// how many went.
+fn retire_gone(
+    conn: &mut Connection,
+    db: &Path,
+    cached: &HashMap<String, Option<Cached>>,
+    found: &HashSet<&str>,
+    looked: &retire::Looked<'_>,
+) -> Result<usize> {
     let gone: Vec<&String> = cached
         .keys()
         .filter(|k| !found.contains(k.as_str()) && looked.looked_for(k))
         .collect();
-    if !gone.is_empty() {
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err(db))?;
-        for k in gone {
-            update.removed += delete_key(&tx, k).map_err(err(db))?;
-        }
-        tx.commit().map_err(err(db))?;
+    if gone.is_empty() {
+        return Ok(0);
     }
-    Ok(update)
-}
-
-/// What became of one file of an indexed scan: its record, and how it
-/// was made.
-struct Visit {
-    key: String,
-    record: Record,
-    how: How,
-}
-
-enum How {
-    /// Answered from its row; `refreshed` when its compile-cache entry's
-    /// state changed (the row is updated).
-    Hit { refreshed: bool },
-    /// Read (new, changed, or not cacheable), with its rows.
-    Read {
-        /// Its identity before the read (`None`: none, so no row is kept).
-        stat: Option<Stat>,
-        scanned_at: String,
-        /// (Boxed: a summary is large beside a hit's flag.)
-        rows: Option<Box<Rows>>,
-    },
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(err(db))?;
+    let mut removed = 0;
+    for k in gone {
+        removed += delete_key(&tx, k).map_err(err(db))?;
+    }
+    tx.commit().map_err(err(db))?;
+    Ok(removed)
 }
