@@ -232,7 +232,7 @@ impl tar::Fetch for remote::Object {
         range: std::ops::Range<u64>,
         first: u64,
     ) -> Result<Box<dyn tar::Ahead + 's>> {
-        let parts = remote::Parts::new(range, first, tar::MAX_PART);
+        let parts = crate::parts::Parts::new(range, first, tar::MAX_PART);
         Ok(Box::new(self.read_ahead(parts)?))
     }
     fn budget(&self) -> Option<u64> {

@@ -20,20 +20,13 @@ use object_store::client::{HttpError, HttpErrorKind};
 use super::redact::redact_text;
 use crate::error::Error;
 
-fn remote_as(io: Io, reason: String) -> Error {
-    Error::Remote {
-        reason: redact_text(&reason).into_owned(),
-        io,
-    }
-}
-
 /// An `object_store` error as the crate's error: not found, access denied
 /// and not authenticated keep their I/O class (`NotFound`,
 /// `PermissionDenied`), a refused connection and a timeout theirs
 /// (`ConnectionRefused`, `TimedOut`); every one is I/O (exit 3). `etag`:
 /// the version a read was pinned to, for a failed `If-Match`; `timeout`:
 /// each request's (`NEFF_REMOTE_TIMEOUT`), which a timeout names.
-pub(super) fn describe(e: &object_store::Error, etag: Option<&str>, timeout: u64) -> Error {
+pub(super) fn describe_timed(e: &object_store::Error, etag: Option<&str>, timeout: u64) -> Error {
     use object_store::Error as E;
     let tried = Tried::of(e);
     match e {
@@ -102,7 +95,7 @@ fn transport(e: &object_store::Error, timeout: u64) -> (Io, String) {
 /// A request of the plain HTTP client (the hub's listing, the SSO
 /// portal) that failed, in the same words as [`describe`]'s, without the
 /// client's report.
-pub(super) fn http_words(e: &reqwest::Error, timeout: u64) -> String {
+pub(super) fn http_words_timed(e: &reqwest::Error, timeout: u64) -> String {
     let os = std::iter::successors(Some(e as &dyn StdError), |c| (*c).source())
         .find_map(|c| c.downcast_ref::<std::io::Error>().map(|io| io.kind()));
     if os == Some(Io::ConnectionRefused) {
@@ -222,6 +215,34 @@ fn seconds(debug: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("{s:.2} s"))
+}
+
+pub(super) fn remote(reason: impl Into<String>) -> Error {
+    remote_as(std::io::ErrorKind::Other, reason)
+}
+
+/// A remote failure of I/O class `io` (a URL in `reason` made printable).
+pub(super) fn remote_as(io: std::io::ErrorKind, reason: impl Into<String>) -> Error {
+    let reason = reason.into();
+    Error::Remote {
+        reason: redact_text(&reason).into_owned(),
+        io,
+    }
+}
+
+/// An error's whole chain of causes, on one line.
+pub(super) fn one_line(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = c.source();
+    }
+    s.replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]

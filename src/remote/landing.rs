@@ -14,7 +14,10 @@ use std::sync::{Condvar, Mutex};
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::{ahead, remote, runtime, spool_file, Miss, Object, PART};
+use super::ahead;
+use super::failure::remote;
+use super::object::{spool_file, Miss, Object, PART};
+use super::store::runtime;
 use crate::error::{Error, Result};
 
 /// Which bytes of a spool have landed: the first bytes (held before the

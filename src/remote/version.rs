@@ -3,7 +3,9 @@
 
 use object_store::{GetOptions, GetRange, ObjectStoreExt};
 
-use super::{describe, ignores_range, link, runtime, store_for, Object, Timeout};
+use super::link;
+use super::object::{ignores_range, Object};
+use super::store::{describe, runtime, store_for, Timeout};
 use crate::error::Result;
 
 impl Object {

@@ -46,7 +46,7 @@ use super::index::{data_in, names_in_arena, Arena, Index, Name, Source};
 use super::stream::{build_keeping, Keep, Retained};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
-use crate::remote::Parts;
+use crate::parts::Parts;
 
 /// Walks the raw tar of `len` bytes at `base` of what `from` fetches
 /// (`first`: the object's first bytes, already fetched), keeping the data

@@ -19,6 +19,8 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     ("limits", 0),
     // Where work runs: pools, their one size, helper threads.
     ("pool", 0),
+    // The parts a range is read in: a shape, of no source.
+    ("parts", 0),
     ("map", 1),
     // A source of bytes, as map is: remote objects read by range.
     ("remote", 1),
@@ -325,7 +327,11 @@ fn named_paths(code: &str, children: &BTreeSet<String>) -> Vec<Vec<String>> {
                 })
                 .take_while(|s| !s.is_empty())
                 .collect();
-            out.push(path);
+            // `super::{a, b}` is a use tree, expanded above: alone, the
+            // `super` it starts with names no import.
+            if path.len() > 1 {
+                out.push(path);
+            }
         }
     }
     out

@@ -1,0 +1,67 @@
+//! Scanning model zoos and compile caches: find every `*.neff` under some
+//! paths, read each in parallel, and produce one [`Record`] per file.
+//!
+//! A bad file never stops a scan: it yields a record with `ok: false` and
+//! its error. Files are listed first (a parallel walk that follows symlinks
+//! and detects loops), sorted by path so that `--shard K/N` splits a zoo
+//! deterministically, then read by a rayon pool; the objects of a bucket
+//! prefix are read as its listing pages arrive ([`scan_listing`]). Each worker reuses one
+//! [`Scratch`] (file and inflate buffers) across files, and a record is
+//! handed to the caller as soon as it is made: memory does not grow with
+//! the number of files beyond the list of paths. At most `jobs` files are
+//! open at once.
+
+#[cfg(feature = "remote")]
+mod listing;
+mod options;
+mod record;
+mod run;
+mod walk;
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+
+pub use options::{ScanOptions, Walk};
+pub use record::{Record, Tensors};
+pub use run::scan;
+pub use walk::{list, list_with, path_list, Walked};
+
+#[cfg(all(feature = "remote", feature = "catalog"))]
+pub(crate) use listing::read_while_listing;
+pub(crate) use record::{cache_entry, record_with};
+pub(crate) use run::{scan_with, streamed_prefixes};
+pub(crate) use walk::{list_versions, shard_of, Found, Seen, Versions};
+
+/// Lists `roots` and scans what it finds, as [`list_with`] then
+/// [`Walked::scan`] do, except that each object under a bucket or
+/// repository prefix is read as soon as its listing page has arrived: a
+/// prefix of 100,000 keys (100 pages, each a round trip) is scanned while
+/// it is listed, not after. Local roots and single objects are listed
+/// first, as [`list_with`] lists them. `listed(n)` is told each time `n`
+/// more paths are queued (a progress bar's length); the walk's and the
+/// listings' errors come to `emit` as records. A sharded scan
+/// (`opts.shard`) lists everything first: a shard is a slice of the
+/// sorted whole.
+///
+/// A `model.neff` in a compile-cache entry waits until the listing has
+/// passed the entry's last key (a store lists in key order), so that its
+/// record judges the entry from all of its files; entries holding no NEFF
+/// are read when their prefixes' listings end.
+pub fn scan_listing(
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    listed: &(dyn Fn(usize) + Sync),
+    emit: &(dyn Fn(Record) + Sync),
+) -> Result<()> {
+    #[cfg(feature = "remote")]
+    if let Some((prefixes, rest)) = run::streamed_prefixes(roots, opts) {
+        return listing::scan(&prefixes, &rest, opts, listed, emit);
+    }
+    let walked = walk::list_with(roots, opts)?;
+    for r in walked.errors.iter().cloned() {
+        emit(r);
+    }
+    listed(walked.paths.len());
+    walked.scan(opts, emit)
+}

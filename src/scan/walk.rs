@@ -1,0 +1,380 @@
+//! Finding what to read: the sorted, sharded walk of local roots and
+//! the listing of bucket prefixes, what it met of each compile-cache
+//! entry, and the paths a list file names.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::cache::{self};
+use crate::error::{Error, Result};
+
+use super::options::*;
+use super::record::*;
+use super::run::*;
+
+/// The paths of a list, one a line (`find -print`) or, with `nul`, each
+/// ended by a NUL byte (`find -print0`, for names holding newlines): as
+/// `neff scan --files-from FILE` (or `-`, standard input) takes them. Empty
+/// entries are skipped; names need not be UTF-8.
+///
+/// ```
+/// let got = neff::scan::path_list(&b"a.neff\0dir/\nname.neff\0"[..], true)?;
+/// assert_eq!(got, ["a.neff", "dir/\nname.neff"].map(std::path::PathBuf::from));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn path_list(mut r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = Vec::new();
+    r.read_to_end(&mut bytes)?;
+    let sep = if nul { 0 } else { b'\n' };
+    Ok(bytes
+        .split(|&b| b == sep)
+        .map(|p| {
+            if nul {
+                p
+            } else {
+                p.strip_suffix(b"\r").unwrap_or(p)
+            }
+        })
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect())
+}
+
+/// Lists every `*.neff` under `roots` (files named directly are kept
+/// whatever their name), and every compile-cache entry (`MODULE_*`
+/// directory) that holds no `model.neff` (a failed, locked or empty
+/// entry gets a record too), sorted by path and sharded. Walk errors (a
+/// symlink loop, an unreadable directory) come back as records, not
+/// failures.
+pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
+    let found = list_versions(roots, shard, &Walk::default())
+        .expect("the default walk has no globs to refuse");
+    (found.paths, found.errors)
+}
+
+/// [`list`] as `opts` says: its shard, and its [`Walk`] (globs, depth,
+/// links). `Err` only for a glob that does not compile.
+pub fn list_with(roots: &[PathBuf], opts: &ScanOptions) -> Result<Walked> {
+    let found = list_versions(roots, opts.shard, &opts.walk)?;
+    Ok(Walked {
+        paths: found.paths,
+        errors: found.errors,
+        met: found.met,
+    })
+}
+
+/// What [`list_with`] found: the paths to read and the walk's errors, and
+/// what the walk saw of each compile-cache entry, so that
+/// [`Walked::scan`] judges the entries without listing them again (a
+/// request per entry, in a bucket).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Walked {
+    /// The files (and compile-cache entries holding no NEFF) to read,
+    /// sorted and sharded.
+    pub paths: Vec<PathBuf>,
+    /// The walk's errors (a symlink loop, an unreadable directory), as
+    /// records.
+    pub errors: Vec<Record>,
+    pub(super) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+}
+
+impl Walked {
+    /// [`scan`] of [`paths`](Self::paths), each compile-cache entry judged
+    /// from what the walk saw of it.
+    pub fn scan(&self, opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
+        scan_with(
+            &self.paths,
+            opts.jobs,
+            &|p, scratch| record_with(p, opts, scratch, met_of(&self.met, p), |_| ()).0,
+            emit,
+        )
+    }
+}
+
+/// What a walk met of the compile-cache entry `path` belongs to.
+pub(crate) fn met_of(
+    met: &std::collections::HashMap<std::ffi::OsString, cache::Met>,
+    path: &Path,
+) -> Option<cache::Met> {
+    cache::entry_dir(path)
+        .and_then(|d| met.get(d.as_os_str()))
+        .cloned()
+}
+
+/// What a store's listing says of each remote object found (key, size,
+/// ETag), by its URL as a path: a catalogue's identity of it.
+pub(crate) type Versions = std::collections::HashMap<PathBuf, (u64, String)>;
+
+/// [`list`], with what the listings of remote prefixes said of each
+/// object (a catalogue keys its rows on it, and so needs no other request).
+/// What a walk found: the paths (sorted, sharded), the walk's errors as
+/// records, what remote listings said of each object, and the symbolic
+/// links the walk went through (a path below none of them is its root's
+/// real path joined with the rest).
+#[cfg_attr(not(feature = "catalog"), allow(dead_code))]
+pub(crate) struct Found {
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) errors: Vec<Record>,
+    pub(crate) versions: Versions,
+    pub(crate) linked: std::collections::HashSet<PathBuf>,
+    /// What the walk met of each compile-cache entry (its files' names).
+    /// (Keyed by the directory's bytes: hashing them is cheaper than
+    /// hashing a path's components.)
+    pub(crate) met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+    /// The bucket prefixes whose listing failed: what they hold is unknown.
+    pub(crate) unlisted: Vec<PathBuf>,
+    /// The directories the walk listed whole, and those it failed to.
+    pub(crate) listed: crate::places::Walked,
+}
+
+pub(crate) fn list_versions(
+    roots: &[PathBuf],
+    shard: Option<(usize, usize)>,
+    walk: &Walk,
+) -> Result<Found> {
+    #[allow(unused_mut)]
+    let mut versions = Versions::new();
+    #[allow(unused_mut)]
+    let mut unlisted = Vec::new();
+    let found = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    // The directories symlink loops led back to (each loop reported once).
+    let loops = Mutex::new(std::collections::HashSet::new());
+    let linked = Mutex::new(std::collections::HashSet::new());
+    // What the walk met of each compile-cache entry, by the entry's
+    // directory: every entry is a key (those holding no NEFF get a record).
+    let met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>> = Mutex::default();
+    let places = crate::places::Places::default();
+    for root in roots {
+        #[cfg(feature = "remote")]
+        if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
+            if url.ends_with(".neff") || !crate::remote::is_listable(url) {
+                // One object, named as a file is.
+                found.lock().expect("lock").push(root.clone());
+                continue;
+            }
+            match crate::remote::list_all(url) {
+                Ok(objects) => {
+                    let keep = crate::places::Keep::new(&walk.globs, walk.max_depth)?;
+                    let mut found = found.lock().expect("lock");
+                    for o in objects {
+                        meet_object(&o, &mut met.lock().expect("lock"));
+                        if o.url.ends_with(".neff") && keep.keeps_listed(url, &o.url) {
+                            let p = PathBuf::from(&o.url);
+                            versions.insert(p.clone(), (o.size, o.version));
+                            found.push(p);
+                        }
+                    }
+                }
+                Err(e) => {
+                    unlisted.push(root.clone());
+                    errors.lock().expect("lock").push(failed(root, &e, None));
+                }
+            }
+            continue;
+        }
+        match std::fs::metadata(root) {
+            Ok(m) if m.is_file() => {
+                found.lock().expect("lock").push(root.clone());
+                continue;
+            }
+            Ok(m) if !m.is_dir() => {
+                // A FIFO or device would block or never end: refuse it.
+                let e = Error::refused("not a regular file or directory");
+                errors.lock().expect("lock").push(failed(root, &e, None));
+                continue;
+            }
+            Err(e) => {
+                errors
+                    .lock()
+                    .expect("lock")
+                    .push(failed(root, &Error::Io(e), None));
+                continue;
+            }
+            Ok(_) => {}
+        }
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder
+            .standard_filters(false)
+            .hidden(false)
+            .follow_links(walk.follow_links)
+            .max_depth(walk.max_depth);
+        if let Some(o) = walk.overrides(root)? {
+            builder.overrides(o);
+        }
+        builder.build_parallel().run(|| {
+            Box::new(|ent| {
+                match ent {
+                    Ok(e) => {
+                        places.entry(root, &e, walk.max_depth);
+                        if e.path_is_symlink() {
+                            linked.lock().expect("lock").insert(e.path().to_path_buf());
+                        }
+                        let kind = e.file_type();
+                        // What an entry holds, as this walk meets it.
+                        if let Some(dir) = entry_above(e.path(), e.file_name()) {
+                            let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
+                            let (link, path) = (e.path_is_symlink(), e.path());
+                            let mut met = met.lock().expect("lock");
+                            match met.get_mut(dir.as_os_str()) {
+                                Some(m) => m.file(rel.as_os_str(), path, link, kind),
+                                None => met.entry(dir.as_os_str().to_owned()).or_default().file(
+                                    rel.as_os_str(),
+                                    path,
+                                    link,
+                                    kind,
+                                ),
+                            }
+                        }
+                        let is_file = kind.is_some_and(|t| t.is_file());
+                        if is_file && e.path().extension().is_some_and(|x| x == "neff") {
+                            found.lock().expect("lock").push(e.into_path());
+                        } else if kind.is_some_and(|t| t.is_dir())
+                            && e.file_name().to_str().is_some_and(cache::is_entry_name)
+                        {
+                            met.lock()
+                                .expect("lock")
+                                .entry(e.path().as_os_str().to_owned())
+                                .or_default();
+                        }
+                    }
+                    Err(err) => {
+                        places.error(&err);
+                        // A loop met again through another link is the
+                        // same loop: reported once.
+                        if let Some(a) = loop_ancestor(&err) {
+                            let a = std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
+                            if !loops.lock().expect("lock").insert(a) {
+                                return ignore::WalkState::Continue;
+                            }
+                        }
+                        let path = walk_error_path(&err).unwrap_or_else(|| root.clone());
+                        let msg = Error::Io(std::io::Error::other(err.to_string()));
+                        errors.lock().expect("lock").push(failed(&path, &msg, None));
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    }
+    let mut paths = found.into_inner().expect("lock");
+    paths.sort();
+    paths.dedup();
+    let met = met.into_inner().expect("lock");
+    // An entry holding any NEFF (its model.neff, or an older layout's
+    // graph_*.neff) is that NEFF's record; one holding none gets its own.
+    let parents: std::collections::HashSet<&Path> =
+        paths.iter().filter_map(|p| p.parent()).collect();
+    let bare: Vec<PathBuf> = met
+        .keys()
+        .map(PathBuf::from)
+        .filter(|d| !parents.contains(d.as_path()))
+        .collect();
+    drop(parents);
+    if !bare.is_empty() {
+        paths.extend(bare);
+        paths.sort();
+    }
+    Ok(Found {
+        paths: shard_of(paths, shard),
+        errors: errors.into_inner().expect("lock"),
+        versions,
+        linked: linked.into_inner().expect("lock"),
+        met,
+        unlisted,
+        listed: places.into_lists(),
+    })
+}
+
+/// The compile-cache entry directory a walked file belongs to: its parent
+/// when that is a `MODULE_*` directory, or, for a `*.lock` file, the
+/// nearest `MODULE_*` directory above it (a lock anywhere in an entry
+/// counts).
+pub(super) fn entry_above<'p>(path: &'p Path, name: &std::ffi::OsStr) -> Option<&'p Path> {
+    let is_entry = |d: &Path| {
+        d.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(cache::is_entry_name)
+    };
+    let parent = path.parent()?;
+    if is_entry(parent) {
+        return Some(parent);
+    }
+    if !name.to_str().is_some_and(|n| n.ends_with(".lock")) {
+        return None;
+    }
+    parent.ancestors().skip(1).take(4).find(|d| is_entry(d))
+}
+
+/// Notes a listed object in what the walk met of each compile-cache
+/// entry above its key (every `MODULE_*` prefix is one).
+#[cfg(feature = "remote")]
+pub(super) fn meet_object(
+    o: &crate::remote::Listed,
+    met: &mut std::collections::HashMap<std::ffi::OsString, cache::Met>,
+) {
+    let mut at = 0;
+    for part in o.url.split('/') {
+        at += part.len() + 1;
+        if cache::is_entry_name(part) && at <= o.url.len() {
+            met.entry(o.url[..at - 1].into())
+                .or_default()
+                .object(&o.url[at..], o.modified);
+        }
+    }
+}
+
+pub(crate) use crate::places::shard_of;
+use crate::places::{loop_ancestor, walk_error_path};
+
+/// What the listings of a scan read while it lists have seen so far,
+/// shared with the workers reading what they found.
+#[derive(Default)]
+#[cfg_attr(not(all(feature = "remote", feature = "catalog")), allow(dead_code))]
+pub(crate) struct Seen {
+    /// What the listings met of each compile-cache entry.
+    pub(super) met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>>,
+    /// What the listings said of each NEFF (size, ETag).
+    pub(super) versions: Mutex<Versions>,
+    /// The prefixes whose listing failed, whole or part way: what they
+    /// held is unknown.
+    pub(super) unlisted: Mutex<Vec<PathBuf>>,
+    /// Which listed objects the globs and the depth keep.
+    pub(super) keep: Option<crate::places::Keep>,
+}
+
+#[cfg_attr(not(all(feature = "remote", feature = "catalog")), allow(dead_code))]
+impl Seen {
+    /// Nothing seen yet; listed objects kept as `keep` says.
+    pub(crate) fn keeping(keep: crate::places::Keep) -> Seen {
+        Seen {
+            keep: Some(keep),
+            ..Seen::default()
+        }
+    }
+
+    /// What a walk (`local`) or the listings met of `path`'s compile-cache
+    /// entry.
+    pub(crate) fn met(
+        &self,
+        local: &std::collections::HashMap<std::ffi::OsString, cache::Met>,
+        path: &Path,
+    ) -> Option<cache::Met> {
+        met_of(local, path).or_else(|| met_of(&self.met.lock().expect("lock"), path))
+    }
+
+    /// What a listing said of `path` (size, ETag), if it is a listed object.
+    pub(crate) fn version(&self, local: &Versions, path: &Path) -> Option<(u64, String)> {
+        if let Some(v) = local.get(path) {
+            return Some(v.clone());
+        }
+        self.versions.lock().expect("lock").get(path).cloned()
+    }
+
+    /// The prefixes whose listing failed.
+    pub(crate) fn unlisted(self) -> Vec<PathBuf> {
+        self.unlisted.into_inner().expect("lock")
+    }
+}
