@@ -167,8 +167,9 @@ CREATE INDEX tensors_name ON tensors(name);
 CREATE INDEX aliases_neff ON aliases(neff_id);
 CREATE INDEX neffs_path ON neffs(path);
 -- A serving control plane's questions (docs/GUIDE.md): the NEFFs that fit a
--- target, failed entries per compiler version, the newest entry of a key.
-CREATE INDEX neffs_target ON neffs(arch, cc_world_size, num_cores, ok);
+-- target (path last: their paths come from the index, in order), failed
+-- entries per compiler version, the newest entry of a key.
+CREATE INDEX neffs_target ON neffs(arch, cc_world_size, num_cores, ok, path);
 CREATE INDEX neffs_cache_state ON neffs(cache_state, compiler);
 CREATE INDEX neffs_cache_key ON neffs(cache_key, mtime_ns);
 -- The common questions, as views.
@@ -294,7 +295,7 @@ CREATE VIEW changes AS
 /// questions without a scan of `neffs` (the NEFFs that fit a target, failed
 /// entries per compiler version, the newest entry of a cache key).
 const V2_TO_V3: &str = "\
-CREATE INDEX IF NOT EXISTS neffs_target ON neffs(arch, cc_world_size, num_cores, ok);
+CREATE INDEX IF NOT EXISTS neffs_target ON neffs(arch, cc_world_size, num_cores, ok, path);
 CREATE INDEX IF NOT EXISTS neffs_cache_state ON neffs(cache_state, compiler);
 CREATE INDEX IF NOT EXISTS neffs_cache_key ON neffs(cache_key, mtime_ns);
 ";
@@ -521,7 +522,10 @@ pub const INDEXES: [(&str, &str); 11] = [
     ("neffs_path", "neffs(path)"),
     ("neffs_hash", "neffs(hash)"),
     ("neffs_arch", "neffs(arch)"),
-    ("neffs_target", "neffs(arch, cc_world_size, num_cores, ok)"),
+    (
+        "neffs_target",
+        "neffs(arch, cc_world_size, num_cores, ok, path)",
+    ),
     ("neffs_cache_state", "neffs(cache_state, compiler)"),
     ("neffs_cache_key", "neffs(cache_key, mtime_ns)"),
     ("members_neff", "members(neff_id)"),
