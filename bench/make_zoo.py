@@ -281,18 +281,21 @@ def main():
     }
     with open(os.path.abspath(a.out) + ".manifest.json", "w") as f:
         json.dump(manifest, f, indent=1)
+    beyond = (
+        "%d hard links to them, beyond the %.2f GiB budget" % (links, a.budget_bytes / 2**30)
+        if links
+        else "no hard links: within the %.2f GiB budget" % (a.budget_bytes / 2**30)
+    )
     print(
-        "make_zoo: %d entries in %s (%d NEFFs: %d distinct, %.2f GiB; %d hard links to them, "
-        "beyond the %.2f GiB budget; %d failed, %d locked), NEFF sizes min %d, median %d, "
-        "p90 %d, p99 %d, max %d bytes, %.0f s"
+        "make_zoo: %d entries in %s (%d NEFFs: %d distinct, %.2f GiB; %s; %d failed, "
+        "%d locked), NEFF sizes min %d, median %d, p90 %d, p99 %d, max %d bytes, %.0f s"
         % (
             a.entries,
             a.out,
             len(sizes),
             distinct,
             distinct_bytes / 2**30,
-            links,
-            a.budget_bytes / 2**30,
+            beyond,
             failed,
             locked,
             q(0),
