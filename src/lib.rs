@@ -60,6 +60,7 @@ mod json;
 mod limits;
 #[allow(unsafe_code)] // Memory maps: the crate's only unsafe code.
 mod map;
+#[cfg(feature = "remote")]
 mod parts;
 mod payload;
 mod places;

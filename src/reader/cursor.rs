@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+#[cfg_attr(not(feature = "remote"), allow(unused_imports))]
 use super::neff::{changed, Neff, Tar};
 #[cfg(feature = "remote")]
 use super::remote_plan::remote_gz;

@@ -225,158 +225,193 @@ pub(super) fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore
     Ok((Arc::clone(store), path))
 }
 
-/// A new store for the bucket or host of `url`.
+/// A new store for the bucket or host of `url`: each scheme's builder,
+/// with the clients' timeouts and retries of `kind`.
 pub(super) fn new_store(
     url: &str,
     parsed: &url::Url,
     kind: Timeout,
 ) -> Result<Arc<dyn ObjectStore>> {
     let (client, retry) = client_config(kind);
-    let store: Arc<dyn ObjectStore> = match parsed.scheme() {
-        "s3" => {
-            if parsed.host_str().unwrap_or("").is_empty() {
-                return Err(remote("an s3:// URL needs a bucket (s3://BUCKET/KEY)"));
-            }
-            let mut client = client;
-            let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url);
-            let env = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-            let mut region = None;
-            if let Some(p) = aws_profile()? {
-                // A profile named with --profile wins over the environment's
-                // keys; AWS_PROFILE (or `default`) only fills what the
-                // environment leaves out, as with the AWS CLI.
-                if profile::chosen().is_some() || !env("AWS_ACCESS_KEY_ID") {
-                    let keys = match p.keys()? {
-                        Some(k) => Some(k),
-                        None => p.sso_login()?.map(|l| sso_role_keys(&l)).transpose()?,
-                    };
-                    if let Some(k) = keys {
-                        b = b
-                            .with_access_key_id(k.access_key_id)
-                            .with_secret_access_key(k.secret_access_key);
-                        if let Some(t) = k.session_token {
-                            b = b.with_token(t);
-                        }
-                    }
-                }
-                region = p.region.clone();
-                if !env("AWS_ENDPOINT_URL") {
-                    if let Some(e) = &p.endpoint_url {
-                        if e.starts_with("http://") {
-                            client = client.with_allow_http(true);
-                        }
-                        b = b.with_endpoint(e);
-                    }
-                }
-            }
-            if !env("AWS_REGION") && !env("AWS_DEFAULT_REGION") {
-                b = b.with_region(region.unwrap_or_else(|| "us-east-1".into()));
-            }
-            let (unsigned, payer) = access();
-            b = b
-                .with_skip_signature(unsigned)
-                .with_request_payer(payer)
-                .with_client_options(client)
-                .with_retry(retry);
-            Arc::new(b.build().map_err(|e| remote(one_line(&e)))?)
-        }
-        "gs" => {
-            if parsed.host_str().unwrap_or("").is_empty() {
-                return Err(remote("a gs:// URL needs a bucket (gs://BUCKET/KEY)"));
-            }
-            // GOOGLE_SERVICE_ACCOUNT, GOOGLE_APPLICATION_CREDENTIALS,
-            // GOOGLE_BASE_URL (an emulator), … as object_store reads them.
-            let emulator = std::env::var("GOOGLE_BASE_URL").unwrap_or_default();
-            let client = if emulator.starts_with("http://") {
-                client.with_allow_http(true)
-            } else {
-                client
+    match parsed.scheme() {
+        "s3" => s3_store(url, parsed, client, retry),
+        "gs" => gs_store(url, parsed, client, retry),
+        "az" => az_store(url, parsed, client, retry),
+        "http" | "https" => http_store(url, parsed, client, retry),
+        other => Err(remote(format!("unsupported URL scheme {other:?}"))),
+    }
+}
+
+/// An S3 store: credentials from `--profile` (keys, `credential_process`,
+/// SSO) over the environment's as the AWS CLI ranks them, the profile's
+/// region and endpoint, `--no-sign-request`, `--requester-pays`.
+fn s3_store(
+    url: &str,
+    parsed: &url::Url,
+    mut client: ClientOptions,
+    retry: RetryConfig,
+) -> Result<Arc<dyn ObjectStore>> {
+    if parsed.host_str().unwrap_or("").is_empty() {
+        return Err(remote("an s3:// URL needs a bucket (s3://BUCKET/KEY)"));
+    }
+    let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url);
+    let env = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    let mut region = None;
+    if let Some(p) = aws_profile()? {
+        // A profile named with --profile wins over the environment's
+        // keys; AWS_PROFILE (or `default`) only fills what the
+        // environment leaves out, as with the AWS CLI.
+        if profile::chosen().is_some() || !env("AWS_ACCESS_KEY_ID") {
+            let keys = match p.keys()? {
+                Some(k) => Some(k),
+                None => p.sso_login()?.map(|l| sso_role_keys(&l)).transpose()?,
             };
-            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                .with_url(url)
-                .with_client_options(client)
-                .with_retry(retry);
-            if access().0 {
-                // --no-sign-request; else the environment's setting.
-                b = b.with_skip_signature(true);
-            }
-            Arc::new(b.build().map_err(|e| remote(one_line(&e)))?)
-        }
-        "az" => {
-            if parsed.host_str().unwrap_or("").is_empty() {
-                return Err(remote(
-                    "an az:// URL needs a container (az://CONTAINER/KEY)",
-                ));
-            }
-            // AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY,
-            // AZURE_STORAGE_SAS_KEY, AZURE_STORAGE_USE_EMULATOR (Azurite,
-            // AZURITE_BLOB_STORAGE_URL), … as object_store reads them.
-            let truthy = |k: &str| {
-                std::env::var(k).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-            };
-            let plain = truthy("AZURE_ALLOW_HTTP") || truthy("AZURE_STORAGE_USE_EMULATOR");
-            let client = if plain {
-                client.with_allow_http(true)
-            } else {
-                client
-            };
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
-                .with_url(url)
-                .with_client_options(client)
-                .with_retry(retry);
-            if access().0 {
-                // --no-sign-request; else the environment's setting.
-                b = b.with_skip_signature(true);
-            }
-            let built = b.build().map_err(|e| {
-                let why = one_line(&e);
-                if why.contains("Account must be specified") {
-                    remote(
-                        "an az:// URL needs the storage account: AZURE_STORAGE_ACCOUNT_NAME \
-                         (or AZURE_STORAGE_USE_EMULATOR=true for Azurite)",
-                    )
-                } else {
-                    remote(why)
-                }
-            })?;
-            Arc::new(built)
-        }
-        "http" | "https" => {
-            let base = if parsed.query().is_some() {
-                url.to_string()
-            } else {
-                format!(
-                    "{}://{}",
-                    parsed.scheme(),
-                    &parsed[url::Position::BeforeHost..url::Position::BeforePath]
-                )
-            };
-            let mut client = if parsed.scheme() == "http" {
-                client.with_allow_http(true)
-            } else {
-                client
-            };
-            // The hub's token, to the hub only (a redirect to its CDN
-            // drops it, as reqwest does for another host).
-            if base.starts_with(&hf::endpoint()) {
-                if let Some(t) = hf::token() {
-                    let mut h = http::HeaderMap::new();
-                    let v = http::HeaderValue::from_str(&format!("Bearer {t}"))
-                        .map_err(|_| remote("the hub token is not a valid header value"))?;
-                    h.insert(http::header::AUTHORIZATION, v);
-                    client = client.with_default_headers(h);
+            if let Some(k) = keys {
+                b = b
+                    .with_access_key_id(k.access_key_id)
+                    .with_secret_access_key(k.secret_access_key);
+                if let Some(t) = k.session_token {
+                    b = b.with_token(t);
                 }
             }
-            Arc::new(
-                object_store::http::HttpBuilder::new()
-                    .with_url(base)
-                    .with_client_options(client)
-                    .with_retry(retry)
-                    .build()
-                    .map_err(|e| remote(one_line(&e)))?,
-            )
         }
-        other => return Err(remote(format!("unsupported URL scheme {other:?}"))),
+        region = p.region.clone();
+        if !env("AWS_ENDPOINT_URL") {
+            if let Some(e) = &p.endpoint_url {
+                if e.starts_with("http://") {
+                    client = client.with_allow_http(true);
+                }
+                b = b.with_endpoint(e);
+            }
+        }
+    }
+    if !env("AWS_REGION") && !env("AWS_DEFAULT_REGION") {
+        b = b.with_region(region.unwrap_or_else(|| "us-east-1".into()));
+    }
+    let (unsigned, payer) = access();
+    b = b
+        .with_skip_signature(unsigned)
+        .with_request_payer(payer)
+        .with_client_options(client)
+        .with_retry(retry);
+    Ok(Arc::new(b.build().map_err(|e| remote(one_line(&e)))?))
+}
+
+/// A Google Cloud Storage store, configured from the environment as
+/// `object_store` reads it (an emulator over plain HTTP allowed).
+fn gs_store(
+    url: &str,
+    parsed: &url::Url,
+    client: ClientOptions,
+    retry: RetryConfig,
+) -> Result<Arc<dyn ObjectStore>> {
+    if parsed.host_str().unwrap_or("").is_empty() {
+        return Err(remote("a gs:// URL needs a bucket (gs://BUCKET/KEY)"));
+    }
+    // GOOGLE_SERVICE_ACCOUNT, GOOGLE_APPLICATION_CREDENTIALS,
+    // GOOGLE_BASE_URL (an emulator), … as object_store reads them.
+    let emulator = std::env::var("GOOGLE_BASE_URL").unwrap_or_default();
+    let client = if emulator.starts_with("http://") {
+        client.with_allow_http(true)
+    } else {
+        client
     };
-    Ok(store)
+    let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+        .with_url(url)
+        .with_client_options(client)
+        .with_retry(retry);
+    if access().0 {
+        // --no-sign-request; else the environment's setting.
+        b = b.with_skip_signature(true);
+    }
+    Ok(Arc::new(b.build().map_err(|e| remote(one_line(&e)))?))
+}
+
+/// An Azure Blob store, configured from the environment (Azurite over
+/// plain HTTP allowed); a missing account said in the project's words.
+fn az_store(
+    url: &str,
+    parsed: &url::Url,
+    client: ClientOptions,
+    retry: RetryConfig,
+) -> Result<Arc<dyn ObjectStore>> {
+    if parsed.host_str().unwrap_or("").is_empty() {
+        return Err(remote(
+            "an az:// URL needs a container (az://CONTAINER/KEY)",
+        ));
+    }
+    // AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY,
+    // AZURE_STORAGE_SAS_KEY, AZURE_STORAGE_USE_EMULATOR (Azurite,
+    // AZURITE_BLOB_STORAGE_URL), … as object_store reads them.
+    let truthy =
+        |k: &str| std::env::var(k).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+    let plain = truthy("AZURE_ALLOW_HTTP") || truthy("AZURE_STORAGE_USE_EMULATOR");
+    let client = if plain {
+        client.with_allow_http(true)
+    } else {
+        client
+    };
+    let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+        .with_url(url)
+        .with_client_options(client)
+        .with_retry(retry);
+    if access().0 {
+        // --no-sign-request; else the environment's setting.
+        b = b.with_skip_signature(true);
+    }
+    let built = b.build().map_err(|e| {
+        let why = one_line(&e);
+        if why.contains("Account must be specified") {
+            remote(
+                "an az:// URL needs the storage account: AZURE_STORAGE_ACCOUNT_NAME \
+                 (or AZURE_STORAGE_USE_EMULATOR=true for Azurite)",
+            )
+        } else {
+            remote(why)
+        }
+    })?;
+    Ok(Arc::new(built))
+}
+
+/// A plain HTTP(S) store for the host of `url` (a presigned URL keeps its
+/// query); the hub's token sent to the hub only.
+fn http_store(
+    url: &str,
+    parsed: &url::Url,
+    client: ClientOptions,
+    retry: RetryConfig,
+) -> Result<Arc<dyn ObjectStore>> {
+    let base = if parsed.query().is_some() {
+        url.to_string()
+    } else {
+        format!(
+            "{}://{}",
+            parsed.scheme(),
+            &parsed[url::Position::BeforeHost..url::Position::BeforePath]
+        )
+    };
+    let mut client = if parsed.scheme() == "http" {
+        client.with_allow_http(true)
+    } else {
+        client
+    };
+    // The hub's token, to the hub only (a redirect to its CDN
+    // drops it, as reqwest does for another host).
+    if base.starts_with(&hf::endpoint()) {
+        if let Some(t) = hf::token() {
+            let mut h = http::HeaderMap::new();
+            let v = http::HeaderValue::from_str(&format!("Bearer {t}"))
+                .map_err(|_| remote("the hub token is not a valid header value"))?;
+            h.insert(http::header::AUTHORIZATION, v);
+            client = client.with_default_headers(h);
+        }
+    }
+    Ok(Arc::new(
+        object_store::http::HttpBuilder::new()
+            .with_url(base)
+            .with_client_options(client)
+            .with_retry(retry)
+            .build()
+            .map_err(|e| remote(one_line(&e)))?,
+    ))
 }

@@ -29,8 +29,11 @@ pub use walk::{list, list_with, path_list, Walked};
 
 #[cfg(all(feature = "remote", feature = "catalog"))]
 pub(crate) use listing::read_while_listing;
+#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use record::{cache_entry, record_with};
+#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use run::{scan_with, streamed_prefixes};
+#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use walk::{list_versions, shard_of, Found, Seen, Versions};
 
 /// Lists `roots` and scans what it finds, as [`list_with`] then

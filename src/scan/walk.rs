@@ -129,69 +129,95 @@ pub(crate) struct Found {
     pub(crate) listed: crate::places::Walked,
 }
 
+/// Finds what to read under `roots` (see [`Found`]): the local roots
+/// walked in parallel, the bucket prefixes listed; sorted, then sharded.
 pub(crate) fn list_versions(
     roots: &[PathBuf],
     shard: Option<(usize, usize)>,
     walk: &Walk,
 ) -> Result<Found> {
-    #[allow(unused_mut)]
-    let mut versions = Versions::new();
-    #[allow(unused_mut)]
-    let mut unlisted = Vec::new();
-    let found = Mutex::new(Vec::new());
-    let errors = Mutex::new(Vec::new());
-    // The directories symlink loops led back to (each loop reported once).
-    let loops = Mutex::new(std::collections::HashSet::new());
-    let linked = Mutex::new(std::collections::HashSet::new());
-    // What the walk met of each compile-cache entry, by the entry's
-    // directory: every entry is a key (those holding no NEFF get a record).
-    let met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>> = Mutex::default();
-    let places = crate::places::Places::default();
+    let c = Collect::default();
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
-            if url.ends_with(".neff") || !crate::remote::is_listable(url) {
-                // One object, named as a file is.
-                found.lock().expect("lock").push(root.clone());
-                continue;
-            }
-            match crate::remote::list_all(url) {
-                Ok(objects) => {
-                    let keep = crate::places::Keep::new(&walk.globs, walk.max_depth)?;
-                    let mut found = found.lock().expect("lock");
-                    for o in objects {
-                        meet_object(&o, &mut met.lock().expect("lock"));
-                        if o.url.ends_with(".neff") && keep.keeps_listed(url, &o.url) {
-                            let p = PathBuf::from(&o.url);
-                            versions.insert(p.clone(), (o.size, o.version));
-                            found.push(p);
-                        }
-                    }
-                }
-                Err(e) => {
-                    unlisted.push(root.clone());
-                    errors.lock().expect("lock").push(failed(root, &e, None));
-                }
-            }
+            c.remote_root(root, url, walk)?;
             continue;
         }
+        c.local_root(root, walk)?;
+    }
+    Ok(c.finish(shard))
+}
+
+/// What a walk gathers, from every thread of it.
+#[derive(Default)]
+struct Collect {
+    found: Mutex<Vec<PathBuf>>,
+    errors: Mutex<Vec<Record>>,
+    versions: Mutex<Versions>,
+    unlisted: Mutex<Vec<PathBuf>>,
+    /// The directories symlink loops led back to (each loop reported once).
+    loops: Mutex<std::collections::HashSet<PathBuf>>,
+    linked: Mutex<std::collections::HashSet<PathBuf>>,
+    /// What the walk met of each compile-cache entry, by the entry's
+    /// directory: every entry is a key (those holding no NEFF get a record).
+    met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>>,
+    places: crate::places::Places,
+}
+
+impl Collect {
+    fn fail(&self, path: &Path, e: &Error) {
+        self.errors
+            .lock()
+            .expect("lock")
+            .push(failed(path, e, None));
+    }
+
+    /// A root that is a URL: one object, or a prefix listed whole.
+    #[cfg(feature = "remote")]
+    fn remote_root(&self, root: &Path, url: &str, walk: &Walk) -> Result<()> {
+        if url.ends_with(".neff") || !crate::remote::is_listable(url) {
+            // One object, named as a file is.
+            self.found.lock().expect("lock").push(root.to_path_buf());
+            return Ok(());
+        }
+        match crate::remote::list_all(url) {
+            Ok(objects) => {
+                let keep = crate::places::Keep::new(&walk.globs, walk.max_depth)?;
+                let mut found = self.found.lock().expect("lock");
+                let mut versions = self.versions.lock().expect("lock");
+                for o in objects {
+                    meet_object(&o, &mut self.met.lock().expect("lock"));
+                    if o.url.ends_with(".neff") && keep.keeps_listed(url, &o.url) {
+                        let p = PathBuf::from(&o.url);
+                        versions.insert(p.clone(), (o.size, o.version));
+                        found.push(p);
+                    }
+                }
+            }
+            Err(e) => {
+                self.unlisted.lock().expect("lock").push(root.to_path_buf());
+                self.fail(root, &e);
+            }
+        }
+        Ok(())
+    }
+
+    /// A local root: a file is read as it is, a FIFO or device refused, a
+    /// directory walked in parallel.
+    fn local_root(&self, root: &Path, walk: &Walk) -> Result<()> {
         match std::fs::metadata(root) {
             Ok(m) if m.is_file() => {
-                found.lock().expect("lock").push(root.clone());
-                continue;
+                self.found.lock().expect("lock").push(root.to_path_buf());
+                return Ok(());
             }
             Ok(m) if !m.is_dir() => {
                 // A FIFO or device would block or never end: refuse it.
-                let e = Error::refused("not a regular file or directory");
-                errors.lock().expect("lock").push(failed(root, &e, None));
-                continue;
+                self.fail(root, &Error::refused("not a regular file or directory"));
+                return Ok(());
             }
             Err(e) => {
-                errors
-                    .lock()
-                    .expect("lock")
-                    .push(failed(root, &Error::Io(e), None));
-                continue;
+                self.fail(root, &Error::Io(e));
+                return Ok(());
             }
             Ok(_) => {}
         }
@@ -204,88 +230,99 @@ pub(crate) fn list_versions(
         if let Some(o) = walk.overrides(root)? {
             builder.overrides(o);
         }
-        builder.build_parallel().run(|| {
-            Box::new(|ent| {
-                match ent {
-                    Ok(e) => {
-                        places.entry(root, &e, walk.max_depth);
-                        if e.path_is_symlink() {
-                            linked.lock().expect("lock").insert(e.path().to_path_buf());
-                        }
-                        let kind = e.file_type();
-                        // What an entry holds, as this walk meets it.
-                        if let Some(dir) = entry_above(e.path(), e.file_name()) {
-                            let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
-                            let (link, path) = (e.path_is_symlink(), e.path());
-                            let mut met = met.lock().expect("lock");
-                            match met.get_mut(dir.as_os_str()) {
-                                Some(m) => m.file(rel.as_os_str(), path, link, kind),
-                                None => met.entry(dir.as_os_str().to_owned()).or_default().file(
-                                    rel.as_os_str(),
-                                    path,
-                                    link,
-                                    kind,
-                                ),
-                            }
-                        }
-                        let is_file = kind.is_some_and(|t| t.is_file());
-                        if is_file && e.path().extension().is_some_and(|x| x == "neff") {
-                            found.lock().expect("lock").push(e.into_path());
-                        } else if kind.is_some_and(|t| t.is_dir())
-                            && e.file_name().to_str().is_some_and(cache::is_entry_name)
-                        {
-                            met.lock()
-                                .expect("lock")
-                                .entry(e.path().as_os_str().to_owned())
-                                .or_default();
-                        }
-                    }
-                    Err(err) => {
-                        places.error(&err);
-                        // A loop met again through another link is the
-                        // same loop: reported once.
-                        if let Some(a) = loop_ancestor(&err) {
-                            let a = std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
-                            if !loops.lock().expect("lock").insert(a) {
-                                return ignore::WalkState::Continue;
-                            }
-                        }
-                        let path = walk_error_path(&err).unwrap_or_else(|| root.clone());
-                        let msg = Error::Io(std::io::Error::other(err.to_string()));
-                        errors.lock().expect("lock").push(failed(&path, &msg, None));
+        builder
+            .build_parallel()
+            .run(|| Box::new(|ent| self.visit(root, ent, walk)));
+        Ok(())
+    }
+
+    /// One step of a local walk: a file or directory met, or an error.
+    fn visit(
+        &self,
+        root: &Path,
+        ent: std::result::Result<ignore::DirEntry, ignore::Error>,
+        walk: &Walk,
+    ) -> ignore::WalkState {
+        let e = match ent {
+            Ok(e) => e,
+            Err(err) => {
+                self.places.error(&err);
+                // A loop met again through another link is the same loop:
+                // reported once.
+                if let Some(a) = loop_ancestor(&err) {
+                    let a = std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
+                    if !self.loops.lock().expect("lock").insert(a) {
+                        return ignore::WalkState::Continue;
                     }
                 }
-                ignore::WalkState::Continue
-            })
-        });
+                let path = walk_error_path(&err).unwrap_or_else(|| root.to_path_buf());
+                self.fail(&path, &Error::Io(std::io::Error::other(err.to_string())));
+                return ignore::WalkState::Continue;
+            }
+        };
+        self.places.entry(root, &e, walk.max_depth);
+        if e.path_is_symlink() {
+            self.linked
+                .lock()
+                .expect("lock")
+                .insert(e.path().to_path_buf());
+        }
+        let kind = e.file_type();
+        // What an entry holds, as this walk meets it.
+        if let Some(dir) = entry_above(e.path(), e.file_name()) {
+            let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
+            let mut met = self.met.lock().expect("lock");
+            met.entry(dir.as_os_str().to_owned()).or_default().file(
+                rel.as_os_str(),
+                e.path(),
+                e.path_is_symlink(),
+                kind,
+            );
+        }
+        let is_file = kind.is_some_and(|t| t.is_file());
+        if is_file && e.path().extension().is_some_and(|x| x == "neff") {
+            self.found.lock().expect("lock").push(e.into_path());
+        } else if kind.is_some_and(|t| t.is_dir())
+            && e.file_name().to_str().is_some_and(cache::is_entry_name)
+        {
+            self.met
+                .lock()
+                .expect("lock")
+                .entry(e.path().as_os_str().to_owned())
+                .or_default();
+        }
+        ignore::WalkState::Continue
     }
-    let mut paths = found.into_inner().expect("lock");
-    paths.sort();
-    paths.dedup();
-    let met = met.into_inner().expect("lock");
-    // An entry holding any NEFF (its model.neff, or an older layout's
-    // graph_*.neff) is that NEFF's record; one holding none gets its own.
-    let parents: std::collections::HashSet<&Path> =
-        paths.iter().filter_map(|p| p.parent()).collect();
-    let bare: Vec<PathBuf> = met
-        .keys()
-        .map(PathBuf::from)
-        .filter(|d| !parents.contains(d.as_path()))
-        .collect();
-    drop(parents);
-    if !bare.is_empty() {
-        paths.extend(bare);
+
+    /// The paths sorted (an entry holding any NEFF is that NEFF's record;
+    /// one holding none gets its own), then sharded.
+    fn finish(self, shard: Option<(usize, usize)>) -> Found {
+        let mut paths = self.found.into_inner().expect("lock");
         paths.sort();
+        paths.dedup();
+        let met = self.met.into_inner().expect("lock");
+        let parents: std::collections::HashSet<&Path> =
+            paths.iter().filter_map(|p| p.parent()).collect();
+        let bare: Vec<PathBuf> = met
+            .keys()
+            .map(PathBuf::from)
+            .filter(|d| !parents.contains(d.as_path()))
+            .collect();
+        drop(parents);
+        if !bare.is_empty() {
+            paths.extend(bare);
+            paths.sort();
+        }
+        Found {
+            paths: shard_of(paths, shard),
+            errors: self.errors.into_inner().expect("lock"),
+            versions: self.versions.into_inner().expect("lock"),
+            linked: self.linked.into_inner().expect("lock"),
+            met,
+            unlisted: self.unlisted.into_inner().expect("lock"),
+            listed: self.places.into_lists(),
+        }
     }
-    Ok(Found {
-        paths: shard_of(paths, shard),
-        errors: errors.into_inner().expect("lock"),
-        versions,
-        linked: linked.into_inner().expect("lock"),
-        met,
-        unlisted,
-        listed: places.into_lists(),
-    })
 }
 
 /// The compile-cache entry directory a walked file belongs to: its parent
