@@ -13,9 +13,9 @@
 //! | what | where |
 //! |---|---|
 //! | open a NEFF, list and read its members | [`Neff`], [`Options`], [`Entry`], [`Kind`], [`Limits`], [`ReadMode`] |
-//! | the reference `NeffInfo` getters | [`accessors`], [`Accessor`], [`Known`] |
+//! | the reference `NeffInfo` getters | [`accessors`] (and their `neff get` names, [`accessors::Accessor`]), [`Known`] |
 //! | typed views of the JSON sidecars | [`views`] |
-//! | what `neff info` shows | [`Summary`] |
+//! | what `neff info` shows | [`summary::Summary`] |
 //! | check the payload hash | [`verify()`] |
 //! | a directory of NEFFs in parallel | [`scan`], [`set_threads`] |
 //! | a Neuron compile cache's entries: states, pruning | [`cache`] |
@@ -29,7 +29,8 @@
 //! `docs/ARCHITECTURE.md`.
 //!
 //! ```
-//! use neff::{Accessor, Neff};
+//! use neff::accessors::Accessor;
+//! use neff::Neff;
 //!
 //! // A small NEFF bundled with the crate's tests.
 //! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/acc/cc-replica-groups-gz.neff");
@@ -91,7 +92,6 @@ mod verify;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use accessors::Accessor;
 pub use error::{Error, ErrorKind, Result};
 pub use header::{Compression, Header, PayloadSpan};
 pub use limits::Limits;
@@ -105,7 +105,6 @@ pub use remote::{
     Stats as RemoteStats, WHOLE_BELOW as REMOTE_WHOLE_BELOW,
 };
 pub use select::{Known, Pattern};
-pub use summary::Summary;
 pub use tar::{Entry, Kind, Piece, Segment};
 pub use verify::{verify, verify_bytes};
 

@@ -36,10 +36,7 @@ fn root_of(root: Option<PathBuf>) -> PathBuf {
 /// Every entry's state: `(entries, errors)`, each a list of JSON texts.
 #[pyfunction]
 #[pyo3(signature = (root = None))]
-pub fn cache_status(
-    py: Python<'_>,
-    root: Option<PathBuf>,
-) -> PyResult<(Vec<String>, Vec<String>)> {
+pub fn cache_status(py: Python<'_>, root: Option<PathBuf>) -> PyResult<(Vec<String>, Vec<String>)> {
     let root = root_of(root);
     let status = py
         .allow_threads(|| neff::cache::status(&root))
@@ -89,7 +86,8 @@ pub fn cache_prune(
     if let Some(n) = keep_versions {
         opts = opts.keep_versions(n);
     }
-    opts.check().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    opts.check()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let (status, removed) = py
         .allow_threads(|| {
             let status = neff::cache::status(&root)?;

@@ -43,7 +43,10 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_s3_access, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_prune, m)?)?;
-    m.add("ACCESSORS", neff::Accessor::ALL.map(|a| a.name()).to_vec())?;
+    m.add(
+        "ACCESSORS",
+        neff::accessors::Accessor::ALL.map(|a| a.name()).to_vec(),
+    )?;
     // The binding's version, which is the neff crate's (python/Cargo.toml).
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -11,7 +11,8 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use neff::{Accessor, Neff as Reader};
+use neff::accessors::Accessor;
+use neff::Neff as Reader;
 
 use crate::errors::{to_py, NeffError};
 

@@ -8,8 +8,9 @@
 //! [`crate::json`]. A gzip payload over [`Limits::inflate_budget`] is not
 //! held whole: [`tar::walk`] walks it as a bounded stream, keeping what
 //! [`select::Retention`] asks for, and any other member's data is inflated
-//! again when asked for ([`Neff::data`], [`DataCursor`]). No policy lives
-//! here: each rule is in the layer that owns it (docs/ARCHITECTURE.md).
+//! again when asked for ([`Neff::data`], [`DataCursor`]). One policy lives
+//! here, how a remote object is read (`remote_plan`); every other rule is
+//! in the layer that owns it (docs/ARCHITECTURE.md).
 
 mod cursor;
 mod neff;

@@ -6,7 +6,7 @@
 //! and detects loops), sorted by path so that `--shard K/N` splits a zoo
 //! deterministically, then read by a rayon pool; the objects of a bucket
 //! prefix are read as its listing pages arrive ([`scan_listing`]). Each worker reuses one
-//! [`Scratch`] (file and inflate buffers) across files, and a record is
+//! [`Scratch`](crate::Scratch) (file and inflate buffers) across files, and a record is
 //! handed to the caller as soon as it is made: memory does not grow with
 //! the number of files beyond the list of paths. At most `jobs` files are
 //! open at once.

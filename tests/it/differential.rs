@@ -5,7 +5,8 @@
 use std::process::Command;
 
 use crate::common::*;
-use neff::{Accessor, Neff};
+use neff::accessors::Accessor;
+use neff::Neff;
 
 #[test]
 fn accessors_match_the_python_oracle_on_every_fixture() {

@@ -2,7 +2,8 @@
 //! line naming the file and the reason, by every read command; nothing panics.
 
 use crate::common::*;
-use neff::{Accessor, Limits, Neff, Options};
+use neff::accessors::Accessor;
+use neff::{Limits, Neff, Options};
 
 /// One row of `tests/hostile/MANIFEST.tsv`: a file, the command that must
 /// refuse it, and a phrase its reason must contain.

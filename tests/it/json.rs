@@ -3,7 +3,10 @@
 
 use neff::pack::{pack, PackEntry, PackOptions};
 use neff::views::{Area, Def, Kelf, TensorMap, VarType};
-use neff::{accessors, Accessor, Limits, Neff, Options};
+use neff::{
+    accessors::{self, Accessor},
+    Limits, Neff, Options,
+};
 
 fn neff_with(def: &[u8], limits: Limits) -> Result<Neff, neff::Error> {
     let entries = vec![

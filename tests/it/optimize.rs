@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{neff, neff_ok, root};
+use neff::accessors::Accessor;
 use neff::optimize::{optimize, OptimizeOptions};
-use neff::{Accessor, Kind, Neff, Options};
+use neff::{Kind, Neff, Options};
 
 fn all_fixtures() -> Vec<PathBuf> {
     let mut v = Vec::new();

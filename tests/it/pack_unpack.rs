@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
+use neff::accessors::Accessor;
 use neff::pack::{pack, PackEntry, PackKind, PackOptions};
-use neff::{Accessor, Neff};
+use neff::Neff;
 
 /// Every path under `dir` → (kind, mode, bytes or link target).
 fn snapshot(dir: &Path) -> BTreeMap<String, (char, u32, Vec<u8>)> {

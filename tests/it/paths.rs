@@ -5,7 +5,8 @@
 //! file.
 
 use crate::common::*;
-use neff::{Accessor, Neff, Options};
+use neff::accessors::Accessor;
+use neff::{Neff, Options};
 
 fn opts(budget: u64) -> Options {
     let mut o = Options::default();

@@ -4,8 +4,9 @@
 //! refused, exit 1").
 
 use crate::common::*;
+use neff::accessors::Accessor;
 use neff::pack::{pack, PackEntry, PackOptions};
-use neff::{Accessor, Neff, Options};
+use neff::{Neff, Options};
 
 /// A NEFF whose members are valid for every accessor, with `member`
 /// replaced by `json` (or removed, when `json` is empty).

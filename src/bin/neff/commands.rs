@@ -6,7 +6,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory};
-use neff::{Accessor, Error, Kind, Neff, Options};
+use neff::accessors::Accessor;
+use neff::{Error, Kind, Neff, Options};
 
 use crate::format::Format;
 use crate::quote::{one_line as line, quote};
@@ -81,7 +82,7 @@ pub(crate) fn get(file: &Path, accessor: Accessor, opts: &Options) -> Result<u8,
 pub(crate) fn info(file: &Path, json: bool, opts: &Options) -> Result<u8, Failure> {
     let mut out = stdout();
     let neff = Neff::open_with(file, opts).at(file)?;
-    let s = neff::Summary::of(&neff);
+    let s = neff::summary::Summary::of(&neff);
     neff.check_unchanged().at(file)?;
     if json {
         serde_json::to_writer(&mut out, &s).map_err(|e| stdout_err(e.into()))?;
@@ -313,7 +314,7 @@ fn write_ls(neff: &Neff, format: Format, all: bool, out: &mut impl Write) -> io:
 }
 
 /// The `info` table: the header's fields, then each subgraph's tensors.
-fn info_table(s: &neff::Summary, out: &mut impl Write) -> io::Result<()> {
+fn info_table(s: &neff::summary::Summary, out: &mut impl Write) -> io::Result<()> {
     let features = if s.features.is_empty() {
         "N/A".to_string()
     } else {

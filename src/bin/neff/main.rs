@@ -16,7 +16,8 @@ mod format;
 mod quote;
 mod scan;
 mod tools;
-use neff::{Accessor, Error, Limits, Options, ReadMode};
+use neff::accessors::Accessor;
+use neff::{Error, Limits, Options, ReadMode};
 use quote::{one_line as line, one_line_bytes};
 
 /// The exit codes every command follows (docs/CLI.md), as `--help` and
