@@ -5,7 +5,7 @@
 #   python3 bench/make_corpus.py /tmp/neff-bench   # once, a few minutes
 #   bench/compare.sh [CORPUS] [OUT]                # CASES="ls get scan" to choose
 #
-# The Python readers: the reference re-creation (tests/reference/neffinfo_ref.py,
+# The Python readers: the reference re-creation (tests/helpers/neffinfo_ref.py,
 # or $NEFFINFO_REF) and the whole-file tarfile one (bench/tarfile_ref.py, or
 # $TARFILE_REF).
 #
@@ -17,7 +17,7 @@ root=$(dirname "$here")
 C=${1:-/tmp/neff-bench}
 OUT=${2:-/tmp/neff-compare}
 CASES=${CASES:-ls rss get scan pack}
-NEFFINFO_REF=${NEFFINFO_REF:-$root/tests/reference/neffinfo_ref.py}
+NEFFINFO_REF=${NEFFINFO_REF:-$root/tests/helpers/neffinfo_ref.py}
 TARFILE_REF=${TARFILE_REF:-$root/bench/tarfile_ref.py}
 PY=${PY:-$(python3 -c 'import sys; print(sys.executable)')}
 RUNS=${RUNS:-10}

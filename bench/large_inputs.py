@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEFF = os.path.join(HERE, "..", "target", "release", "neff")
-REF = os.path.join(HERE, "..", "tests", "reference", "neffinfo_ref.py")
+REF = os.path.join(HERE, "..", "tests", "helpers", "neffinfo_ref.py")
 
 
 def run(cmd, shell=False):

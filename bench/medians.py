@@ -20,7 +20,7 @@ def short(cmd):
     # interpreter and the corpus path are left out.
     for long, s in [(os.path.join(ROOT, "target", "release", "neff"), "neff"),
                     (sys.executable + " ", ""), ("/root/.pyenv/versions/3.11.7/bin/python3 ", ""),
-                    (os.path.join(ROOT, "tests", "reference") + "/", ""),
+                    (os.path.join(ROOT, "tests", "helpers") + "/", ""),
                     (os.path.join(ROOT, "bench") + "/", ""), ("/tmp/neff-bench/", "")]:
         cmd = cmd.replace(long, s)
     cmd = cmd.replace(os.path.expanduser("~"), "~")

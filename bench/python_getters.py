@@ -4,7 +4,7 @@ the reference NeffInfo class vs neff.NeffInfo, side by side in one run,
 medians of N rounds.
 
     python bench/python_getters.py [--corpus /tmp/neff-bench] [--rounds 5]
-                                   [--ref tests/reference/neffinfo_ref.py] [--neff-bin NEFF]
+                                   [--ref tests/helpers/neffinfo_ref.py] [--neff-bin NEFF]
 
 * first call: a new object per round, then one getter (what a script calling
   the reference once per question pays);
@@ -161,7 +161,7 @@ def main():
     ap.add_argument("--corpus", default="/tmp/neff-bench")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument(
-        "--ref", default=os.path.join(here, "..", "tests", "reference", "neffinfo_ref.py")
+        "--ref", default=os.path.join(here, "..", "tests", "helpers", "neffinfo_ref.py")
     )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--neff-bin", help="also time `neff get` (a release build) for scale")

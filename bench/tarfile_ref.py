@@ -11,7 +11,7 @@ What it does per file: read() it into memory, take header_size from the header (
 offset 8), open the rest with tarfile (mode "r:gz" for package version 2, "r:" otherwise),
 index every member, parse every regular *.json member with json.loads and note every
 regular member's size. The accessors are the reference reader's (the project's re-creation,
-tests/reference/neffinfo_ref.py), with members picked from the parsed ones by the same rule:
+tests/helpers/neffinfo_ref.py), with members picked from the parsed ones by the same rule:
 the first name, in sorted order, in which the pattern is found.
 
 ACCESSOR is a getter name (getDefJson, ...) or its `neff get` name (def, info, neff, kelf,
@@ -27,7 +27,7 @@ import sys
 import tarfile
 
 sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference")
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "helpers")
 )
 
 from neffinfo_ref import (  # noqa: E402 - found through the path above

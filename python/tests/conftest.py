@@ -1,6 +1,6 @@
 """Shared paths for the binding's tests: the repository, the `neff` binary
 (the CLI is the contract the binding is held to), the fixture and hostile
-NEFFs, and the reference reader (tests/reference/neffinfo_ref.py)."""
+NEFFs, and the reference reader (tests/helpers/neffinfo_ref.py)."""
 
 import glob
 import importlib.util
@@ -12,7 +12,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.neff"), recursive=True))
 HOSTILE = sorted(glob.glob(os.path.join(ROOT, "tests", "hostile", "*.neff")))
-REF_PATH = os.environ.get("NEFF_REF", os.path.join(ROOT, "tests", "reference", "neffinfo_ref.py"))
+REF_PATH = os.environ.get("NEFF_REF", os.path.join(ROOT, "tests", "helpers", "neffinfo_ref.py"))
 
 
 def neff_bin() -> str:

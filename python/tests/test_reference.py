@@ -1,4 +1,4 @@
-"""neff.NeffInfo against the reference reader (tests/reference/neffinfo_ref.py).
+"""neff.NeffInfo against the reference reader (tests/helpers/neffinfo_ref.py).
 
 Where both answer, the answers are equal (value, type, key order), except
 where CLI.md's contract has a rule the reference lacks (listed below, each

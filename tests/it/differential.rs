@@ -1,4 +1,4 @@
-//! Every accessor, on every fixture, equals what `tests/oracle.py` (a
+//! Every accessor, on every fixture, equals what `tests/helpers/oracle.py` (a
 //! standard-library Python reading of docs/FORMAT.md) computes, as a value
 //! and as the text Python's `json.dumps` prints.
 
@@ -13,7 +13,7 @@ fn accessors_match_the_python_oracle_on_every_fixture() {
     let mut checked = 0;
     for dir in ["fixtures/acc", "fixtures/interop"] {
         let o = Command::new("python3")
-            .arg(root().join("tests/oracle.py"))
+            .arg(root().join("tests/helpers/oracle.py"))
             .arg(root().join(dir))
             .output()
             .expect("python3 runs the oracle");

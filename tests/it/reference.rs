@@ -1,5 +1,5 @@
 //! The text of `neff get` equals what the reference re-creation
-//! (`tests/reference/neffinfo_ref.py`, the `dd | tar` + `json.loads` +
+//! (`tests/helpers/neffinfo_ref.py`, the `dd | tar` + `json.loads` +
 //! `json.dumps` path users run today) prints, byte for byte: on every
 //! fixture, and on members built to differ from a tape's view of JSON
 //! (duplicate keys, escapes, big and negative numbers, floats, deep nesting,
@@ -8,7 +8,7 @@
 //! Compared wherever the reference answers, but for two fixtures built for
 //! rules CLI.md widens (`contract_widens`) and for wrong shapes the
 //! reference reads loosely and CLI.md refuses; there the contract's answer
-//! wins (tests/differential.rs pins those against tests/oracle.py).
+//! wins (tests/differential.rs pins those against tests/helpers/oracle.py).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use crate::common::*;
 use neff::pack::{pack, PackEntry, PackOptions};
 
 fn reference() -> PathBuf {
-    let p = root().join("tests/reference/neffinfo_ref.py");
+    let p = root().join("tests/helpers/neffinfo_ref.py");
     assert!(p.exists(), "{} is missing", p.display());
     p
 }
@@ -26,7 +26,7 @@ fn reference() -> PathBuf {
 /// The reference's text (or refusal) for every accessor of every file.
 fn reference_texts(files: &[PathBuf]) -> BTreeMap<String, serde_json::Value> {
     let o = Command::new("python3")
-        .arg(root().join("tests/ref_texts.py"))
+        .arg(root().join("tests/helpers/ref_texts.py"))
         .arg(reference())
         .args(files)
         .output()

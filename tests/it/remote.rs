@@ -1,7 +1,7 @@
 //! NEFFs read from real servers on localhost (issue 23): moto's S3 server
 //! and nginx, started by `scripts/servers` (which fails, and so fails
 //! these tests, when they cannot start), and faults injected by
-//! `tests/fault_proxy.py` in front of them. Every answer is compared with
+//! `tests/helpers/fault_proxy.py` in front of them. Every answer is compared with
 //! the same NEFF read from disk.
 
 use std::io::Read;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the reference re-creation (tests/reference/neffinfo_ref.py) on NEFFs and
+"""Runs the reference re-creation (tests/helpers/neffinfo_ref.py) on NEFFs and
 prints, for each file and accessor, the text it would print (its `dumps`) or
 its refusal, as one JSON object: {path: {accessor: {"text"|"error": ...}}}.
 

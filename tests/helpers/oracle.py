@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 r"""Differential-test oracle for `neff get` / `neff ls` (reference semantics in plain Python).
 
-    python3 tests/oracle.py FILE.neff    -> one JSON object for that file
-    python3 tests/oracle.py DIR          -> {path: object, ...} for every *.neff under DIR
+    python3 tests/helpers/oracle.py FILE.neff    -> one JSON object for that file
+    python3 tests/helpers/oracle.py DIR          -> {path: object, ...} for every *.neff under DIR
                                             (recursive, sorted by the paths' bytes)
 
 Per file the object is
