@@ -3,7 +3,7 @@
 //! status --json` (or `prune --json`) prints, with the GIL released while
 //! the cache is read.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
@@ -21,16 +21,9 @@ fn lines<T: serde::Serialize>(items: &[T]) -> PyResult<Vec<String>> {
         .collect()
 }
 
-/// The root to read: the one given (its bytes; a `file://` URL as its
-/// path), else the compiler wrapper's (a directory, or an `s3://` prefix).
+/// The cache root to read ([`neff::cache::root_or_default`]).
 fn root_of(root: Option<PathBuf>) -> PathBuf {
-    match root {
-        Some(r) => match r.to_str() {
-            Some(s) => PathBuf::from(neff::cache::local_root(s)),
-            None => r,
-        },
-        None => PathBuf::from(neff::cache::default_root()),
-    }
+    neff::cache::root_or_default(root)
 }
 
 /// Every entry's state: `(entries, errors)`, each a list of JSON texts.

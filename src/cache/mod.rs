@@ -43,7 +43,7 @@ pub(crate) use for_scan::{
 };
 pub use found::CacheError;
 pub use prune::{prune, PruneOptions, Removal};
-pub use root::{default_root, local_root, DEFAULT_ROOT};
+pub use root::{default_root, local_root, root_or_default, DEFAULT_ROOT};
 pub use state::State;
 pub use status::{root_version, status, CacheEntry, CacheStatus, VersionSummary};
 pub use time::human;

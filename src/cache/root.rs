@@ -29,6 +29,19 @@ pub fn local_root(root: &str) -> String {
     }
 }
 
+/// The root a cache command reads: the one given (a `file://` URL as its
+/// path; bytes that are not UTF-8 kept as they are), else
+/// [`default_root`].
+pub fn root_or_default(root: Option<std::path::PathBuf>) -> std::path::PathBuf {
+    match root {
+        Some(r) => match r.to_str() {
+            Some(s) => local_root(s).into(),
+            None => r,
+        },
+        None => default_root().into(),
+    }
+}
+
 /// `s` with `%XX` escapes decoded (an escape that is not two hex digits is
 /// kept as written).
 fn percent_decoded(s: &str) -> String {

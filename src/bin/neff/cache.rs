@@ -123,16 +123,9 @@ pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
     }
 }
 
-/// The cache root to read: the one given (a `file://` URL as its path),
-/// else the compiler wrapper's (a directory, or an `s3://` prefix).
+/// The cache root to read ([`neff::cache::root_or_default`]).
 fn root_of(root: Option<PathBuf>) -> PathBuf {
-    match root {
-        Some(r) => match r.to_str() {
-            Some(s) => PathBuf::from(neff::cache::local_root(s)),
-            None => r,
-        },
-        None => PathBuf::from(neff::cache::default_root()),
-    }
+    neff::cache::root_or_default(root)
 }
 
 /// Bytes as people read them.
