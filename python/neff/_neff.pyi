@@ -113,5 +113,7 @@ def cache_prune(
     locked_older_than: Optional[float] = None,
     incomplete_older_than: Optional[float] = None,
     keep_versions: Optional[int] = None,
+    max_size: Optional[int] = None,
+    include_current: bool = False,
     apply: bool = False,
-) -> Tuple[List[str], List[str]]: ...
+) -> Tuple[List[str], List[str], bool]: ...
