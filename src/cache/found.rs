@@ -54,9 +54,10 @@ pub(crate) fn spelled(path: &Path) -> Option<String> {
 }
 
 /// Serializes a path as text: exact when it is UTF-8, else lossily (its
-/// `path_bytes` then holds the bytes).
+/// `path_bytes` then holds the bytes); a URL made printable as every record
+/// prints one ([`crate::shown::path`]: query values and userinfo hidden).
 pub(super) fn lossy<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&p.to_string_lossy())
+    s.serialize_str(&crate::shown::path(p))
 }
 
 /// An entry directory found by the walk, before it is judged.

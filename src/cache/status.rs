@@ -296,15 +296,6 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
         era::era(f.compiler.as_deref())
     };
     let read = |neff: &Path| read_neff(neff, scratch);
-    let odd = f.odd.clone();
-    let with_odd = |l: std::io::Result<Listing>| {
-        l.map(|mut l| {
-            if let Some(o) = odd.clone() {
-                l.note(o);
-            }
-            l
-        })
-    };
     #[cfg(feature = "remote")]
     let judged = match f.objects {
         Some(first) => {
@@ -321,15 +312,10 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
                 || super::bucket::log_line(&url),
             )
         }
-        None => local(&f, era, read, with_odd),
+        None => local(&f, era, read),
     };
     #[cfg(not(feature = "remote"))]
-    let judged = local(&f, era, read, with_odd);
-    let needs_of = |j: &entry::Judged<Needs>| {
-        j.read
-            .as_ref()
-            .map(|n| (n.arch.clone(), n.num_cores, n.cc_world_size))
-    };
+    let judged = local(&f, era, read);
     let mut e = CacheEntry {
         path_bytes: spelled(&f.dir),
         path: f.dir,
@@ -349,8 +335,8 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
     };
     match judged {
         Ok(j) => {
-            if let Some((arch, cores, world)) = needs_of(&j) {
-                (e.arch, e.num_cores, e.cc_world_size) = (arch, cores, world);
+            if let Some(n) = j.read {
+                (e.arch, e.num_cores, e.cc_world_size) = (n.arch, n.num_cores, n.cc_world_size);
             }
             e.state = j.state;
             e.reason = j.reason;
@@ -371,15 +357,18 @@ fn local(
     f: &Found,
     era: era::Era,
     mut read: impl FnMut(&Path) -> Read<Needs>,
-    with_odd: impl Fn(std::io::Result<Listing>) -> std::io::Result<Listing>,
 ) -> std::io::Result<entry::Judged<Needs>> {
     let log = f.dir.join(entry::LOG);
     let list = || {
-        if f.odd.is_some() {
+        let mut l = match &f.odd {
             // The entry itself is a link: nothing below it is looked at.
-            return with_odd(Ok(Listing::default()));
-        }
-        let mut l = with_odd(Listing::walk(&f.dir, true))?;
+            Some(odd) => {
+                let mut l = Listing::default();
+                l.note(odd.clone());
+                return Ok(l);
+            }
+            None => Listing::walk(&f.dir, true)?,
+        };
         if let Some(lock) = f.vllm.then(|| vllm_lock(&f.dir)).flatten() {
             l.add_lock(lock);
         }
