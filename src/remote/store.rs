@@ -225,6 +225,17 @@ pub(super) fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore
     Ok((Arc::clone(store), path))
 }
 
+/// `client`, also allowed plain HTTP when `yes` (an emulator, an
+/// `http://` endpoint); left as it is otherwise (the environment may have
+/// allowed it already).
+fn plain_http_if(client: ClientOptions, yes: bool) -> ClientOptions {
+    if yes {
+        client.with_allow_http(true)
+    } else {
+        client
+    }
+}
+
 /// A new store for the bucket or host of `url`: each scheme's builder,
 /// with the clients' timeouts and retries of `kind`.
 pub(super) fn new_store(
@@ -311,11 +322,7 @@ fn gs_store(
     // GOOGLE_SERVICE_ACCOUNT, GOOGLE_APPLICATION_CREDENTIALS,
     // GOOGLE_BASE_URL (an emulator), … as object_store reads them.
     let emulator = std::env::var("GOOGLE_BASE_URL").unwrap_or_default();
-    let client = if emulator.starts_with("http://") {
-        client.with_allow_http(true)
-    } else {
-        client
-    };
+    let client = plain_http_if(client, emulator.starts_with("http://"));
     let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
         .with_url(url)
         .with_client_options(client)
@@ -346,11 +353,7 @@ fn az_store(
     let truthy =
         |k: &str| std::env::var(k).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     let plain = truthy("AZURE_ALLOW_HTTP") || truthy("AZURE_STORAGE_USE_EMULATOR");
-    let client = if plain {
-        client.with_allow_http(true)
-    } else {
-        client
-    };
+    let client = plain_http_if(client, plain);
     let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
         .with_url(url)
         .with_client_options(client)
@@ -390,11 +393,7 @@ fn http_store(
             &parsed[url::Position::BeforeHost..url::Position::BeforePath]
         )
     };
-    let mut client = if parsed.scheme() == "http" {
-        client.with_allow_http(true)
-    } else {
-        client
-    };
+    let mut client = plain_http_if(client, parsed.scheme() == "http");
     // The hub's token, to the hub only (a redirect to its CDN
     // drops it, as reqwest does for another host).
     if base.starts_with(&hf::endpoint()) {
