@@ -26,11 +26,18 @@ pub(crate) struct Places {
 
 #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 impl Places {
-    /// Notes an entry the walk of `root` met: a directory the walk lists
-    /// (above `max_depth`, a real directory or a link it follows).
-    pub(crate) fn entry(&self, root: &Path, e: &ignore::DirEntry, max_depth: Option<usize>) {
+    /// Notes an entry the walk of `root` met `depth` below it: a
+    /// directory the walk lists (above `max_depth`, a real directory or a
+    /// link it follows).
+    pub(crate) fn entry(
+        &self,
+        root: &Path,
+        e: &ignore::DirEntry,
+        depth: usize,
+        max_depth: Option<usize>,
+    ) {
         let listed =
-            e.file_type().is_some_and(|t| t.is_dir()) && max_depth.is_none_or(|m| e.depth() < m);
+            e.file_type().is_some_and(|t| t.is_dir()) && max_depth.is_none_or(|m| depth < m);
         if listed {
             let mut read = self.read.lock().expect("lock");
             read.push((root.to_path_buf(), e.path().to_path_buf()));

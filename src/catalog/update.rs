@@ -310,6 +310,22 @@ pub fn scan_indexed_listing(
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record, Origin) + Sync),
 ) -> Result<Update> {
+    if opts.sorted && scan::streamed_prefixes(roots, opts).is_some() {
+        // Read while listed, the records are held to be sorted.
+        let unsorted = opts.clone().sorted(false);
+        let mut update = None;
+        fn path(held: &(Record, Origin)) -> &str {
+            &held.0.path
+        }
+        scan::hold_sorted(path, &|(r, o)| emit(r, o), |held| {
+            let each = |r: Record, o: Origin| held((r, o));
+            update = Some(scan_indexed_listing(
+                db, rebuild, roots, &unsorted, listed, &each,
+            )?);
+            Ok(())
+        })?;
+        return Ok(update.expect("set when the scan succeeded"));
+    }
     let mut conn = schema::open_rw(db, rebuild)?;
     // Prefixes read while they are listed, if any; the rest walked first.
     let streamed = scan::streamed_prefixes(roots, opts);
@@ -337,11 +353,18 @@ pub fn scan_indexed_listing(
         .zip(&key_list)
         .map(|(p, k)| (p.as_os_str(), k.as_str()))
         .collect();
-    let mine = scan::shard_of(all.clone(), opts.shard);
+    let mut mine = scan::shard_of(all.clone(), opts.shard);
+    if opts.sorted {
+        scan::by_shown(&mut mine);
+    }
     let options = options_key(opts);
     let cached = load_for(&conn, db, &mine, &keys, prefixes)?;
-    for r in walk_errors {
-        emit(r, Origin::Read);
+    // Sorted, the walk's errors go among the records; else first.
+    let mut walk_errors = walk_errors;
+    if !opts.sorted {
+        for r in walk_errors.drain(..) {
+            emit(r, Origin::Read);
+        }
     }
 
     let keep = Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
@@ -371,6 +394,12 @@ pub fn scan_indexed_listing(
             &done,
             &|r| emit(r, Origin::Read),
         )?,
+        _ if opts.sorted => {
+            listed(mine.len());
+            scan::scan_ordered(&mine, walk_errors, opts.jobs, &visit, &done, &|r| {
+                emit(r, Origin::Read)
+            })?;
+        }
         _ => {
             listed(mine.len());
             scan::scan_with(&mine, opts.jobs, &visit, &done)?;

@@ -16,6 +16,7 @@ mod listing;
 mod options;
 mod record;
 mod run;
+mod streamed;
 mod walk;
 
 use std::path::PathBuf;
@@ -32,7 +33,7 @@ pub(crate) use listing::read_while_listing;
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use record::{cache_entry, record_with};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use run::{scan_with, streamed_prefixes};
+pub(crate) use run::{by_shown, hold_sorted, scan_ordered, scan_with, streamed_prefixes};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use walk::{list_versions, shard_of, Found, Seen, Versions};
 
@@ -59,9 +60,32 @@ pub fn scan_listing(
 ) -> Result<()> {
     #[cfg(feature = "remote")]
     if let Some((prefixes, rest)) = run::streamed_prefixes(roots, opts) {
+        if opts.sorted {
+            return run::hold_sorted(
+                |r: &Record| &r.path,
+                emit,
+                |held| listing::scan(&prefixes, &rest, opts, listed, held),
+            );
+        }
         return listing::scan(&prefixes, &rest, opts, listed, emit);
     }
-    let walked = walk::list_with(roots, opts)?;
+    if opts.shard.is_none() && !opts.sorted && walk::disjoint(roots) {
+        return streamed::scan(roots, opts, listed, emit);
+    }
+    let mut walked = walk::list_with(roots, opts)?;
+    if opts.sorted {
+        listed(walked.paths.len());
+        run::by_shown(&mut walked.paths);
+        let errors = std::mem::take(&mut walked.errors);
+        return run::scan_ordered(
+            &walked.paths,
+            errors,
+            opts.jobs,
+            &|p, scratch| record_with(p, opts, scratch, walk::met_of(&walked.met, p), |_| ()).0,
+            emit,
+            emit,
+        );
+    }
     for r in walked.errors.iter().cloned() {
         emit(r);
     }

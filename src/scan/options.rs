@@ -93,6 +93,12 @@ pub struct ScanOptions {
     pub shard: Option<(usize, usize)>,
     /// Check each payload's hash (costs a full read of every file).
     pub verify: bool,
+    /// Hand the records on in the order of their paths (as `Record::path`
+    /// spells them, byte by byte), the walk's errors among them: the walk
+    /// is then listed whole before anything is read (a path per file is
+    /// kept), and a window of records is read in parallel, handed on in
+    /// order, before the next.
+    pub sorted: bool,
 }
 
 impl ScanOptions {
@@ -128,6 +134,13 @@ impl ScanOptions {
     #[must_use]
     pub fn verify(mut self, v: bool) -> Self {
         self.verify = v;
+        self
+    }
+
+    /// Sets `sorted`: records in the order of their paths.
+    #[must_use]
+    pub fn sorted(mut self, v: bool) -> Self {
+        self.sorted = v;
         self
     }
 }

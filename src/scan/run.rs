@@ -42,6 +42,65 @@ pub(crate) fn scan_with<T: Send>(
     Ok(())
 }
 
+/// [`scan_with`], results handed on in the order of `paths`, with
+/// `errors` (records, sorted by path) among them where their paths fall
+/// (before a result of the same path): `paths` is read a window at a
+/// time, in parallel, so that at most a window of results is held.
+/// `paths` must be sorted as their records' paths are ([`by_shown`]).
+pub(crate) fn scan_ordered<T: Send>(
+    paths: &[PathBuf],
+    mut errors: Vec<Record>,
+    jobs: usize,
+    work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
+    emit: &(dyn Fn(T) + Sync),
+    fail: &(dyn Fn(Record) + Sync),
+) -> Result<()> {
+    use rayon::prelude::*;
+    let pool = pool_for(paths.iter().any(|p| is_url(p)), jobs)?;
+    let window = pool.current_num_threads().saturating_mul(64).max(1024);
+    errors.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut errors = errors.into_iter().peekable();
+    for part in paths.chunks(window) {
+        let done: Vec<T> = pool.install(|| {
+            part.par_iter()
+                .map_init(Scratch::default, |scratch, p| counted(|| work(p, scratch)))
+                .collect()
+        });
+        for (p, t) in part.iter().zip(done) {
+            let shown = crate::shown::path(p);
+            while let Some(e) = errors.next_if(|e| e.path <= shown) {
+                fail(e);
+            }
+            emit(t);
+        }
+    }
+    errors.for_each(fail);
+    Ok(())
+}
+
+/// Runs `scan`, holding what it emits, then hands it all to `emit` sorted
+/// by `path` (stably; also when `scan` failed, before its error): how a
+/// sorted scan of prefixes read while they are listed keeps its order,
+/// at the cost of holding every record.
+pub(crate) fn hold_sorted<T: Send>(
+    path: impl Fn(&T) -> &str,
+    emit: &(dyn Fn(T) + Sync),
+    scan: impl FnOnce(&(dyn Fn(T) + Sync)) -> Result<()>,
+) -> Result<()> {
+    let held = std::sync::Mutex::new(Vec::new());
+    let got = scan(&|t| held.lock().expect("lock").push(t));
+    let mut held = held.into_inner().expect("lock");
+    held.sort_by(|a, b| path(a).cmp(path(b)));
+    held.into_iter().for_each(emit);
+    got
+}
+
+/// `paths` sorted as their records' paths sort: by [`Record::path`]'s
+/// bytes (how a path is shown), not by components.
+pub(crate) fn by_shown(paths: &mut [PathBuf]) {
+    paths.sort_by_cached_key(|p| crate::shown::path(p));
+}
+
 /// Whether `p` names a remote object or prefix.
 #[cfg(feature = "remote")]
 pub(super) fn is_url(p: &Path) -> bool {

@@ -3,7 +3,7 @@
 //! entry, and the paths a list file names.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 
 use crate::cache::{self};
 use crate::error::{Error, Result};
@@ -148,9 +148,86 @@ pub(crate) fn list_versions(
     Ok(c.finish(shard))
 }
 
+/// One thing a streamed walk found to read: a NEFF, or a compile-cache
+/// entry holding none, with what the walk met of its entry.
+pub(super) type Find = (PathBuf, Option<cache::Met>);
+
+/// Walks `roots` (local directories and files, single objects) and hands
+/// each thing to read to `tx` as soon as it is found (a compile-cache
+/// entry once the walk has met all of its files); walk errors go to
+/// `fail` as records, and `listed(1)` is told of each thing sent. Nothing
+/// is kept: what the walk holds is the directories it has yet to read.
+/// `Err` only for a glob that does not compile.
+pub(super) fn stream(
+    roots: &[PathBuf],
+    walk: &Walk,
+    tx: mpsc::SyncSender<Find>,
+    listed: &(dyn Fn(usize) + Sync),
+    fail: &(dyn Fn(Record) + Sync),
+) -> Result<()> {
+    let c = Collect {
+        out: Out::Send { tx, listed, fail },
+        ..Collect::default()
+    };
+    for root in roots {
+        #[cfg(feature = "remote")]
+        if root.to_str().is_some_and(crate::remote::is_url) {
+            c.deliver(Finds::one(root.clone()));
+            continue;
+        }
+        c.local_root(root, walk)?;
+    }
+    Ok(())
+}
+
+/// Whether a streamed walk of `roots` meets each file once: no root is
+/// another's ancestor or twin, as the words say (a sorted walk drops the
+/// second sighting; a streamed one keeps no list to find it in).
+pub(super) fn disjoint(roots: &[PathBuf]) -> bool {
+    roots.iter().enumerate().all(|(i, a)| {
+        roots
+            .iter()
+            .enumerate()
+            .all(|(j, b)| i == j || !b.starts_with(a))
+    })
+}
+
+/// Where a walk's finds go.
+#[derive(Default)]
+enum Out<'a> {
+    /// Kept, to be sorted and sharded at the end ([`Collect::finish`]).
+    #[default]
+    Keep,
+    /// Handed on as found, errors too.
+    Send {
+        tx: mpsc::SyncSender<Find>,
+        listed: &'a (dyn Fn(usize) + Sync),
+        fail: &'a (dyn Fn(Record) + Sync),
+    },
+}
+
+/// What one step of a walk found: the NEFFs, and what it met of each
+/// compile-cache entry (every entry directory is a key, whether it holds a
+/// NEFF or not). A compile-cache entry is walked whole in one step.
+#[derive(Default)]
+struct Finds {
+    neffs: Vec<PathBuf>,
+    met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+}
+
+impl Finds {
+    fn one(p: PathBuf) -> Finds {
+        Finds {
+            neffs: vec![p],
+            ..Finds::default()
+        }
+    }
+}
+
 /// What a walk gathers, from every thread of it.
 #[derive(Default)]
-struct Collect {
+struct Collect<'a> {
+    out: Out<'a>,
     found: Mutex<Vec<PathBuf>>,
     errors: Mutex<Vec<Record>>,
     versions: Mutex<Versions>,
@@ -164,12 +241,39 @@ struct Collect {
     places: crate::places::Places,
 }
 
-impl Collect {
+impl Collect<'_> {
     fn fail(&self, path: &Path, e: &Error) {
-        self.errors
-            .lock()
-            .expect("lock")
-            .push(failed(path, e, None));
+        let r = failed(path, e, None);
+        match &self.out {
+            Out::Keep => self.errors.lock().expect("lock").push(r),
+            Out::Send { fail, .. } => fail(r),
+        }
+    }
+
+    /// Hands on what one step of the walk found: kept, or sent (each NEFF
+    /// with what was met of its entry, then the entries holding none).
+    fn deliver(&self, finds: Finds) {
+        let Out::Send { tx, listed, .. } = &self.out else {
+            self.found.lock().expect("lock").extend(finds.neffs);
+            if !finds.met.is_empty() {
+                self.met.lock().expect("lock").extend(finds.met);
+            }
+            return;
+        };
+        let parents: std::collections::HashSet<&Path> =
+            finds.neffs.iter().filter_map(|p| p.parent()).collect();
+        let mut bare: Vec<PathBuf> = finds
+            .met
+            .keys()
+            .map(PathBuf::from)
+            .filter(|d| !parents.contains(d.as_path()))
+            .collect();
+        bare.sort();
+        for p in finds.neffs.iter().chain(&bare) {
+            listed(1);
+            // The readers gone (a closed pipe ended the scan): nothing to do.
+            let _ = tx.send((p.clone(), met_of(&finds.met, p)));
+        }
     }
 
     /// A root that is a URL: one object, or a prefix listed whole.
@@ -207,7 +311,7 @@ impl Collect {
     fn local_root(&self, root: &Path, walk: &Walk) -> Result<()> {
         match std::fs::metadata(root) {
             Ok(m) if m.is_file() => {
-                self.found.lock().expect("lock").push(root.to_path_buf());
+                self.deliver(Finds::one(root.to_path_buf()));
                 return Ok(());
             }
             Ok(m) if !m.is_dir() => {
@@ -221,46 +325,77 @@ impl Collect {
             }
             Ok(_) => {}
         }
+        let overrides = walk.overrides(root)?;
         let mut builder = ignore::WalkBuilder::new(root);
         builder
             .standard_filters(false)
             .hidden(false)
             .follow_links(walk.follow_links)
             .max_depth(walk.max_depth);
-        if let Some(o) = walk.overrides(root)? {
-            builder.overrides(o);
+        if let Some(o) = &overrides {
+            builder.overrides(o.clone());
         }
+        let at = Walking {
+            root,
+            walk,
+            overrides: overrides.as_ref(),
+        };
         builder
             .build_parallel()
-            .run(|| Box::new(|ent| self.visit(root, ent, walk)));
+            .run(|| Box::new(|ent| self.visit(&at, ent)));
         Ok(())
     }
 
-    /// One step of a local walk: a file or directory met, or an error.
+    /// One step of a local walk: a file or directory met, or an error. A
+    /// compile-cache entry's directory is walked whole here, so that the
+    /// entry is handed on complete.
     fn visit(
         &self,
-        root: &Path,
+        at: &Walking<'_>,
         ent: std::result::Result<ignore::DirEntry, ignore::Error>,
-        walk: &Walk,
     ) -> ignore::WalkState {
         let e = match ent {
             Ok(e) => e,
             Err(err) => {
-                self.places.error(&err);
-                // A loop met again through another link is the same loop:
-                // reported once.
-                if let Some(a) = loop_ancestor(&err) {
-                    let a = std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
-                    if !self.loops.lock().expect("lock").insert(a) {
-                        return ignore::WalkState::Continue;
-                    }
-                }
-                let path = walk_error_path(&err).unwrap_or_else(|| root.to_path_buf());
-                self.fail(&path, &Error::Io(std::io::Error::other(err.to_string())));
+                self.walk_error(at.root, &err);
                 return ignore::WalkState::Continue;
             }
         };
-        self.places.entry(root, &e, walk.max_depth);
+        self.places.entry(at.root, &e, e.depth(), at.walk.max_depth);
+        let is_entry = e.file_type().is_some_and(|t| t.is_dir())
+            && e.file_name().to_str().is_some_and(cache::is_entry_name);
+        let mut finds = Finds::default();
+        self.meet(&mut finds, &e);
+        if is_entry {
+            self.walk_entry(at, &e, &mut finds);
+        }
+        if !finds.neffs.is_empty() || !finds.met.is_empty() {
+            self.deliver(finds);
+        }
+        if is_entry {
+            ignore::WalkState::Skip
+        } else {
+            ignore::WalkState::Continue
+        }
+    }
+
+    /// A walk error: noted (the directory it names was not listed whole)
+    /// and reported, a loop met again through another link once.
+    fn walk_error(&self, root: &Path, err: &ignore::Error) {
+        self.places.error(err);
+        if let Some(a) = loop_ancestor(err) {
+            let a = std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
+            if !self.loops.lock().expect("lock").insert(a) {
+                return;
+            }
+        }
+        let path = walk_error_path(err).unwrap_or_else(|| root.to_path_buf());
+        self.fail(&path, &Error::Io(std::io::Error::other(err.to_string())));
+    }
+
+    /// Notes what the walk met at `e` in `finds`: a file of a compile-cache
+    /// entry, a NEFF, an entry's directory.
+    fn meet(&self, finds: &mut Finds, e: &ignore::DirEntry) {
         if e.path_is_symlink() {
             self.linked
                 .lock()
@@ -268,30 +403,55 @@ impl Collect {
                 .insert(e.path().to_path_buf());
         }
         let kind = e.file_type();
-        // What an entry holds, as this walk meets it.
         if let Some(dir) = entry_above(e.path(), e.file_name()) {
             let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
-            let mut met = self.met.lock().expect("lock");
-            met.entry(dir.as_os_str().to_owned()).or_default().file(
-                rel.as_os_str(),
-                e.path(),
-                e.path_is_symlink(),
-                kind,
-            );
+            finds
+                .met
+                .entry(dir.as_os_str().to_owned())
+                .or_default()
+                .file(rel.as_os_str(), e.path(), e.path_is_symlink(), kind);
         }
         let is_file = kind.is_some_and(|t| t.is_file());
         if is_file && e.path().extension().is_some_and(|x| x == "neff") {
-            self.found.lock().expect("lock").push(e.into_path());
+            finds.neffs.push(e.path().to_path_buf());
         } else if kind.is_some_and(|t| t.is_dir())
             && e.file_name().to_str().is_some_and(cache::is_entry_name)
         {
-            self.met
-                .lock()
-                .expect("lock")
+            finds
+                .met
                 .entry(e.path().as_os_str().to_owned())
                 .or_default();
         }
-        ignore::WalkState::Continue
+    }
+
+    /// Walks the compile-cache entry at `e` whole, one directory after
+    /// another on this thread, as the parallel walk would (its globs, its
+    /// depth, its links, its loops), into `finds`.
+    fn walk_entry(&self, at: &Walking<'_>, e: &ignore::DirEntry, finds: &mut Finds) {
+        let depth = e.depth();
+        if at.walk.max_depth.is_some_and(|m| depth >= m) {
+            return;
+        }
+        let mut builder = ignore::WalkBuilder::new(e.path());
+        builder
+            .standard_filters(false)
+            .hidden(false)
+            .follow_links(at.walk.follow_links)
+            .max_depth(at.walk.max_depth.map(|m| m - depth));
+        if let Some(o) = at.overrides {
+            builder.overrides(o.clone());
+        }
+        for ent in builder.build() {
+            match ent {
+                Ok(sub) if sub.depth() == 0 => {}
+                Ok(sub) => {
+                    self.places
+                        .entry(at.root, &sub, depth + sub.depth(), at.walk.max_depth);
+                    self.meet(finds, &sub);
+                }
+                Err(err) => self.walk_error(at.root, &as_walked(err, at.root, e.path())),
+            }
+        }
     }
 
     /// The paths sorted (an entry holding any NEFF is that NEFF's record;
@@ -322,6 +482,43 @@ impl Collect {
             unlisted: self.unlisted.into_inner().expect("lock"),
             listed: self.places.into_lists(),
         }
+    }
+}
+
+/// A local root being walked, and how.
+struct Walking<'w> {
+    root: &'w Path,
+    walk: &'w Walk,
+    overrides: Option<&'w ignore::overrides::Override>,
+}
+
+/// A loop the walk of an entry found, named as the walk of `root` names
+/// it: a link back to a directory at or above the entry (the entry's walk
+/// knows it by its real path) points to that directory's path in the walk.
+fn as_walked(err: ignore::Error, root: &Path, entry: &Path) -> ignore::Error {
+    use std::os::unix::fs::MetadataExt;
+    match err {
+        ignore::Error::WithDepth { depth, err } => ignore::Error::WithDepth {
+            depth,
+            err: Box::new(as_walked(*err, root, entry)),
+        },
+        ignore::Error::WithPath { path, err } => ignore::Error::WithPath {
+            path,
+            err: Box::new(as_walked(*err, root, entry)),
+        },
+        ignore::Error::Loop { ancestor, child } => {
+            let id = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+            let target = id(&ancestor);
+            let walked = entry
+                .ancestors()
+                .take_while(|a| a.starts_with(root))
+                .find(|a| target.is_some() && id(a) == target);
+            ignore::Error::Loop {
+                ancestor: walked.map_or(ancestor, Path::to_path_buf),
+                child,
+            }
+        }
+        e => e,
     }
 }
 

@@ -123,7 +123,8 @@ pub(crate) struct ScanArgs {
     /// No progress bar (it only shows when stderr is a terminal)
     #[arg(long)]
     pub(crate) no_progress: bool,
-    /// Buffer the records and print them sorted by path
+    /// Print the records sorted by path (the walk listed whole first, a
+    /// path kept per file; records read a window at a time)
     #[arg(long)]
     pub(crate) sorted: bool,
     /// Exit 1 if any file failed
@@ -176,6 +177,7 @@ pub(crate) fn command(args: ScanArgs, opts: &neff::Options) -> Result<u8, Failur
         .jobs(jobs)
         .shard(shard)
         .verify(verify)
+        .sorted(sorted)
         .walk(
             scan::Walk::default()
                 .globs(globs)
@@ -188,7 +190,6 @@ pub(crate) fn command(args: ScanArgs, opts: &neff::Options) -> Result<u8, Failur
     })?;
     let how = How {
         format: crate::format::chosen(format, json, Format::Ndjson),
-        sorted,
         strict,
         no_progress,
         index: index.as_deref().map(|db| (db, rebuild)),
@@ -199,15 +200,15 @@ pub(crate) fn command(args: ScanArgs, opts: &neff::Options) -> Result<u8, Failur
 /// How to print a scan, and where its catalogue is.
 pub struct How<'a> {
     pub format: Format,
-    pub sorted: bool,
     pub strict: bool,
     pub no_progress: bool,
     /// `--index FILE`, and `--rebuild`.
     pub index: Option<(&'a Path, bool)>,
 }
 
-/// Scans `roots`, printing each record as it comes (or all sorted at the
-/// end) and a summary line on stderr; the exit code.
+/// Scans `roots`, printing each record as it comes (in path order when
+/// `opts.sorted`: the library hands them on so) and a summary line on
+/// stderr; the exit code.
 pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, Failure> {
     let t0 = Instant::now();
     let missing_root = report_unopenable(roots);
@@ -223,18 +224,13 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
         .filter(|_| remote)
         .map(|b| Ticker::start(b.clone()));
     let printer = Printer::new(how.format);
-    let held: Mutex<Vec<Record>> = Mutex::new(Vec::new());
     let tally = Tally::default();
     let emit = |r: Record| {
         tally.count(roots, &r);
         if let Some(b) = &bar {
             b.inc(1);
         }
-        if how.sorted {
-            held.lock().expect("lock").push(r);
-        } else {
-            printer.print(&r);
-        }
+        printer.print(&r);
     };
     let listed = |n: usize| {
         if let Some(b) = &bar {
@@ -245,11 +241,6 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
     drop(ticker);
     if let Some(b) = &bar {
         b.finish_and_clear();
-    }
-    let mut held = held.into_inner().expect("lock");
-    held.sort_by(|a, b| a.path.cmp(&b.path));
-    for r in &held {
-        printer.print(r);
     }
     let printed = tally.ok.load(Ordering::Relaxed) + tally.failed.load(Ordering::Relaxed) > 0;
     printer.finish(scanned.is_err() && !printed)?;
