@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 #[derive(Default)]
 #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 pub(crate) struct Places {
-    /// (root, directory) for each directory the walk listed.
-    read: Mutex<Vec<(PathBuf, PathBuf)>>,
+    /// (root, directory) for each directory the walk listed: the root by
+    /// its place in `roots` (a path per directory, not two).
+    read: Mutex<(Vec<PathBuf>, Vec<(usize, PathBuf)>)>,
     /// Directories whose listing failed (whole, or an entry of it).
     failed: Mutex<HashSet<PathBuf>>,
 }
@@ -39,8 +40,15 @@ impl Places {
         let listed =
             e.file_type().is_some_and(|t| t.is_dir()) && max_depth.is_none_or(|m| depth < m);
         if listed {
-            let mut read = self.read.lock().expect("lock");
-            read.push((root.to_path_buf(), e.path().to_path_buf()));
+            let (roots, read) = &mut *self.read.lock().expect("lock");
+            let at = match roots.iter().rposition(|r| r == root) {
+                Some(at) => at,
+                None => {
+                    roots.push(root.to_path_buf());
+                    roots.len() - 1
+                }
+            };
+            read.push((at, e.path().to_path_buf()));
         }
     }
 
@@ -62,9 +70,10 @@ impl Places {
     /// directories whose listing failed.
     pub(crate) fn into_lists(self) -> Walked {
         let failed = self.failed.into_inner().expect("lock");
-        let mut read = self.read.into_inner().expect("lock");
+        let (roots, mut read) = self.read.into_inner().expect("lock");
         read.retain(|(_, d)| !failed.contains(d));
         Walked {
+            roots,
             read,
             failed: failed.into_iter().collect(),
         }
@@ -72,11 +81,13 @@ impl Places {
 }
 
 /// What a walk listed: (root, directory) for each directory it listed
-/// whole, and the directories whose listing failed.
+/// whole (the root by its place in `roots`), and the directories whose
+/// listing failed.
 #[derive(Debug, Default)]
 #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 pub(crate) struct Walked {
-    pub(crate) read: Vec<(PathBuf, PathBuf)>,
+    pub(crate) roots: Vec<PathBuf>,
+    pub(crate) read: Vec<(usize, PathBuf)>,
     pub(crate) failed: Vec<PathBuf>,
 }
 

@@ -75,11 +75,69 @@ pub(crate) fn read_error<T>(e: Error) -> Read<T> {
 }
 
 /// An entry's files as a scan's own walk (or a bucket's listing) met
-/// them: judging from it spares listing the entry again.
+/// them: judging from it spares listing the entry again. A sorted scan
+/// keeps one per compile-cache entry, so the common entry (its files
+/// named, no lock, link or odd file) is 16 bytes; the rest is a whole
+/// [`Listing`], boxed.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Met(Listing);
+pub(crate) struct Met {
+    plain: Plain,
+    full: Option<Box<Listing>>,
+}
+
+/// What a [`Met`] keeps of a common entry: which of the files an entry's
+/// state is judged by are there, and how many files in all.
+#[derive(Debug, Default, Clone, Copy)]
+struct Plain {
+    neff: bool,
+    done: bool,
+    log: bool,
+    complete: bool,
+    files: u32,
+}
 
 impl Met {
+    /// The whole listing, made from the common part the first time more
+    /// than that is met.
+    fn full(&mut self) -> &mut Listing {
+        let p = self.plain;
+        self.full.get_or_insert_with(|| {
+            Box::new(Listing {
+                neff: p.neff,
+                done: p.done,
+                log: p.log,
+                complete: p.complete,
+                files: p.files as usize,
+                ..Listing::default()
+            })
+        })
+    }
+
+    /// What was met, as a listing.
+    fn into_listing(mut self) -> Listing {
+        std::mem::take(self.full())
+    }
+
+    /// One file, noted as a [`Listing`] notes it: in the common part when
+    /// that is all it changes.
+    fn note_file(&mut self, rel: &OsStr, path: &Path) {
+        if let Some(l) = &mut self.full {
+            return l.file(rel, path);
+        }
+        let mut one = Listing::default();
+        one.file(rel, path);
+        if one.locks.is_empty() && one.graph_neff.is_none() && self.plain.files < u32::MAX {
+            let p = &mut self.plain;
+            p.neff |= one.neff;
+            p.done |= one.done;
+            p.log |= one.log;
+            p.complete |= one.complete;
+            p.files += 1;
+        } else {
+            self.full().file(rel, path);
+        }
+    }
+
     /// One file of the entry, met by the walk at `path` (`rel`: its name
     /// below the entry), of kind `kind`, a link when `link` (the walk may
     /// follow links: `kind` is then its target's).
@@ -92,11 +150,11 @@ impl Met {
     ) {
         let shown = || Path::new(rel).display().to_string();
         if link {
-            self.0.note(Odd::Link(shown()));
+            self.full().note(Odd::Link(shown()));
         } else if let Some(k) = kind.as_ref().and_then(entry::special) {
-            self.0.note(Odd::Special(shown(), k));
+            self.full().note(Odd::Special(shown(), k));
         } else if kind.is_some_and(|k| k.is_file()) {
-            self.0.file(rel, path);
+            self.note_file(rel, path);
         }
     }
 
@@ -104,11 +162,12 @@ impl Met {
     /// prefix and its modification time.
     #[cfg(feature = "remote")]
     pub(crate) fn object(&mut self, name: &str, modified: std::time::SystemTime) {
-        let times = self.0.lock_times.get_or_insert_with(Vec::new);
+        let l = self.full();
+        let times = l.lock_times.get_or_insert_with(Vec::new);
         if name.ends_with(".lock") {
             times.push(modified);
         }
-        self.0.file(OsStr::new(name), Path::new(name));
+        l.file(OsStr::new(name), Path::new(name));
     }
 }
 
@@ -123,7 +182,7 @@ pub(crate) fn judge_entry(
     mut read: impl FnMut() -> Read<()>,
 ) -> std::io::Result<EntryState> {
     let era = era_of(dir);
-    let mut met = met.map(|m| m.0);
+    let mut met = met.map(Met::into_listing);
     #[cfg(feature = "remote")]
     if let Some(url) = dir.to_str().filter(|d| crate::remote::is_url(d)) {
         let j = entry::judge_with(

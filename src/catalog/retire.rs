@@ -41,7 +41,7 @@ impl<'a> Looked<'a> {
         let dirs = walked
             .read
             .iter()
-            .map(|(root, dir)| (key(dir), (root.as_path(), dir.as_path())))
+            .map(|(root, dir)| (key(dir), (walked.roots[*root].as_path(), dir.as_path())))
             .collect();
         let failed = walked.failed.iter().map(|d| key(d)).collect();
         Looked {

@@ -18,7 +18,7 @@ use rusqlite::{params, Connection, Transaction};
 use super::keys::{key_of, options_key};
 use super::retire;
 use super::schema::{self, err, NEFF_COLUMNS};
-use super::visit::{Cached, How, Lookup, Rows, Stat, Visit};
+use super::visit::{Cached, How, Lookup, Records, Rows, Stat, Visit};
 use crate::error::{Error, Result};
 use crate::places::{Keep, Walked};
 use crate::scan::{self, Record, ScanOptions};
@@ -75,18 +75,20 @@ fn key_below(p: &Path, roots: &[(&PathBuf, Option<PathBuf>)], linked: &HashSet<P
     key_of(p)
 }
 
-/// Every row's key; with its identity, options and record for the files
-/// this scan will look at (the keys `wanted` says yes to), so that memory
-/// follows the scan's own files, not the whole catalogue's records.
+/// Every row's key; with its identity, and whether it was read with this
+/// scan's `options`, for the files this scan will look at (the keys
+/// `wanted` says yes to). Records stay in the catalogue until a row
+/// answers ([`super::visit::Records`]).
 fn load(
     conn: &Connection,
     db: &Path,
+    options: &str,
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<HashMap<String, Option<Cached>>> {
     let mut st = conn
-        .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options, record FROM neffs")
+        .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options = ?1 FROM neffs")
         .map_err(err(db))?;
-    let mut rows = st.query([]).map_err(err(db))?;
+    let mut rows = st.query([options]).map_err(err(db))?;
     let mut out = HashMap::new();
     while let Some(r) = rows.next().map_err(err(db))? {
         let path: String = r.get(0).map_err(err(db))?;
@@ -100,8 +102,7 @@ fn load(
                         mtime_ns: r.get(4)?,
                         ctime_ns: r.get(5)?,
                     },
-                    options: r.get(6)?,
-                    record: r.get(7)?,
+                    same_options: r.get(6)?,
                 })
             };
             // A row that does not decode is read again (and replaced).
@@ -341,7 +342,7 @@ pub fn scan_indexed_listing(
         met,
         mut unlisted,
         listed: walked,
-    } = scan::list_versions(rest, None, &opts.walk)?;
+    } = scan::list_kept(rest, None, &opts.walk, true)?;
     let real_roots: Vec<(&PathBuf, Option<PathBuf>)> = roots
         .iter()
         .map(|r| (r, std::fs::canonicalize(r).ok()))
@@ -353,12 +354,16 @@ pub fn scan_indexed_listing(
         .zip(&key_list)
         .map(|(p, k)| (p.as_os_str(), k.as_str()))
         .collect();
-    let mut mine = scan::shard_of(all.clone(), opts.shard);
+    // This shard's files (all of them, unsharded: borrowed, not copied).
+    let mut mine: std::borrow::Cow<'_, [PathBuf]> = match opts.shard {
+        None => (&all[..]).into(),
+        Some(_) => scan::shard_of(all.clone(), opts.shard).into(),
+    };
     if opts.sorted {
-        scan::by_shown(&mut mine);
+        scan::by_shown(mine.to_mut());
     }
     let options = options_key(opts);
-    let cached = load_for(&conn, db, &mine, &keys, prefixes)?;
+    let cached = load_for(&conn, db, &options, &mine, &keys, prefixes)?;
     // Sorted, the walk's errors go among the records; else first.
     let mut walk_errors = walk_errors;
     if !opts.sorted {
@@ -369,10 +374,12 @@ pub fn scan_indexed_listing(
 
     let keep = Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
     let seen = scan::Seen::keeping(keep.clone());
+    let records = Records::new(db);
     let lookup = Lookup {
         keys: &keys,
         cached: &cached,
         options: &options,
+        records: &records,
         opts,
         seen: &seen,
         met: &met,
@@ -448,13 +455,14 @@ fn keys_of(
 fn load_for(
     conn: &Connection,
     db: &Path,
+    options: &str,
     mine: &[PathBuf],
     keys: &HashMap<&OsStr, &str>,
     prefixes: &[PathBuf],
 ) -> Result<HashMap<String, Option<Cached>>> {
     let wanted: HashSet<&str> = mine.iter().map(|p| keys[p.as_os_str()]).collect();
     let listing: Vec<String> = prefixes.iter().map(|r| under(r).1).collect();
-    load(conn, db, &|k| {
+    load(conn, db, options, &|k| {
         wanted.contains(k) || listing.iter().any(|d| k.starts_with(d.as_str()))
     })
 }

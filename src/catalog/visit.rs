@@ -75,12 +75,62 @@ pub(super) fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Re
     }
 }
 
-/// What a row holds that a lookup compares: the identity its file had, the
-/// options it was read with, and its record (JSON).
+/// What a row holds that a lookup compares: the identity its file had,
+/// and whether it was read with this scan's options. (Its record is
+/// fetched when the row answers: [`Records`].)
 pub(super) struct Cached {
     pub(super) stat: Stat,
-    pub(super) options: String,
-    pub(super) record: String,
+    pub(super) same_options: bool,
+}
+
+/// The records of rows that answer, fetched one at a time by key on
+/// read-only connections (one per worker at most, kept for the scan), so
+/// that a scan holds a row's identity, not its record.
+pub(super) struct Records<'a> {
+    db: &'a Path,
+    idle: std::sync::Mutex<Vec<rusqlite::Connection>>,
+}
+
+impl<'a> Records<'a> {
+    pub(super) fn new(db: &'a Path) -> Records<'a> {
+        Records {
+            db,
+            idle: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The record of `key`'s row if its row still has identity `stat`
+    /// and the `options` key; `None` (the file is read again) when it has
+    /// not, or the row cannot be read.
+    fn get(&self, key: &str, stat: Stat, options: &str) -> Option<String> {
+        let idle = self.idle.lock().expect("lock").pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => super::schema::open_ro(self.db).ok()?,
+        };
+        let got = conn
+            .prepare_cached(
+                "SELECT record FROM neffs WHERE key = ?1 AND dev = ?2 AND ino = ?3 \
+                 AND size = ?4 AND mtime_ns = ?5 AND ctime_ns = ?6 AND options = ?7",
+            )
+            .and_then(|mut st| {
+                st.query_row(
+                    rusqlite::params![
+                        key,
+                        stat.dev,
+                        stat.ino,
+                        stat.size,
+                        stat.mtime_ns,
+                        stat.ctime_ns,
+                        options
+                    ],
+                    |r| r.get::<_, String>(0),
+                )
+            })
+            .ok();
+        self.idle.lock().expect("lock").push(conn);
+        got
+    }
 }
 
 /// What each file of an indexed scan is judged by, shared by the workers:
@@ -93,6 +143,8 @@ pub(super) struct Lookup<'a> {
     pub(super) cached: &'a HashMap<String, Option<Cached>>,
     /// This scan's options key: a row read with others is read again.
     pub(super) options: &'a str,
+    /// Where the records of rows that answer come from.
+    pub(super) records: &'a Records<'a>,
     pub(super) opts: &'a ScanOptions,
     /// What the listings of prefixes read while listed have seen so far.
     pub(super) seen: &'a Seen,
@@ -139,9 +191,10 @@ impl Lookup<'_> {
     /// file of identity `stat` under this scan's options, and decodes.
     fn unchanged(&self, key: &str, stat: Option<Stat>) -> Option<Record> {
         match (self.cached.get(key).and_then(Option::as_ref), stat) {
-            (Some(c), Some(stat)) if c.stat == stat && c.options == self.options => {
-                serde_json::from_str::<Record>(&c.record).ok()
-            }
+            (Some(c), Some(stat)) if c.stat == stat && c.same_options => self
+                .records
+                .get(key, stat, self.options)
+                .and_then(|j| serde_json::from_str::<Record>(&j).ok()),
             _ => None,
         }
     }

@@ -2,14 +2,16 @@
 //! paths, read each in parallel, and produce one [`Record`] per file.
 //!
 //! A bad file never stops a scan: it yields a record with `ok: false` and
-//! its error. Files are listed first (a parallel walk that follows symlinks
-//! and detects loops), sorted by path so that `--shard K/N` splits a zoo
-//! deterministically, then read by a rayon pool; the objects of a bucket
-//! prefix are read as its listing pages arrive ([`scan_listing`]). Each worker reuses one
+//! its error. A local scan reads each NEFF as its walk (parallel, following
+//! symlinks, detecting loops) finds it, a compile-cache entry once the
+//! walk has met all of its files; a sorted or sharded one lists everything
+//! first, sorted by path so that `--shard K/N` splits a zoo
+//! deterministically; the objects of a bucket prefix are read as its
+//! listing pages arrive ([`scan_listing`]). Each worker reuses one
 //! [`Scratch`](crate::Scratch) (file and inflate buffers) across files, and a record is
 //! handed to the caller as soon as it is made: memory does not grow with
-//! the number of files beyond the list of paths. At most `jobs` files are
-//! open at once.
+//! the number of files (a sorted or sharded scan keeps a path per file).
+//! At most `jobs` files are open at once.
 
 #[cfg(feature = "remote")]
 mod listing;
@@ -35,18 +37,22 @@ pub(crate) use record::{cache_entry, record_with};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use run::{by_shown, hold_sorted, scan_ordered, scan_with, streamed_prefixes};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use walk::{list_versions, shard_of, Found, Seen, Versions};
+pub(crate) use walk::{list_kept, shard_of, Found, Seen, Versions};
 
 /// Lists `roots` and scans what it finds, as [`list_with`] then
-/// [`Walked::scan`] do, except that each object under a bucket or
-/// repository prefix is read as soon as its listing page has arrived: a
-/// prefix of 100,000 keys (100 pages, each a round trip) is scanned while
-/// it is listed, not after. Local roots and single objects are listed
-/// first, as [`list_with`] lists them. `listed(n)` is told each time `n`
-/// more paths are queued (a progress bar's length); the walk's and the
-/// listings' errors come to `emit` as records. A sharded scan
-/// (`opts.shard`) lists everything first: a shard is a slice of the
-/// sorted whole.
+/// [`Walked::scan`] do, except that nothing waits for the whole list: each
+/// local NEFF is read as soon as the walk finds it (a compile-cache entry
+/// once its directory is walked whole), and each object under a bucket or
+/// repository prefix as soon as its listing page has arrived (a prefix of
+/// 100,000 keys, 100 pages, each a round trip, is scanned while it is
+/// listed, not after). `listed(n)` is told each time `n` more paths are
+/// queued (a progress bar's length); the walk's and the listings' errors
+/// come to `emit` as records. A sharded scan (`opts.shard`) lists
+/// everything first: a shard is a slice of the sorted whole. A sorted one
+/// (`opts.sorted`) does too, and hands the records on in path order
+/// (read while listed, a prefix's records are held, then sorted). Roots
+/// of which one holds another are listed first too, so that a file is
+/// read once.
 ///
 /// A `model.neff` in a compile-cache entry waits until the listing has
 /// passed the entry's last key (a store lists in key order), so that its

@@ -98,7 +98,16 @@ pub(crate) fn hold_sorted<T: Send>(
 /// `paths` sorted as their records' paths sort: by [`Record::path`]'s
 /// bytes (how a path is shown), not by components.
 pub(crate) fn by_shown(paths: &mut [PathBuf]) {
-    paths.sort_by_cached_key(|p| crate::shown::path(p));
+    // A UTF-8 path that is not a URL shows as itself: compared in place
+    // (no string made per path); the others as they show. Either way the
+    // order is that of the shown strings.
+    fn plain(p: &Path) -> Option<&str> {
+        p.to_str().filter(|_| !is_url(p))
+    }
+    paths.sort_by(|a, b| match (plain(a), plain(b)) {
+        (Some(x), Some(y)) => x.cmp(y),
+        _ => crate::shown::path(a).cmp(&crate::shown::path(b)),
+    });
 }
 
 /// Whether `p` names a remote object or prefix.

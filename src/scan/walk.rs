@@ -136,7 +136,21 @@ pub(crate) fn list_versions(
     shard: Option<(usize, usize)>,
     walk: &Walk,
 ) -> Result<Found> {
-    let c = Collect::default();
+    list_kept(roots, shard, walk, false)
+}
+
+/// [`list_versions`], noting the directories the walk listed whole when
+/// `places` (what a catalogue retires rows by: [`Found::listed`]).
+pub(crate) fn list_kept(
+    roots: &[PathBuf],
+    shard: Option<(usize, usize)>,
+    walk: &Walk,
+    places: bool,
+) -> Result<Found> {
+    let c = Collect {
+        out: Out::Keep { places },
+        ..Collect::default()
+    };
     for root in roots {
         #[cfg(feature = "remote")]
         if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
@@ -193,17 +207,23 @@ pub(super) fn disjoint(roots: &[PathBuf]) -> bool {
 }
 
 /// Where a walk's finds go.
-#[derive(Default)]
 enum Out<'a> {
-    /// Kept, to be sorted and sharded at the end ([`Collect::finish`]).
-    #[default]
-    Keep,
+    /// Kept, to be sorted and sharded at the end ([`Collect::finish`]),
+    /// with the directories listed whole and the links met when
+    /// `places`.
+    Keep { places: bool },
     /// Handed on as found, errors too.
     Send {
         tx: mpsc::SyncSender<Find>,
         listed: &'a (dyn Fn(usize) + Sync),
         fail: &'a (dyn Fn(Record) + Sync),
     },
+}
+
+impl Default for Out<'_> {
+    fn default() -> Self {
+        Out::Keep { places: false }
+    }
 }
 
 /// What one step of a walk found: the NEFFs, and what it met of each
@@ -245,7 +265,7 @@ impl Collect<'_> {
     fn fail(&self, path: &Path, e: &Error) {
         let r = failed(path, e, None);
         match &self.out {
-            Out::Keep => self.errors.lock().expect("lock").push(r),
+            Out::Keep { .. } => self.errors.lock().expect("lock").push(r),
             Out::Send { fail, .. } => fail(r),
         }
     }
@@ -361,7 +381,7 @@ impl Collect<'_> {
                 return ignore::WalkState::Continue;
             }
         };
-        self.places.entry(at.root, &e, e.depth(), at.walk.max_depth);
+        self.place(at, &e, e.depth());
         let is_entry = e.file_type().is_some_and(|t| t.is_dir())
             && e.file_name().to_str().is_some_and(cache::is_entry_name);
         let mut finds = Finds::default();
@@ -376,6 +396,14 @@ impl Collect<'_> {
             ignore::WalkState::Skip
         } else {
             ignore::WalkState::Continue
+        }
+    }
+
+    /// Notes a directory the walk lists, when asked to (what a catalogue
+    /// retires rows by).
+    fn place(&self, at: &Walking<'_>, e: &ignore::DirEntry, depth: usize) {
+        if matches!(self.out, Out::Keep { places: true }) {
+            self.places.entry(at.root, e, depth, at.walk.max_depth);
         }
     }
 
@@ -396,7 +424,7 @@ impl Collect<'_> {
     /// Notes what the walk met at `e` in `finds`: a file of a compile-cache
     /// entry, a NEFF, an entry's directory.
     fn meet(&self, finds: &mut Finds, e: &ignore::DirEntry) {
-        if e.path_is_symlink() {
+        if e.path_is_symlink() && matches!(self.out, Out::Keep { places: true }) {
             self.linked
                 .lock()
                 .expect("lock")
@@ -445,8 +473,7 @@ impl Collect<'_> {
             match ent {
                 Ok(sub) if sub.depth() == 0 => {}
                 Ok(sub) => {
-                    self.places
-                        .entry(at.root, &sub, depth + sub.depth(), at.walk.max_depth);
+                    self.place(at, &sub, depth + sub.depth());
                     self.meet(finds, &sub);
                 }
                 Err(err) => self.walk_error(at.root, &as_walked(err, at.root, e.path())),

@@ -42,5 +42,6 @@ mod roots;
 mod scan;
 mod shapes;
 mod sparse;
+mod streamed;
 mod tar_constructs;
 mod threads;
