@@ -49,11 +49,13 @@ pub(crate) enum Odd {
 }
 
 impl Odd {
-    fn rank(&self) -> u8 {
+    /// Its kind's rank (the worst first), then its name: the order in
+    /// which one is reported, whatever order the files were met in.
+    fn rank(&self) -> (u8, &str) {
         match self {
-            Odd::Special(..) => 0,
-            Odd::Unreadable(..) => 1,
-            Odd::Link(_) => 2,
+            Odd::Special(n, _) => (0, n),
+            Odd::Unreadable(n, _) => (1, n),
+            Odd::Link(n) => (2, n),
         }
     }
 
@@ -106,7 +108,8 @@ pub(crate) struct Listing {
 }
 
 impl Listing {
-    /// Notes `odd`, keeping the worst kind met.
+    /// Notes `odd`, keeping the worst kind met (of one kind, the first
+    /// name).
     pub(super) fn note(&mut self, odd: Odd) {
         if self.odd.as_ref().is_none_or(|o| odd.rank() < o.rank()) {
             self.odd = Some(odd);

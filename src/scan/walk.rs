@@ -424,32 +424,14 @@ impl Collect<'_> {
     /// Notes what the walk met at `e` in `finds`: a file of a compile-cache
     /// entry, a NEFF, an entry's directory.
     fn meet(&self, finds: &mut Finds, e: &ignore::DirEntry) {
-        if e.path_is_symlink() && matches!(self.out, Out::Keep { places: true }) {
+        let link = e.path_is_symlink();
+        if link && matches!(self.out, Out::Keep { places: true }) {
             self.linked
                 .lock()
                 .expect("lock")
                 .insert(e.path().to_path_buf());
         }
-        let kind = e.file_type();
-        if let Some(dir) = entry_above(e.path(), e.file_name()) {
-            let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
-            finds
-                .met
-                .entry(dir.as_os_str().to_owned())
-                .or_default()
-                .file(rel.as_os_str(), e.path(), e.path_is_symlink(), kind);
-        }
-        let is_file = kind.is_some_and(|t| t.is_file());
-        if is_file && e.path().extension().is_some_and(|x| x == "neff") {
-            finds.neffs.push(e.path().to_path_buf());
-        } else if kind.is_some_and(|t| t.is_dir())
-            && e.file_name().to_str().is_some_and(cache::is_entry_name)
-        {
-            finds
-                .met
-                .entry(e.path().as_os_str().to_owned())
-                .or_default();
-        }
+        meet_parts(finds, e.path(), e.file_name(), link, e.file_type());
     }
 
     /// Walks the compile-cache entry at `e` whole, one directory after
@@ -458,6 +440,9 @@ impl Collect<'_> {
     fn walk_entry(&self, at: &Walking<'_>, e: &ignore::DirEntry, finds: &mut Finds) {
         let depth = e.depth();
         if at.walk.max_depth.is_some_and(|m| depth >= m) {
+            return;
+        }
+        if walk_flat(at, e.path(), finds) {
             return;
         }
         let mut builder = ignore::WalkBuilder::new(e.path());
@@ -510,6 +495,66 @@ impl Collect<'_> {
             listed: self.places.into_lists(),
         }
     }
+}
+
+/// Notes in `finds` what a walk met at `path` (named `name`, of kind
+/// `kind`, a link when `link`): a file of a compile-cache entry, a NEFF,
+/// an entry's directory.
+fn meet_parts(
+    finds: &mut Finds,
+    path: &Path,
+    name: &std::ffi::OsStr,
+    link: bool,
+    kind: Option<std::fs::FileType>,
+) {
+    if let Some(dir) = entry_above(path, name) {
+        let rel = path.strip_prefix(dir).unwrap_or(path);
+        finds
+            .met
+            .entry(dir.as_os_str().to_owned())
+            .or_default()
+            .file(rel.as_os_str(), path, link, kind);
+    }
+    let is_file = kind.is_some_and(|t| t.is_file());
+    if is_file && path.extension().is_some_and(|x| x == "neff") {
+        finds.neffs.push(path.to_path_buf());
+    } else if kind.is_some_and(|t| t.is_dir()) && name.to_str().is_some_and(cache::is_entry_name) {
+        finds.met.entry(path.as_os_str().to_owned()).or_default();
+    }
+}
+
+/// The walk of the common compile-cache entry, a directory of files only:
+/// one `read_dir`, each file's kind as the directory gives it, each kept or
+/// not by the globs as the walk keeps a file. `false`, nothing noted, when
+/// the entry holds a directory or a link or its listing fails: it is then
+/// walked as the parallel walk would walk it (its subdirectories, links,
+/// loops and errors).
+fn walk_flat(at: &Walking<'_>, dir: &Path, finds: &mut Finds) -> bool {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut files = Vec::new();
+    for ent in listing {
+        let Ok(ent) = ent else { return false };
+        let Ok(kind) = ent.file_type() else {
+            return false;
+        };
+        if kind.is_dir() || kind.is_symlink() {
+            return false;
+        }
+        files.push((ent.path(), ent.file_name(), kind));
+    }
+    for (path, name, kind) in files {
+        if let Some(o) = at.overrides {
+            // As the walk matches: a leading `./` dropped.
+            let p = path.strip_prefix("./").unwrap_or(&path);
+            if o.matched(p, false).is_ignore() {
+                continue;
+            }
+        }
+        meet_parts(finds, &path, &name, false, Some(kind));
+    }
+    true
 }
 
 /// A local root being walked, and how.

@@ -88,6 +88,8 @@ fn a_streamed_scan_reports_what_the_sorted_scan_does_under_every_walk_option() {
         &["--no-follow"],
         &["-g", "!**/sub/**"],
         &["-g", "**/model.neff"],
+        &["-g", "!**/model.done"],
+        &["-g", "!**/*.lock"],
         &["--max-depth", "2"],
         &["--max-depth", "3"],
         &["--max-depth", "4"],
