@@ -14,13 +14,17 @@ use ignore::overrides::Override;
 
 use crate::error::{Error, Result};
 
+/// The roots walked, and each directory listed by the place of its root
+/// among them.
+type Listed = (Vec<PathBuf>, Vec<(usize, PathBuf)>);
+
 /// The directories a walk read, and those whose listing failed.
 #[derive(Default)]
 #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 pub(crate) struct Places {
     /// (root, directory) for each directory the walk listed: the root by
     /// its place in `roots` (a path per directory, not two).
-    read: Mutex<(Vec<PathBuf>, Vec<(usize, PathBuf)>)>,
+    read: Mutex<Listed>,
     /// Directories whose listing failed (whole, or an entry of it).
     failed: Mutex<HashSet<PathBuf>>,
 }
