@@ -86,7 +86,7 @@ fn load(
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<HashMap<String, Option<Cached>>> {
     let mut st = conn
-        .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options = ?1 FROM neffs")
+        .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options = ?1, id FROM neffs")
         .map_err(err(db))?;
     let mut rows = st.query([options]).map_err(err(db))?;
     let mut out = HashMap::new();
@@ -95,6 +95,7 @@ fn load(
         let cached = if wanted(&path) {
             let c = || -> rusqlite::Result<Cached> {
                 Ok(Cached {
+                    id: r.get(7)?,
                     stat: Stat {
                         dev: r.get(1)?,
                         ino: r.get(2)?,

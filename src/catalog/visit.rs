@@ -79,6 +79,8 @@ pub(super) fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Re
 /// and whether it was read with this scan's options. (Its record is
 /// fetched when the row answers: [`Records`].)
 pub(super) struct Cached {
+    /// The row's id: its record is fetched by it.
+    pub(super) id: i64,
     pub(super) stat: Stat,
     pub(super) same_options: bool,
 }
@@ -99,10 +101,10 @@ impl<'a> Records<'a> {
         }
     }
 
-    /// The record of `key`'s row if its row still has identity `stat`
-    /// and the `options` key; `None` (the file is read again) when it has
-    /// not, or the row cannot be read.
-    fn get(&self, key: &str, stat: Stat, options: &str) -> Option<String> {
+    /// The record of row `id` if it is still `key`'s, of identity `stat`
+    /// and read with the `options` key; `None` (the file is read again)
+    /// when it is not, or the row cannot be read.
+    fn get(&self, id: i64, key: &str, stat: Stat, options: &str) -> Option<String> {
         let idle = self.idle.lock().expect("lock").pop();
         let conn = match idle {
             Some(c) => c,
@@ -110,12 +112,14 @@ impl<'a> Records<'a> {
         };
         let got = conn
             .prepare_cached(
-                "SELECT record FROM neffs WHERE key = ?1 AND dev = ?2 AND ino = ?3 \
-                 AND size = ?4 AND mtime_ns = ?5 AND ctime_ns = ?6 AND options = ?7",
+                "SELECT record FROM neffs WHERE id = ?1 AND key = ?2 AND dev = ?3 \
+                 AND ino = ?4 AND size = ?5 AND mtime_ns = ?6 AND ctime_ns = ?7 \
+                 AND options = ?8",
             )
             .and_then(|mut st| {
                 st.query_row(
                     rusqlite::params![
+                        id,
                         key,
                         stat.dev,
                         stat.ino,
@@ -193,7 +197,7 @@ impl Lookup<'_> {
         match (self.cached.get(key).and_then(Option::as_ref), stat) {
             (Some(c), Some(stat)) if c.stat == stat && c.same_options => self
                 .records
-                .get(key, stat, self.options)
+                .get(c.id, key, stat, self.options)
                 .and_then(|j| serde_json::from_str::<Record>(&j).ok()),
             _ => None,
         }
