@@ -232,8 +232,11 @@ impl Default for Out<'_> {
 #[derive(Default)]
 struct Finds {
     neffs: Vec<PathBuf>,
-    met: std::collections::HashMap<std::ffi::OsString, cache::Met>,
+    met: MetBy,
 }
+
+/// What a walk met of each compile-cache entry, by the entry's directory.
+type MetBy = std::collections::HashMap<std::ffi::OsString, cache::Met>;
 
 impl Finds {
     fn one(p: PathBuf) -> Finds {
@@ -382,10 +385,19 @@ impl Collect<'_> {
             }
         };
         self.place(at, &e, e.depth());
+        if matches!(self.out, Out::Keep { places: true }) {
+            // A catalogue keeps the whole walk anyway: the parallel walk
+            // goes into each entry (its directory read once, not again by
+            // a walk of the entry), and what it meets is noted as met.
+            let mut met = self.met.lock().expect("lock");
+            let mut found = self.found.lock().expect("lock");
+            self.meet(&mut met, &mut found, &e);
+            return ignore::WalkState::Continue;
+        }
         let is_entry = e.file_type().is_some_and(|t| t.is_dir())
             && e.file_name().to_str().is_some_and(cache::is_entry_name);
         let mut finds = Finds::default();
-        self.meet(&mut finds, &e);
+        self.meet(&mut finds.met, &mut finds.neffs, &e);
         if is_entry {
             self.walk_entry(at, &e, &mut finds);
         }
@@ -423,7 +435,7 @@ impl Collect<'_> {
 
     /// Notes what the walk met at `e` in `finds`: a file of a compile-cache
     /// entry, a NEFF, an entry's directory.
-    fn meet(&self, finds: &mut Finds, e: &ignore::DirEntry) {
+    fn meet(&self, met: &mut MetBy, neffs: &mut Vec<PathBuf>, e: &ignore::DirEntry) {
         let link = e.path_is_symlink();
         if link && matches!(self.out, Out::Keep { places: true }) {
             self.linked
@@ -431,7 +443,7 @@ impl Collect<'_> {
                 .expect("lock")
                 .insert(e.path().to_path_buf());
         }
-        meet_parts(finds, e.path(), e.file_name(), link, e.file_type());
+        meet_parts(met, neffs, e.path(), e.file_name(), link, e.file_type());
     }
 
     /// Walks the compile-cache entry at `e` whole, one directory after
@@ -459,7 +471,7 @@ impl Collect<'_> {
                 Ok(sub) if sub.depth() == 0 => {}
                 Ok(sub) => {
                     self.place(at, &sub, depth + sub.depth());
-                    self.meet(finds, &sub);
+                    self.meet(&mut finds.met, &mut finds.neffs, &sub);
                 }
                 Err(err) => self.walk_error(at.root, &as_walked(err, at.root, e.path())),
             }
@@ -501,7 +513,8 @@ impl Collect<'_> {
 /// `kind`, a link when `link`): a file of a compile-cache entry, a NEFF,
 /// an entry's directory.
 fn meet_parts(
-    finds: &mut Finds,
+    met: &mut MetBy,
+    neffs: &mut Vec<PathBuf>,
     path: &Path,
     name: &std::ffi::OsStr,
     link: bool,
@@ -509,17 +522,15 @@ fn meet_parts(
 ) {
     if let Some(dir) = entry_above(path, name) {
         let rel = path.strip_prefix(dir).unwrap_or(path);
-        finds
-            .met
-            .entry(dir.as_os_str().to_owned())
+        met.entry(dir.as_os_str().to_owned())
             .or_default()
             .file(rel.as_os_str(), path, link, kind);
     }
     let is_file = kind.is_some_and(|t| t.is_file());
     if is_file && path.extension().is_some_and(|x| x == "neff") {
-        finds.neffs.push(path.to_path_buf());
+        neffs.push(path.to_path_buf());
     } else if kind.is_some_and(|t| t.is_dir()) && name.to_str().is_some_and(cache::is_entry_name) {
-        finds.met.entry(path.as_os_str().to_owned()).or_default();
+        met.entry(path.as_os_str().to_owned()).or_default();
     }
 }
 
@@ -552,7 +563,14 @@ fn walk_flat(at: &Walking<'_>, dir: &Path, finds: &mut Finds) -> bool {
                 continue;
             }
         }
-        meet_parts(finds, &path, &name, false, Some(kind));
+        meet_parts(
+            &mut finds.met,
+            &mut finds.neffs,
+            &path,
+            &name,
+            false,
+            Some(kind),
+        );
     }
     true
 }
