@@ -329,10 +329,14 @@ fn a_large_raw_neff_is_listed_from_its_headers_and_members_fetched_alone() {
     // A path of this test's own (`rangex1000000-TAG` keeps every Range):
     // other tests read `ok` at the same time.
     let logged = format!("/http/rangex1000000-bytes/{rel}");
+    // Counted once the proxy's log has settled: on a loaded machine a
+    // request of the command before can be logged after it has exited.
     let sent = |args: &[&str]| {
+        settled_requests(&s.proxy_log, &logged);
         let before = log_bytes(&s.proxy_log, &logged);
         let o = run(args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        settled_requests(&s.proxy_log, &logged);
         log_bytes(&s.proxy_log, &logged) - before
     };
     let url = format!("{}{logged}", s.proxy);
