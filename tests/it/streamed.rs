@@ -260,3 +260,43 @@ fn sorted_records_come_in_path_order_with_the_walks_errors_among_them() {
     assert!(paths[loop_at + 1].ends_with("m/x.neff"), "{paths:?}");
     assert_eq!(got.len(), 5);
 }
+
+#[test]
+fn roots_of_which_one_holds_another_are_read_once_each_file() {
+    let t = tempfile::tempdir().unwrap();
+    let root = odd_tree(t.path());
+    let r = root.to_str().unwrap();
+    let sub = root.join("loose");
+    let one = sub.join("a.neff");
+    let once = records(&["scan", "--json", "--no-progress", "--no-follow", r]);
+    let twice = records(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--no-follow",
+        one.to_str().unwrap(),
+        r,
+        sub.to_str().unwrap(),
+    ]);
+    let paths = |v: &[Value]| {
+        let mut p: Vec<String> = v.iter().map(|r| r["path"].to_string()).collect();
+        p.sort();
+        p
+    };
+    assert_eq!(paths(&twice), paths(&once));
+    // Disjoint roots are streamed, each read once too.
+    let v = root.join("neuronxcc-2.15.1.0+abc");
+    let apart = records(&[
+        "scan",
+        "--json",
+        "--no-progress",
+        "--no-follow",
+        sub.to_str().unwrap(),
+        v.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        paths(&apart).len(),
+        once.len() - 1,
+        "all but the bare entry at the root"
+    );
+}
