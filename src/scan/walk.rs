@@ -1,6 +1,7 @@
-//! Finding what to read: the sorted, sharded walk of local roots and
-//! the listing of bucket prefixes, what it met of each compile-cache
-//! entry, and the paths a list file names.
+//! Finding what to read: the walk of local roots (each compile-cache
+//! entry walked whole in one step), its finds kept (sorted, sharded) or
+//! handed on as found; the listing of bucket prefixes; what the walk met
+//! of each compile-cache entry, and the paths a list file names.
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
