@@ -76,7 +76,7 @@ def scan(
 
     ``batch_size`` files per task; ``jobs_per_task`` threads read them inside
     a task (ask Ray for as many CPUs with ``num_cpus``, default
-    ``jobs_per_task``). Walk errors come first, as with ``neff scan``. The
+    ``jobs_per_task``). Walk errors come first, as with ``neff scan --shard``. The
     records equal ``neff scan --json``'s (see :func:`neff.arrow.to_records`).
     """
     import ray.data

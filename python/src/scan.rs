@@ -91,7 +91,8 @@ fn check_shard(shard: Option<(usize, usize)>) -> PyResult<()> {
 /// Scans every `*.neff` under `paths` (files named directly are kept
 /// whatever their name) on `jobs` threads (0: one per core), keeping shard
 /// `k` of `n` of the sorted list when `shard=(k, n)`. Records come in
-/// completion order, walk errors first, as `neff scan --json` prints them.
+/// completion order, walk errors as the walk meets them (first, when the
+/// scan is sharded), as `neff scan --json` prints them.
 /// A root that cannot be opened (missing, a dangling or looping link, a
 /// directory its user may not read, a prefix that cannot be listed) is a
 /// record too, `ok` False, its `path` the root as given: no exception.

@@ -281,7 +281,8 @@ fn under(root: &Path) -> (String, String) {
 /// Scans `roots` as [`scan::list`] and [`scan::scan`] do, keeping the
 /// catalogue at `db` current (created if missing; emptied first with
 /// `rebuild`). `emit` gets every record, as the plain scan would make it,
-/// with where it came from; walk errors come first, as in the plain scan.
+/// with where it came from; walk errors come first (sorted: among the
+/// records by path).
 ///
 /// Rows are keyed by each file's canonical path (realpath; a URL normalised): a file has one
 /// row however its path is typed, and a record answered from its row
