@@ -124,7 +124,21 @@ async def down(reader, writer, counts, methods):
     writer.close()
 
 
+# The connections' tasks: asyncio holds a task only weakly, and one
+# collected while it waits drops its connection mid-request.
+TASKS = set()
+
+
 async def serve(client_r, client_w):
+    task = asyncio.current_task()
+    TASKS.add(task)
+    try:
+        await pipe(client_r, client_w)
+    finally:
+        TASKS.discard(task)
+
+
+async def pipe(client_r, client_w):
     try:
         server_r, server_w = await asyncio.open_connection("127.0.0.1", UPSTREAM, limit=1 << 20)
     except OSError:
