@@ -4,30 +4,16 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures_util::StreamExt;
 use object_store::path::Path as ObjPath;
 use object_store::ObjectStore;
 
 use super::failure::*;
+use super::ranges::{Listed, Listing};
 use super::redact::{redact, redact_text};
 use super::scheme::*;
 use super::store::*;
 use super::{hf, link};
-use crate::error::{Error, Result};
-
-/// One object in a listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
-    /// The object's URL.
-    pub url: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// Its ETag, as the store gives it (with its quotes), or else its last
-    /// modification time: what a catalogue compares to skip it.
-    pub version: String,
-    /// When it was last modified, as the listing says.
-    pub modified: std::time::SystemTime,
-}
+use crate::error::Result;
 
 /// Every object under the S3 prefix `url`, whatever its key (a compile
 /// cache's `model.done`, `model.log` and locks too), in key order.
@@ -36,7 +22,11 @@ pub fn list_all(url: &str) -> Result<Vec<Listed>> {
     if is_hf(url) {
         out = list_hf(url)?;
     } else {
-        list_bucket(url, &mut |o| out.push(o))?;
+        list_bucket(url, &mut |l| {
+            if let Listing::Key { object, .. } = l {
+                out.push(object)
+            }
+        })?;
     }
     out.sort_by(|a, b| a.url.cmp(&b.url));
     note_listed(&out);
@@ -60,83 +50,37 @@ pub(super) fn bucket_prefix(url: &str) -> Result<(String, Arc<dyn ObjectStore>, 
 }
 
 /// Every object under the bucket prefix `url` (`s3://`, `gs://`, `az://`),
-/// handed to `each` as its listing page arrives, in the store's order (by
-/// key: S3, GCS and Azure list in UTF-8 byte order); each object's size
-/// is noted first, for [`Object::open`] to fetch it whole in one request.
-/// A listing that fails partway has handed on what it listed before the
-/// error. (A hub repository's tree comes in no order: [`list_all`].)
-pub(crate) fn list_each(url: &str, each: &mut dyn FnMut(Listed)) -> Result<()> {
+/// handed to `each` as the listing finds it, listed by ranges of the key
+/// space at once ([`super::ranges`]): each range's keys in the store's
+/// order (by key: S3, GCS and Azure list in UTF-8 byte order), a range's
+/// end once all of its keys are handed on, and the ranges interleaved.
+/// Each object's size is noted first, for [`Object::open`] to fetch it
+/// whole in one request. A listing that fails partway has handed on what
+/// it listed before the error. (A hub repository's tree comes in no
+/// order, as one range: [`list_all`].)
+pub(crate) fn list_each(url: &str, each: &mut dyn FnMut(Listing)) -> Result<()> {
     if is_hf(url) {
-        for o in list_all(url)? {
-            each(o);
+        for object in list_all(url)? {
+            each(Listing::Key { range: 0, object });
         }
+        each(Listing::End { range: 0 });
         return Ok(());
     }
-    list_bucket(url, &mut |o| {
-        note_listed(std::slice::from_ref(&o));
-        each(o)
+    list_bucket(url, &mut |l| {
+        if let Listing::Key { object, .. } = &l {
+            note_listed(std::slice::from_ref(object));
+        }
+        each(l)
     })
 }
 
-pub(super) fn list_bucket(url: &str, each: &mut dyn FnMut(Listed)) -> Result<()> {
+/// Every object under the bucket prefix `url`, by ranges listed at once,
+/// up to `--io-depth` of them.
+pub(super) fn list_bucket(url: &str, each: &mut dyn FnMut(Listing)) -> Result<()> {
     let (root, store, prefix) = bucket_prefix(url)?;
     let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
-    // A page that fails (a reset, a cut body, a 5xx past the client's own
-    // retries) is asked for again, after the last key listed, a bounded
-    // number of times; not found and access denied are answers.
-    let retries = retries();
-    runtime()?.block_on(async {
-        let mut listed = 0u64;
-        let mut last: Option<ObjPath> = None;
-        let mut tries = 0u64;
-        loop {
-            let _counted = link::Request::start();
-            let mut s = match &last {
-                None => store.list(prefix.as_ref()),
-                Some(after) => store.list_with_offset(prefix.as_ref(), after),
-            };
-            let mut failed = None;
-            while let Some(m) = s.next().await {
-                let m = match m {
-                    Ok(m) => m,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                };
-                last = Some(m.location.clone());
-                listed += 1;
-                each(Listed {
-                    url: format!("{root}/{}", m.location),
-                    size: m.size,
-                    version: m
-                        .e_tag
-                        .clone()
-                        .unwrap_or_else(|| m.last_modified.to_rfc3339()),
-                    modified: m.last_modified.into(),
-                });
-            }
-            let Some(e) = failed else {
-                return Ok::<_, Error>(());
-            };
-            let answer = matches!(
-                e,
-                object_store::Error::NotFound { .. }
-                    | object_store::Error::PermissionDenied { .. }
-                    | object_store::Error::Unauthenticated { .. }
-            );
-            if answer || tries >= retries {
-                return Err(describe(&e, None));
-            }
-            tries += 1;
-            log::debug!(
-                "{}: listing failed ({}): again after {listed} keys",
-                redact(url),
-                describe(&e, None),
-            );
-            backoff(tries).await;
-        }
-    })
+    let depth = crate::pool::io_depth();
+    super::ranges::list_ranges(url, &root, store, prefix, depth, each)
 }
 
 /// The files under an `hf://` prefix, from the hub's tree API, page after

@@ -60,6 +60,7 @@ mod link;
 mod listing;
 mod object;
 mod profile;
+mod ranges;
 mod redact;
 mod scheme;
 mod store;
@@ -69,11 +70,13 @@ pub use delete::delete;
 pub use link::{
     cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
 };
+pub use listing::list_all;
 pub(crate) use listing::list_each;
-pub use listing::{list_all, Listed};
 pub use object::read_tail;
 pub use object::{Object, RangeReader, ReadAhead, PART, STREAM_PART, WHOLE_BELOW};
 pub use profile::set_profile;
+pub use ranges::Listed;
+pub(crate) use ranges::Listing;
 pub use redact::{redact, redact_text};
 pub use scheme::{is_listable, is_url};
 pub use store::set_access;

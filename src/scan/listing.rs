@@ -3,7 +3,7 @@
 //! page is in, a compile-cache entry's NEFF once the listing has passed the
 //! entry's last key.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -15,11 +15,10 @@ use super::walk::{list_versions, meet_object, Seen};
 use crate::cache;
 use crate::error::Result;
 use crate::reader::Scratch;
-use crate::remote::Listed;
+use crate::remote::Listing;
 
 /// NEFFs listed and not yet handed to the workers: each waits until
 /// the listing has passed its compile-cache entry's last key.
-#[derive(Default)]
 pub(super) struct Held {
     waiting: VecDeque<(PathBuf, Option<String>)>,
     /// The last key seen, and whether keys have come in order so far
@@ -28,14 +27,18 @@ pub(super) struct Held {
     ordered: bool,
 }
 
-impl Held {
-    pub(super) fn new() -> Held {
+/// Nothing held, and keys in order so far.
+impl Default for Held {
+    fn default() -> Held {
         Held {
+            waiting: VecDeque::new(),
+            last: None,
             ordered: true,
-            ..Held::default()
         }
     }
+}
 
+impl Held {
     /// Notes the key `url` (the listing has reached it) and, if it is a
     /// NEFF, holds it; hands on each NEFF held whose entry is now
     /// complete, in key order.
@@ -159,8 +162,19 @@ fn list_prefixes(
         };
         for root in prefixes {
             let url = root.to_str().expect("a prefix is a URL");
-            let mut held = Held::new();
-            let got = crate::remote::list_each(url, &mut |o: Listed| {
+            // One `Held` a range: each range's keys come in key order, and
+            // no compile-cache entry spans two ranges.
+            let mut held: HashMap<usize, Held> = HashMap::new();
+            let got = crate::remote::list_each(url, &mut |l: Listing| {
+                let (range, o) = match l {
+                    Listing::Key { range, object } => (range, object),
+                    Listing::End { range } => {
+                        if let Some(mut h) = held.remove(&range) {
+                            h.end(&mut send);
+                        }
+                        return;
+                    }
+                };
                 meet_object(&o, &mut seen.met.lock().expect("lock"));
                 if seen
                     .keep
@@ -175,9 +189,14 @@ fn list_prefixes(
                         .expect("lock")
                         .insert(PathBuf::from(&o.url), (o.size, o.version.clone()));
                 }
-                held.key(&o.url, &mut send);
+                held.entry(range).or_default().key(&o.url, &mut send);
             });
-            held.end(&mut send);
+            // Ranges a failure cut short: what they hold is read all the same.
+            let mut rest: Vec<_> = held.into_iter().collect();
+            rest.sort_by_key(|(r, _)| *r);
+            for (_, mut h) in rest {
+                h.end(&mut send);
+            }
             if let Err(e) = got {
                 seen.unlisted.lock().expect("lock").push(root.clone());
                 fail(failed(root, &e, None));
@@ -207,7 +226,7 @@ mod tests {
 
     fn run(keys: &[&str]) -> Vec<(usize, String)> {
         // (keys seen when handed on, path)
-        let mut held = Held::new();
+        let mut held = Held::default();
         let mut out = Vec::new();
         for (i, k) in keys.iter().enumerate() {
             held.key(k, &mut |p| out.push((i, p.display().to_string())));

@@ -35,6 +35,9 @@ that upstream as /<rest>, with the fault <mode> applied:
 Modes combine with `+`: `delay25+503x2`, `delay50+reset`, `delay25+bw100`
 (a bucket 25 ms away on a 100 MB/s link).
 
+A ranged GET the upstream answers 200 with a Content-Range (rclone serve
+s3 does) is answered 206, as S3 answers it.
+
 /health answers 200; every request is logged to STATE_DIR/proxy.log as
 `METHOD PATH RANGE STATUS BYTES` (BYTES `aborted` when the client closed
 the connection before the body was sent).
@@ -78,6 +81,39 @@ def paced(mode, mb_per_s, data, out):
         if start > now:
             time.sleep(start - now)
         out.write(piece)
+
+
+# Each handler thread keeps one connection to each upstream alive (a
+# client's connection is served by one thread): a new connection a
+# request cost the proxy and the server more than the request itself.
+UPSTREAM_CONNS = threading.local()
+
+
+def upstream_request(upstream, command, rest, body, headers):
+    """`command rest` sent to `upstream` on this thread's kept connection
+    (a new one if it was closed): the response and its whole body."""
+    conns = UPSTREAM_CONNS.__dict__.setdefault("conns", {})
+    key = (upstream.hostname, upstream.port)
+    for attempt in (0, 1):
+        conn = conns.get(key)
+        fresh = conn is None
+        if fresh:
+            conn = conns[key] = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
+        try:
+            conn.request(command, rest, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except (http.client.HTTPException, OSError):
+            conn.close()
+            conns.pop(key, None)
+            # A kept connection the server closed meanwhile: once more on a new one.
+            if fresh or attempt == 1:
+                raise
+            continue
+        if resp.will_close:
+            conn.close()
+            conns.pop(key, None)
+        return resp, data
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -168,12 +204,13 @@ class Handler(BaseHTTPRequestHandler):
         if has("norange") or (counted("rangex") is not None and n > counted("rangex")):
             headers.pop("Range", None)
             headers.pop("range", None)
-        conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
-        conn.request(self.command, rest, body=body, headers=headers)
-        resp = conn.getresponse()
-        data = resp.read()
-        conn.close()
-        self.send_response(resp.status)
+        resp, data = upstream_request(upstream, self.command, rest, body, headers)
+        status = resp.status
+        # rclone serve s3 (gofakes3) answers a ranged GET with its range
+        # and Content-Range but status 200; S3 says 206.
+        if status == 200 and resp.getheader("Content-Range") and any(k.lower() == "range" for k in headers):
+            status = 206
+        self.send_response(status)
         for k, v in resp.getheaders():
             if k.lower() in HOP or k.lower() == "content-length":
                 continue
@@ -188,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
         self.end_headers()
         if self.command == "HEAD":
-            return self.note(resp.status, 0)
+            return self.note(status, 0)
         if has("truncate"):
             data = data[: len(data) // 2]
             self.wfile.write(data)
@@ -203,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             self.connection.close()
-            return self.note(resp.status, "reset")
+            return self.note(status, "reset")
         else:
             try:
                 rate = counted("bw")
@@ -215,10 +252,13 @@ class Handler(BaseHTTPRequestHandler):
                 # The client closed before the body was sent (it refused
                 # the response on its headers): logged all the same.
                 self.close_connection = True
-                return self.note(resp.status, "aborted")
-        self.note(resp.status, len(data))
+                return self.note(status, "aborted")
+        self.note(status, len(data))
 
 
 if __name__ == "__main__":
     ThreadingHTTPServer.daemon_threads = True
+    # socketserver's listen backlog is 5: a client opening 32 connections
+    # at once had most of its SYNs dropped and sent again 1 s later.
+    ThreadingHTTPServer.request_queue_size = 256
     ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()

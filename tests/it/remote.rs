@@ -1970,8 +1970,9 @@ fn scans_as_local_acc(root: &str) {
 /// The compile-cache entry of `pages/` whose keys straddle a page's end.
 const PAGES_ENTRY: &str = "b/neuronxcc-2.15.0/MODULE_1+a";
 
-/// Uploads (once) 2,202 keys under `s3://zoo/pages/`: three listing pages
-/// of 1,000. A NEFF is the first key; a compile-cache entry straddles the
+/// Uploads (once) 4,202 keys under `s3://zoo/pages/`: five listing pages
+/// of 1,000 listed in one range, seven listed in ranges (`e/` alone is
+/// four). A NEFF is the first key; a compile-cache entry straddles the
 /// first page's end (its model.neff the page's last key, its lock the next
 /// page's first); a plain NEFF sits on the second page. Returns the local
 /// copy.
@@ -1998,7 +1999,7 @@ fn pages() -> &'static Path {
             put(&format!("{PAGES_ENTRY}/model.neff"), &neff_bytes);
             put(&format!("{PAGES_ENTRY}/model.neff.lock"), b"");
             put("d/late.neff", &neff_bytes);
-            for i in 0..1199 {
+            for i in 0..3199 {
                 put(&format!("e/f{i:04}.txt"), b"x");
             }
             let up = Command::new("python3")
@@ -2017,9 +2018,9 @@ fn pages() -> &'static Path {
 }
 
 /// Asserts, from the proxy's log lines from byte `from` on, that the
-/// listing of `pages/` through `mode` took three pages and that
-/// `pages/0/early.neff` was asked for before the last page was (the
-/// request's arrival times).
+/// listing of `pages/` through `mode` took nine list requests and that
+/// `pages/0/early.neff` was asked for before the last of them was (the
+/// requests' arrival times).
 fn read_while_listed(from: usize, mode: &str) {
     let log = std::fs::read_to_string(&servers().proxy_log).unwrap();
     let arrived = |l: &str| -> f64 { l.split(' ').nth(4).unwrap().parse().unwrap() };
@@ -2033,13 +2034,16 @@ fn read_while_listed(from: usize, mode: &str) {
         .filter(|l| l.starts_with(&format!("GET /s3/{mode}/zoo/pages/0/early.neff ")))
         .map(arrived)
         .collect();
-    assert_eq!(lists.len(), 3, "three listing pages: {lists:?}");
+    // One listing by delimiter finds the children 0, a, b, d, e; a range
+    // from each, listed at once, the last (3,199 keys) in four pages, one
+    // after another.
+    assert_eq!(lists.len(), 9, "list requests: {lists:?}");
     assert!(!early.is_empty(), "early.neff was read through the proxy");
+    let last = lists.iter().copied().fold(0.0, f64::max);
     assert!(
-        early[0] < lists[2],
-        "early.neff asked for at {} and the last page at {}",
+        early[0] < last,
+        "early.neff asked for at {} and the last page at {last}",
         early[0],
-        lists[2]
     );
 }
 
@@ -2114,7 +2118,7 @@ fn a_bucket_prefix_is_scanned_while_its_pages_are_listed_each_entry_judged_whole
         .collect();
     assert_eq!(both, paths, "each object once");
 
-    // Pipelined: the first NEFF was asked for before the last page was.
+    // Pipelined: the first NEFF was asked for before the listing ended.
     read_while_listed(0, "delay40");
 }
 
@@ -2166,7 +2170,7 @@ fn an_indexed_scan_reads_a_prefix_while_listing_it_and_keeps_the_rows_of_one_it_
         v
     };
     assert_eq!(records(&cold), records(&plain));
-    // Pipelined: the first NEFF was asked for before the last page was.
+    // Pipelined: the first NEFF was asked for before the listing ended.
     read_while_listed(from, "delay41");
 
     let warm = scan("delay41");
@@ -2183,4 +2187,249 @@ fn an_indexed_scan_reads_a_prefix_while_listing_it_and_keeps_the_rows_of_one_it_
     let again = scan("delay41");
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(err.contains(", 3 from the index"), "{err}");
+}
+
+/// Keys of every kind around the boundaries a listing in parallel splits
+/// at (before `MODULE_0`, after `MODULE_f`, not hex, a boundary's own
+/// name, nested, a single child), uploaded once under `s3://zoo/ranges/`.
+/// Returns the local copy (its `ranges/` directory).
+fn ranges_layout() -> &'static Path {
+    static RANGES: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &RANGES
+        .get_or_init(|| {
+            let s = servers();
+            let dir = tempfile::tempdir().unwrap();
+            let local = dir.path().join("ranges");
+            let neff_bytes = std::fs::read(&neffs("fixtures/acc")[0]).unwrap();
+            let v = "neuronxcc-2.15.0";
+            let mut neff_keys: Vec<String> = [
+                "early.neff",
+                "z.neff",
+                "other/deep/x.neff",
+                "single/only/neuronxcc-2.14.0/MODULE_3+d/model.neff",
+            ]
+            .map(String::from)
+            .to_vec();
+            for k in [
+                "0first.neff",
+                "MODULE_.neff",
+                "MODULE_0123+ab/model.neff",
+                "MODULE_f/x.neff",
+                "MODULE_1+a/model.neff",
+                "MODULE_9z/x.neff",
+                "MODULE_A1+b/model.neff",
+                "MODULE_f.neff",
+                "MODULE_ff+c/model.neff",
+                "MODULE_g/model.neff",
+                "a/b/c/model.neff",
+                "zz.neff",
+            ] {
+                neff_keys.push(format!("{v}/{k}"));
+            }
+            // An entry under each first digit of a second version.
+            for c in "0123456789abcdef".chars() {
+                neff_keys.push(format!("neuronxcc-2.16.0/MODULE_{c}1+e/model.neff"));
+            }
+            let put = |rel: &str, bytes: &[u8]| {
+                let p = local.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, bytes).unwrap();
+            };
+            for k in &neff_keys {
+                put(k, &neff_bytes);
+            }
+            put(&format!("{v}/MODULE_0123+ab/model.done"), b"");
+            put(&format!("{v}/MODULE_1+a/model.neff.lock"), b"");
+            put(&format!("{v}/MODULE_1"), b"a key named as a boundary");
+            put("neuronxcc-2.16.0/MODULE_51+e/model.done", b"");
+            let up = Command::new("python3")
+                .arg(root().join("scripts/servers"))
+                .args(["upload", &s.s3, local.to_str().unwrap(), "ranges/"])
+                .output()
+                .unwrap();
+            assert!(
+                up.status.success(),
+                "{}",
+                String::from_utf8_lossy(&up.stderr)
+            );
+            (dir, local)
+        })
+        .1
+}
+
+/// (path below the root, ok, cache state, compiler, cache key) of each
+/// record of `scan --sorted --json` output.
+fn scanned(out: &Output, root: &str) -> Vec<(String, String)> {
+    ndjson(&out.stdout)
+        .iter()
+        .map(|r| {
+            let p = r["path"].as_str().unwrap();
+            let rel = p
+                .strip_prefix(root)
+                .unwrap_or_else(|| panic!("{p} not under {root}"));
+            // (A key named as an entry, `MODULE_f.neff`, is judged `empty`
+            // in a bucket and not at all on disk: not what is compared here.)
+            let state = match p.ends_with("/model.neff") {
+                true => r["cache_state"].to_string(),
+                false => String::new(),
+            };
+            let fields = [
+                r["ok"].to_string(),
+                state,
+                r["compiler"].to_string(),
+                r["cache_key"].to_string(),
+            ];
+            (rel.trim_start_matches('/').to_string(), fields.join(" "))
+        })
+        .collect()
+}
+
+#[test]
+fn a_prefix_listed_in_parallel_ranges_gives_every_key_once_whatever_the_layout() {
+    let s = servers();
+    let local = ranges_layout();
+    let scan_args =
+        |root: &str| ["scan", "--json", "--no-progress", "--sorted", root].map(String::from);
+    for sub in [
+        "",
+        "neuronxcc-2.15.0/",
+        "neuronxcc-2.16.0/",
+        "other/",
+        "single/",
+        "single/only/neuronxcc-2.14.0/MODULE_3+d/",
+    ] {
+        let url = format!("s3://zoo/ranges/{sub}");
+        let args = scan_args(&url);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_env(&args, &s.s3, &[]);
+        assert!(
+            o.status.success(),
+            "{url}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let dir = local.join(sub);
+        let dir = dir.to_str().unwrap().trim_end_matches('/');
+        let want = run(&["scan", "--json", "--no-progress", "--sorted", dir]);
+        let got = scanned(&o, url.trim_end_matches('/'));
+        assert_eq!(got, scanned(&want, dir), "{url}");
+        assert!(!got.is_empty(), "{url}");
+    }
+    // The whole prefix: 32 NEFFs, an entry's lock and done judged with it.
+    let o = run_env(
+        &scan_args("s3://zoo/ranges/").each_ref().map(String::as_str),
+        &s.s3,
+        &[],
+    );
+    let got = scanned(&o, "s3://zoo/ranges");
+    assert_eq!(got.len(), 32, "{got:?}");
+    let state = |p: &str| {
+        got.iter()
+            .find(|(k, _)| k == p)
+            .map(|(_, f)| f.clone())
+            .unwrap()
+    };
+    assert!(state("neuronxcc-2.15.0/MODULE_1+a/model.neff").contains("\"locked\""));
+}
+
+#[test]
+fn a_prefixs_ranges_are_listed_at_once_not_page_after_page() {
+    let s = servers();
+    ranges_layout();
+    let from = std::fs::metadata(&s.proxy_log).map_or(0, |m| m.len() as usize);
+    // Each request waits 1 s: listed one after another, the 34 ranges
+    // (one from each child but the first, 15 in each version) would take
+    // 34 s; at once, 32 in flight, 2 s.
+    let t0 = Instant::now();
+    let o = run_env(
+        &[
+            "scan",
+            "--json",
+            "--no-progress",
+            "-g",
+            "no-such-*",
+            "s3://zoo/ranges/",
+        ],
+        &format!("{}/s3/slow", s.proxy),
+        &[],
+    );
+    let took = t0.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(&s.proxy_log).unwrap();
+    let lists: Vec<f64> = log[from..]
+        .lines()
+        .filter(|l| l.starts_with("GET /s3/slow/zoo?") && l.contains("ranges"))
+        .map(|l| l.split(' ').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert!(lists.len() >= 30, "{lists:?}");
+    let second = lists[1];
+    let together = lists.iter().filter(|&&t| t - second < 0.5).count();
+    assert!(
+        together >= 30,
+        "{together} of {} list requests within 0.5 s: {lists:?}",
+        lists.len()
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+/// Stops the servers of a state directory when dropped (a test that
+/// fails stops them too).
+struct Stop(PathBuf);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = Command::new("python3")
+            .arg(root().join("scripts/servers"))
+            .arg("stop")
+            .arg(&self.0)
+            .output();
+    }
+}
+
+#[test]
+fn a_compile_cache_served_by_rclone_through_the_latency_pipe_scans_as_on_disk() {
+    // The bench's server (PERF.md, bucket-scale): rclone serve s3 of a
+    // directory, 20 ms away through the latency pipe.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("root/zoo");
+    crate::cache::cache(&cache);
+    let state = dir.path().join("state");
+    let _stop = Stop(state.clone());
+    let out = Command::new("python3")
+        .arg(root().join("scripts/servers"))
+        .args(["bucket", dir.path().join("root").to_str().unwrap()])
+        .arg(&state)
+        .args(["--delay", "20"])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "scripts/servers bucket failed");
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pipe = info["pipe"].as_str().unwrap();
+    let pipe_log = PathBuf::from(info["pipe_log"].as_str().unwrap());
+    let args = ["scan", "--json", "--no-progress", "--sorted", "s3://zoo/"];
+    let o = run_env(&args, pipe, &[]);
+    assert!(
+        o.status.success() || o.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let local = cache.to_str().unwrap();
+    let want = run(&["scan", "--json", "--no-progress", "--sorted", local]);
+    let got = scanned(&o, "s3://zoo");
+    assert!(!got.is_empty());
+    assert_eq!(got, scanned(&want, local));
+    // Each ranged GET was answered 206 (rclone says 200): each small NEFF
+    // was read in one GET, not read again whole as from a server that
+    // ignores Range.
+    let log = std::fs::read_to_string(&pipe_log).unwrap();
+    let mut gets: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("GET ") && l.contains(".neff "))
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    let n = gets.len();
+    gets.sort();
+    gets.dedup();
+    assert_eq!(n, gets.len(), "a NEFF read twice:\n{log}");
+    assert!(n > 0 && log.contains("list-type=2"), "{log}");
 }
