@@ -37,6 +37,11 @@ EXPLAIN QUERY PLAN is checked for a full scan of neffs. Where the Python running
 DuckDB attaching the catalogue are timed beside them.
 
 Prints one table per measure (markdown) and writes every figure to --json.
+
+With --check (what CI runs, at N = 1k: `--sizes 1000 --runs 1 --rows '' --check`), the
+answers are checked as well as timed: one record per compile-cache entry (every NEFF and
+every entry holding none), `--sorted` the same records in path order, a cold `--index` scan
+the plain scan's records, and a warm rescan the same again, every one from the catalogue.
 """
 
 import argparse
@@ -521,6 +526,46 @@ def tables(results, q):
     return "\n".join(lines)
 
 
+def records(cmd):
+    """The NDJSON records cmd prints, and its stderr."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        raise SystemExit("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    return [json.loads(l) for l in p.stdout.splitlines()], p.stderr
+
+
+def check_size(args, n):
+    """The answers at N entries (--check): see the module's doc."""
+    root, manifest = make(args, n)
+    scan = [args.neff, "scan", "--json", "--no-progress"]
+    plain, _ = records(scan + [root])
+    want = manifest["entries"]
+
+    def fail(what):
+        raise SystemExit("zoo_scale --check, N=%d: %s" % (n, what))
+
+    paths = [r["path"] for r in plain]
+    if len(paths) != want or len(set(paths)) != want:
+        fail("%d records (%d distinct paths) for %d entries" % (len(paths), len(set(paths)), want))
+    if sum(1 for r in plain if r["path"].endswith(".neff")) != manifest["neffs"]:
+        fail("not one record per NEFF")
+    key = lambda r: json.dumps(r, sort_keys=True)
+    sorted_, _ = records(scan + ["--sorted", root])
+    if [r["path"] for r in sorted_] != sorted(paths) or sorted(map(key, sorted_)) != sorted(map(key, plain)):
+        fail("--sorted is not the plain scan's records in path order")
+    db = os.path.join(args.work, "zoo-%d.check.db" % n)
+    for sfx in ("", "-wal", "-shm"):
+        if os.path.exists(db + sfx):
+            os.remove(db + sfx)
+    for i, what in enumerate(("cold", "warm")):
+        got, err = records(scan + ["--index", db, root])
+        if sorted(map(key, got)) != sorted(map(key, plain)):
+            fail("the %s --index scan's records differ from the plain scan's" % what)
+        if i == 1 and ", %d from the index" % want not in err:
+            fail("the warm rescan was not answered from the catalogue: %s" % err.strip())
+    log("zoo_scale --check: N=%d: %d records, sorted, indexed and rescanned alike" % (n, want))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1000,10000", help="entries per zoo, comma-separated")
@@ -531,11 +576,15 @@ def main():
     ap.add_argument("--cold", action="store_true", help="also once with the page cache dropped")
     ap.add_argument("--neff", default=os.path.join(REPO, "target", "release", "neff"))
     ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--check", action="store_true", help="also check the answers (CI)")
     a = ap.parse_args()
     if not os.access(a.neff, os.X_OK):
         sys.exit("zoo_scale: no %s: cargo build --release --features fuzzing --bin neff" % a.neff)
     os.makedirs(a.work, exist_ok=True)
     sizes = [int(x) for x in a.sizes.split(",") if x]
+    if a.check:
+        for n in sizes:
+            check_size(a, n)
     results = [measure_size(a, n) for n in sizes]
     q = []
     # The base of the merged catalogues: the largest N's, or (--sizes '') the largest
