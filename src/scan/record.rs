@@ -152,7 +152,14 @@ pub(crate) fn record_with<T>(
                 // Zeros were read where the file's pages had been: no answer.
                 Err(e) => (failed(path, &e, bytes), None),
                 Ok(()) => {
-                    neff.recycle(scratch);
+                    // A remote object is read into buffers of its own
+                    // (`open_scratch` reuses none for a URL): kept, they
+                    // would only hold memory, each of the remote pool's
+                    // workers the largest object it had read
+                    // (bench/bucket_scale_results.md, "Peak RSS").
+                    if !super::run::is_url(path) {
+                        neff.recycle(scratch);
+                    }
                     (r, Some(t))
                 }
             }
