@@ -157,7 +157,7 @@ pub(crate) fn record_with<T>(
                     // would only hold memory, each of the remote pool's
                     // workers the largest object it had read
                     // (bench/bucket_scale_results.md, "Peak RSS").
-                    if !super::run::is_url(path) {
+                    if !is_url(path) {
                         neff.recycle(scratch);
                     }
                     (r, Some(t))
@@ -330,4 +330,17 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
             r.cache_reason = Some(format!("the entry could not be listed: {e}"));
         }
     }
+}
+
+/// Whether `p` names a remote object or prefix.
+#[cfg(feature = "remote")]
+pub(super) fn is_url(p: &Path) -> bool {
+    p.to_str().is_some_and(crate::remote::is_url)
+}
+
+/// Whether `p` names a remote object or prefix: never, in a build
+/// without remote I/O.
+#[cfg(not(feature = "remote"))]
+pub(super) fn is_url(_: &Path) -> bool {
+    false
 }

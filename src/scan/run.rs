@@ -82,6 +82,7 @@ pub(crate) fn scan_ordered<T: Send>(
 /// by `path` (stably; also when `scan` failed, before its error): how a
 /// sorted scan of prefixes read while they are listed keeps its order,
 /// at the cost of holding every record.
+#[cfg_attr(not(any(feature = "remote", feature = "catalog")), allow(dead_code))]
 pub(crate) fn hold_sorted<T: Send>(
     path: impl Fn(&T) -> &str,
     emit: &(dyn Fn(T) + Sync),
@@ -108,19 +109,6 @@ pub(crate) fn by_shown(paths: &mut [PathBuf]) {
         (Some(x), Some(y)) => x.cmp(y),
         _ => crate::shown::path(a).cmp(&crate::shown::path(b)),
     });
-}
-
-/// Whether `p` names a remote object or prefix.
-#[cfg(feature = "remote")]
-pub(super) fn is_url(p: &Path) -> bool {
-    p.to_str().is_some_and(crate::remote::is_url)
-}
-
-/// Whether `p` names a remote object or prefix: never, in a build
-/// without remote I/O.
-#[cfg(not(feature = "remote"))]
-pub(super) fn is_url(_: &Path) -> bool {
-    false
 }
 
 /// The pool a scan reads on: `jobs` workers, or for remote objects more

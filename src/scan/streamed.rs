@@ -9,7 +9,7 @@ use crate::reader::Scratch;
 
 use super::options::*;
 use super::record::*;
-use super::run::{counted, is_url, pool_for};
+use super::run::{counted, pool_for};
 
 /// How many things a streamed walk may have found ahead of the readers.
 const AHEAD: usize = 1024;
