@@ -1980,7 +1980,6 @@ fn pages() -> &'static Path {
     static PAGES: OnceLock<tempfile::TempDir> = OnceLock::new();
     PAGES
         .get_or_init(|| {
-            let s = servers();
             let dir = tempfile::tempdir().unwrap();
             let local = dir.path().join("pages");
             let neff = &neffs("fixtures/acc")[0];
@@ -2002,19 +2001,25 @@ fn pages() -> &'static Path {
             for i in 0..3199 {
                 put(&format!("e/f{i:04}.txt"), b"x");
             }
-            let up = Command::new("python3")
-                .arg(root().join("scripts/servers"))
-                .args(["upload", &s.s3, local.to_str().unwrap(), "pages/"])
-                .output()
-                .unwrap();
-            assert!(
-                up.status.success(),
-                "{}",
-                String::from_utf8_lossy(&up.stderr)
-            );
+            upload(&local, "pages/");
             dir
         })
         .path()
+}
+
+/// Uploads every file under `dir` to the S3 server's bucket `zoo`, keys
+/// under `prefix` (`scripts/servers upload`).
+fn upload(dir: &Path, prefix: &str) {
+    let up = Command::new("python3")
+        .arg(root().join("scripts/servers"))
+        .args(["upload", &servers().s3, dir.to_str().unwrap(), prefix])
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
 }
 
 /// Asserts, from the proxy's log lines from byte `from` on, that the
@@ -2197,7 +2202,6 @@ fn ranges_layout() -> &'static Path {
     static RANGES: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &RANGES
         .get_or_init(|| {
-            let s = servers();
             let dir = tempfile::tempdir().unwrap();
             let local = dir.path().join("ranges");
             let neff_bytes = std::fs::read(&neffs("fixtures/acc")[0]).unwrap();
@@ -2242,16 +2246,7 @@ fn ranges_layout() -> &'static Path {
             put(&format!("{v}/MODULE_1+a/model.neff.lock"), b"");
             put(&format!("{v}/MODULE_1"), b"a key named as a boundary");
             put("neuronxcc-2.16.0/MODULE_51+e/model.done", b"");
-            let up = Command::new("python3")
-                .arg(root().join("scripts/servers"))
-                .args(["upload", &s.s3, local.to_str().unwrap(), "ranges/"])
-                .output()
-                .unwrap();
-            assert!(
-                up.status.success(),
-                "{}",
-                String::from_utf8_lossy(&up.stderr)
-            );
+            upload(&local, "ranges/");
             (dir, local)
         })
         .1

@@ -182,21 +182,7 @@ fn upload(prefix: &str, files: &[&str]) -> tempfile::TempDir {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::copy(&src[i], p).unwrap();
     }
-    let up = std::process::Command::new("python3")
-        .arg(crate::common::root().join("scripts/servers"))
-        .args([
-            "upload",
-            &servers().s3,
-            dir.path().to_str().unwrap(),
-            prefix,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    super::upload(dir.path(), prefix);
     dir
 }
 
