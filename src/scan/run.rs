@@ -67,9 +67,12 @@ pub(crate) fn scan_ordered<T: Send>(
                 .collect()
         });
         for (p, t) in part.iter().zip(done) {
-            let shown = crate::shown::path(p);
-            while let Some(e) = errors.next_if(|e| e.path <= shown) {
-                fail(e);
+            // (A path is shown as a string only while errors wait.)
+            if errors.peek().is_some() {
+                let shown = crate::shown::path(p);
+                while let Some(e) = errors.next_if(|e| e.path <= shown) {
+                    fail(e);
+                }
             }
             emit(t);
         }
