@@ -19,8 +19,9 @@ use crate::places::{Keep, Walked};
 /// Where an indexed scan looked.
 pub(super) struct Looked<'a> {
     /// Each directory listed whole, by its key (real path), with the root
-    /// it was walked from and its path as walked (what the globs match).
-    dirs: HashMap<String, (&'a Path, &'a Path)>,
+    /// it was walked from and its path as walked (what the globs match):
+    /// each way the walk reached it (a directory and a link to it are two).
+    dirs: HashMap<String, Vec<(&'a Path, &'a Path)>>,
     /// The keys of the directories whose listing failed.
     failed: HashSet<String>,
     /// The key every row under a bucket prefix listed whole starts with.
@@ -38,11 +39,11 @@ impl<'a> Looked<'a> {
         prefixes: Vec<String>,
         keep: Keep,
     ) -> Looked<'a> {
-        let dirs = walked
-            .read
-            .iter()
-            .map(|(root, dir)| (key(dir), (walked.roots[*root].as_path(), dir.as_path())))
-            .collect();
+        let mut dirs: HashMap<String, Vec<_>> = HashMap::new();
+        for (root, dir) in &walked.read {
+            let way = (walked.roots[*root].as_path(), dir.as_path());
+            dirs.entry(key(dir)).or_default().push(way);
+        }
         let failed = walked.failed.iter().map(|d| key(d)).collect();
         Looked {
             dirs,
@@ -57,7 +58,9 @@ impl<'a> Looked<'a> {
     /// then retired. The nearest directory above it that the walk listed
     /// whole did not hold the next step of its path (else that step was
     /// listed too, or was not for a reason a filter or a failure names),
-    /// the filters keep its path, and the file is no longer there.
+    /// the filters keep its path (as the walk reached that directory, one
+    /// way or another: whatever order the walk met them in), and the file
+    /// is no longer there.
     pub(super) fn looked_for(&self, key: &str) -> bool {
         let k = Path::new(key);
         // A walk or a listing finds `*.neff` files and compile-cache
@@ -76,13 +79,16 @@ impl<'a> Looked<'a> {
             if self.failed.contains(dir) {
                 return false;
             }
-            if let Some(&(root, walked)) = self.dirs.get(dir) {
+            if let Some(ways) = self.dirs.get(dir) {
                 let below = k.strip_prefix(dir).unwrap_or(k);
-                let path = walked.join(below);
-                let rel = path.strip_prefix(root).unwrap_or(&path);
                 // A compile-cache entry holding no NEFF is a directory's row.
                 let is_dir = !key.ends_with(".neff");
-                if by_name && !self.keep.keeps(rel, is_dir) {
+                let kept = ways.iter().any(|&(root, walked)| {
+                    let path = walked.join(below);
+                    let rel = path.strip_prefix(root).unwrap_or(&path);
+                    self.keep.keeps(rel, is_dir)
+                });
+                if by_name && !kept {
                     return false;
                 }
                 return gone(k);
