@@ -33,17 +33,23 @@ pub(crate) struct Places {
 impl Places {
     /// Notes an entry the walk of `root` met `depth` below it: a
     /// directory the walk lists (above `max_depth`, a real directory or a
-    /// link it follows).
+    /// link it follows). A compile-cache entry's directory (`entry`)
+    /// below the root is not noted (one path per entry, the bulk of a
+    /// cache's directories): its parent was listed whole and held it, so a
+    /// row under it is judged from the parent as it would be from it (the
+    /// filters see the same path below the root; a failure to list it is
+    /// noted as a failure).
     pub(crate) fn entry(
         &self,
         root: &Path,
         e: &ignore::DirEntry,
         depth: usize,
         max_depth: Option<usize>,
+        entry: bool,
     ) {
         let listed =
             e.file_type().is_some_and(|t| t.is_dir()) && max_depth.is_none_or(|m| depth < m);
-        if listed {
+        if listed && !(entry && depth > 0) {
             let (roots, read) = &mut *self.read.lock().expect("lock");
             let at = match roots.iter().rposition(|r| r == root) {
                 Some(at) => at,

@@ -1,8 +1,10 @@
 //! How a catalogue row is keyed and compared: the key of a file (its real
 //! path, or a URL normalised), and the scan options a row was read with,
-//! as the JSON it stores (and as schema 1's text becomes it).
+//! as the JSON it stores (and as schema 1's text becomes it); the key of
+//! a walked path, worked out from its root's real path.
 
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 use crate::scan::ScanOptions;
 
@@ -95,4 +97,26 @@ pub(crate) fn named_object_version(p: &Path) -> Option<(u64, String)> {
     }
     let _ = p;
     None
+}
+
+/// [`key_of`] for a path the walk found: its root's real path joined with
+/// the rest when the walk went through no link to reach it (one realpath
+/// per root instead of one per file), else the path resolved whole.
+pub(super) fn key_below(
+    p: &Path,
+    roots: &[(&PathBuf, Option<PathBuf>)],
+    linked: &HashSet<PathBuf>,
+) -> String {
+    if !linked.is_empty() && p.ancestors().any(|a| linked.contains(a)) {
+        return key_of(p);
+    }
+    for (root, real) in roots {
+        if let (Ok(rest), Some(real)) = (p.strip_prefix(root), real) {
+            if rest.as_os_str().is_empty() {
+                return real.display().to_string();
+            }
+            return real.join(rest).display().to_string();
+        }
+    }
+    key_of(p)
 }

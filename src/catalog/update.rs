@@ -8,17 +8,16 @@
 //! has arrived.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection, Transaction};
 
-use super::keys::{key_of, options_key};
+use super::keys::{key_below, key_of, options_key};
 use super::retire;
 use super::schema::{self, err, NEFF_COLUMNS};
-use super::visit::{Cached, How, Lookup, Records, Rows, Stat, Visit};
+use super::visit::{How, Lookup, Records, Rows, Stat, Visit};
 use crate::error::{Error, Result};
 use crate::places::{Keep, Walked};
 use crate::scan::{self, Record, ScanOptions};
@@ -57,65 +56,6 @@ struct Fresh {
     rows: Option<Rows>,
 }
 
-/// [`key_of`] for a path the walk found: its root's real path joined with
-/// the rest when the walk went through no link to reach it (one realpath
-/// per root instead of one per file), else the path resolved whole.
-fn key_below(p: &Path, roots: &[(&PathBuf, Option<PathBuf>)], linked: &HashSet<PathBuf>) -> String {
-    if !linked.is_empty() && p.ancestors().any(|a| linked.contains(a)) {
-        return key_of(p);
-    }
-    for (root, real) in roots {
-        if let (Ok(rest), Some(real)) = (p.strip_prefix(root), real) {
-            if rest.as_os_str().is_empty() {
-                return real.display().to_string();
-            }
-            return real.join(rest).display().to_string();
-        }
-    }
-    key_of(p)
-}
-
-/// Every row's key; with its identity, and whether it was read with this
-/// scan's `options`, for the files this scan will look at (the keys
-/// `wanted` says yes to). Records stay in the catalogue until a row
-/// answers ([`super::visit::Records`]).
-fn load(
-    conn: &Connection,
-    db: &Path,
-    options: &str,
-    wanted: &dyn Fn(&str) -> bool,
-) -> Result<HashMap<String, Option<Cached>>> {
-    let mut st = conn
-        .prepare("SELECT key, dev, ino, size, mtime_ns, ctime_ns, options = ?1, id FROM neffs")
-        .map_err(err(db))?;
-    let mut rows = st.query([options]).map_err(err(db))?;
-    let mut out = HashMap::new();
-    while let Some(r) = rows.next().map_err(err(db))? {
-        let path: String = r.get(0).map_err(err(db))?;
-        let cached = if wanted(&path) {
-            let c = || -> rusqlite::Result<Cached> {
-                Ok(Cached {
-                    id: r.get(7)?,
-                    stat: Stat {
-                        dev: r.get(1)?,
-                        ino: r.get(2)?,
-                        size: r.get(3)?,
-                        mtime_ns: r.get(4)?,
-                        ctime_ns: r.get(5)?,
-                    },
-                    same_options: r.get(6)?,
-                })
-            };
-            // A row that does not decode is read again (and replaced).
-            c().ok()
-        } else {
-            None
-        };
-        out.insert(path, cached);
-    }
-    Ok(out)
-}
-
 fn delete_key(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<usize> {
     let id: Option<i64> = tx
         .prepare_cached("SELECT id FROM neffs WHERE key = ?1")?
@@ -125,7 +65,23 @@ fn delete_key(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<usize> {
             rusqlite::Error::QueryReturnedNoRows => Ok(None),
             e => Err(e),
         })?;
-    let Some(id) = id else { return Ok(0) };
+    match id {
+        Some(id) => delete_row(tx, id, key),
+        None => Ok(0),
+    }
+}
+
+/// Deletes row `id` and its members, tensors and aliases if it is still
+/// `key`'s (the row judged, by the same key bytes); returns how many rows
+/// of `neffs` went (0 or 1).
+fn delete_row(tx: &Transaction<'_>, id: i64, key: &str) -> rusqlite::Result<usize> {
+    let still: bool = tx
+        .prepare_cached("SELECT count(*) FROM neffs WHERE id = ?1 AND key = ?2")?
+        .query_row(params![id, key], |r| r.get::<_, i64>(0))?
+        > 0;
+    if !still {
+        return Ok(0);
+    }
     for t in ["members", "tensors", "aliases"] {
         tx.prepare_cached(&format!("DELETE FROM {t} WHERE neff_id = ?1"))?
             .execute([id])?;
@@ -147,7 +103,8 @@ fn int(v: Option<u128>) -> rusqlite::types::Value {
     }
 }
 
-fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<()> {
+/// Writes `f`'s rows (replacing its key's); returns its row's id.
+fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<i64> {
     use rusqlite::types::Value;
     delete_key(tx, &f.key)?;
     let r = &f.record;
@@ -214,7 +171,7 @@ fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<()
     tx.prepare_cached(&sql)?
         .execute(rusqlite::params_from_iter(values))?;
     let id = tx.last_insert_rowid();
-    let Some(rows) = &f.rows else { return Ok(()) };
+    let Some(rows) = &f.rows else { return Ok(id) };
     let mut st = tx.prepare_cached(
         "INSERT INTO members (neff_id, name, kind, size, offset, mode, mtime, link) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
@@ -254,17 +211,25 @@ fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<()
     for (i, o, m) in &rows.aliases {
         st.execute(params![id, i, o, m])?;
     }
-    Ok(())
+    Ok(id)
 }
 
-fn write_batch(conn: &mut Connection, db: &Path, batch: &[Fresh], options: &str) -> Result<()> {
+/// Writes `batch` in one transaction; returns the ids of its rows.
+fn write_batch(
+    conn: &mut Connection,
+    db: &Path,
+    batch: &[Fresh],
+    options: &str,
+) -> Result<Vec<i64>> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(err(db))?;
+    let mut ids = Vec::with_capacity(batch.len());
     for f in batch {
-        insert(&tx, f, options).map_err(err(db))?;
+        ids.push(insert(&tx, f, options).map_err(err(db))?);
     }
-    tx.commit().map_err(err(db))
+    tx.commit().map_err(err(db))?;
+    Ok(ids)
 }
 
 /// The prefix every key found under `root` starts with (its own key, and
@@ -330,101 +295,52 @@ pub fn scan_indexed_listing(
         return Ok(update.expect("set when the scan succeeded"));
     }
     let mut conn = schema::open_rw(db, rebuild)?;
-    // Prefixes read while they are listed, if any; the rest walked first.
-    let streamed = scan::streamed_prefixes(roots, opts);
-    let (prefixes, rest) = match &streamed {
-        Some((p, r)) => (p.as_slice(), r.as_slice()),
-        None => (&[][..], roots),
-    };
-    let scan::Found {
-        paths: all,
-        errors: walk_errors,
-        versions,
-        linked,
-        met,
-        mut unlisted,
-        listed: walked,
-    } = scan::list_kept(rest, None, &opts.walk, true)?;
+    let options = options_key(opts);
+    // Rows above this id were written by this scan (or by another since
+    // it began): none of them is retired.
+    let before = last_id(&conn, db)?;
     let real_roots: Vec<(&PathBuf, Option<PathBuf>)> = roots
         .iter()
         .map(|r| (r, std::fs::canonicalize(r).ok()))
         .collect();
-    let key_list = keys_of(&all, &real_roots, &linked, opts.jobs)?;
-    // (By the path's bytes: cheaper to hash than its components.)
-    let keys: HashMap<&OsStr, &str> = all
-        .iter()
-        .zip(&key_list)
-        .map(|(p, k)| (p.as_os_str(), k.as_str()))
-        .collect();
-    // This shard's files (all of them, unsharded: borrowed, not copied).
-    let mut mine: std::borrow::Cow<'_, [PathBuf]> = match opts.shard {
-        None => (&all[..]).into(),
-        Some(_) => scan::shard_of(all.clone(), opts.shard).into(),
-    };
-    if opts.sorted {
-        scan::by_shown(mine.to_mut());
-    }
-    let options = options_key(opts);
-    let cached = load_for(&conn, db, &options, &mine, &keys, prefixes)?;
-    // Sorted, the walk's errors go among the records; else first.
-    let mut walk_errors = walk_errors;
-    if !opts.sorted {
-        for r in walk_errors.drain(..) {
-            emit(r, Origin::Read);
-        }
-    }
-
     let keep = Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
-    let seen = scan::Seen::keeping(keep.clone());
     let records = Records::new(db);
-    let lookup = Lookup {
-        keys: &keys,
-        cached: &cached,
-        options: &options,
-        records: &records,
+    let pass = Pass {
+        db,
         opts,
-        seen: &seen,
-        met: &met,
-        versions: &versions,
+        options: &options,
+        roots: &real_roots,
+        records: &records,
+        keep: &keep,
+        listed,
+        emit,
     };
-    let cold = cold_load(&conn, db, streamed.is_some(), mine.len())?;
-    let sink = Sink::new(&mut conn, db, &options, streamed.is_some(), emit);
-    let visit = |p: &Path, scratch: &mut crate::reader::Scratch| lookup.visit(p, scratch);
-    let done = |v: Visit| sink.done(v);
-    match &streamed {
-        #[cfg(feature = "remote")]
-        Some(_) => scan::read_while_listing(
-            prefixes,
-            &mine,
-            opts.jobs,
-            &seen,
-            listed,
-            &visit,
-            &done,
-            &|r| emit(r, Origin::Read),
-        )?,
-        _ if opts.sorted => {
-            listed(mine.len());
-            scan::scan_ordered(&mine, walk_errors, opts.jobs, &visit, &done, &|r| {
-                emit(r, Origin::Read)
-            })?;
-        }
-        _ => {
-            listed(mine.len());
-            scan::scan_with(&mine, opts.jobs, &visit, &done)?;
-        }
-    }
-    let tally = sink.finish(cold)?;
-    unlisted.extend(seen.unlisted());
-    refresh(&mut conn, db, &tally.refreshed)?;
-
-    let found: HashSet<&str> = key_list
-        .iter()
-        .chain(&tally.listed_keys)
-        .map(String::as_str)
-        .collect();
-    let looked = looked(roots, &unlisted, &walked, &real_roots, &linked, keep);
-    let removed = retire_gone(&mut conn, db, &cached, &found, &looked)?;
+    let streams = opts.shard.is_none()
+        && !opts.sorted
+        && scan::streamed_prefixes(roots, opts).is_none()
+        && scan::disjoint(roots);
+    let (tally, place) = if streams {
+        pass.streamed(&mut conn, roots)?
+    } else {
+        pass.walked(&mut conn, roots)?
+    };
+    let removed = if records.failed() {
+        log::warn!(
+            "{}: some rows could not be looked up: no row is retired this time",
+            db.display()
+        );
+        0
+    } else {
+        let looked = || {
+            let Place {
+                walked,
+                linked,
+                unlisted,
+            } = &place;
+            looked(roots, unlisted, walked, &real_roots, linked, keep)
+        };
+        retire_gone(&mut conn, db, before, tally.found, looked)?
+    };
     Ok(Update {
         from_index: tally.from_index,
         read: tally.read,
@@ -432,41 +348,192 @@ pub fn scan_indexed_listing(
     })
 }
 
-/// Every walked path's key ([`key_below`]), worked out on a pool of `jobs`
-/// workers: all of them, not only this shard's, since the removal of
-/// vanished rows needs them all.
-fn keys_of(
-    all: &[PathBuf],
-    real_roots: &[(&PathBuf, Option<PathBuf>)],
-    linked: &HashSet<PathBuf>,
-    jobs: usize,
-) -> Result<Vec<String>> {
-    use rayon::prelude::*;
-    let pool = crate::pool::counting_pool(jobs)
-        .map_err(|e| Error::usage(format!("cannot start {jobs} workers: {e}")))?;
-    Ok(pool.install(|| {
-        all.par_iter()
-            .map(|p| key_below(p, real_roots, linked))
-            .collect()
-    }))
+/// What one indexed scan shares between its steps: the catalogue, the
+/// options, the roots, where rows are looked up, the filters, and where
+/// progress and records go.
+struct Pass<'a> {
+    db: &'a Path,
+    opts: &'a ScanOptions,
+    /// The options key ([`options_key`]).
+    options: &'a str,
+    /// The roots with their real paths.
+    roots: &'a [(&'a PathBuf, Option<PathBuf>)],
+    records: &'a Records<'a>,
+    keep: &'a Keep,
+    listed: &'a (dyn Fn(usize) + Sync),
+    emit: &'a (dyn Fn(Record, Origin) + Sync),
 }
 
-/// The rows this scan may answer from or retire ([`load`]): every row's
-/// key, and the rest of the row for this shard's files (`mine`) and for
-/// every row under a prefix still to be listed.
-fn load_for(
+/// Where a scan looked, for retirement ([`looked`]): the directories its
+/// walk listed whole, the links it went through, the prefixes whose
+/// listing failed.
+struct Place {
+    walked: Walked,
+    linked: HashSet<PathBuf>,
+    unlisted: Vec<PathBuf>,
+}
+
+impl Pass<'_> {
+    /// Each file looked at as the walk of `roots` finds it, nothing kept
+    /// per file ([`scan::stream_with`]): a local scan, unsorted, unsharded,
+    /// no root inside another.
+    fn streamed(&self, conn: &mut Connection, roots: &[PathBuf]) -> Result<(Tally, Place)> {
+        let seen = scan::Seen::keeping(self.keep.clone());
+        let (met, versions, none) = (HashMap::new(), HashMap::new(), HashSet::new());
+        let lookup = self.lookup(&none, &seen, &met, &versions);
+        let cold = cold_load(conn, self.db, true, 0)?;
+        let sink = Sink::new(conn, self.db, self.options, self.emit);
+        let kept = scan::stream_with(
+            roots,
+            self.opts,
+            true,
+            self.listed,
+            &|r| (self.emit)(r, Origin::Read),
+            &|p, met, linked, scratch| lookup.visit_found(p, met, linked, scratch),
+            &|v| sink.done(v),
+        )?;
+        let tally = sink.finish(cold)?;
+        refresh(conn, self.db, &tally.refreshed)?;
+        let place = Place {
+            walked: kept.listed,
+            linked: kept.linked,
+            unlisted: Vec::new(),
+        };
+        Ok((tally, place))
+    }
+
+    /// The walk of `roots` listed first (sorted, sharded; bucket prefixes
+    /// read while listed), then each file looked at.
+    fn walked(&self, conn: &mut Connection, roots: &[PathBuf]) -> Result<(Tally, Place)> {
+        let (db, opts, emit) = (self.db, self.opts, self.emit);
+        // Prefixes read while they are listed, if any; the rest walked first.
+        let streamed = scan::streamed_prefixes(roots, opts);
+        let (prefixes, rest) = match &streamed {
+            Some((p, r)) => (p.as_slice(), r.as_slice()),
+            None => (&[][..], roots),
+        };
+        #[cfg(not(feature = "remote"))]
+        let _ = prefixes;
+        let scan::Found {
+            paths: all,
+            errors: mut walk_errors,
+            versions,
+            linked,
+            met,
+            mut unlisted,
+            listed: walked,
+        } = scan::list_kept(rest, None, &opts.walk, true)?;
+        // This shard's files (all of them, unsharded: borrowed, not copied).
+        let mut mine: std::borrow::Cow<'_, [PathBuf]> = match opts.shard {
+            None => (&all[..]).into(),
+            Some(_) => scan::shard_of(all.clone(), opts.shard).into(),
+        };
+        if opts.sorted {
+            scan::by_shown(mine.to_mut());
+        } else {
+            // Unsorted, the walk's errors come first; sorted, among the
+            // records.
+            for r in walk_errors.drain(..) {
+                emit(r, Origin::Read);
+            }
+        }
+        let seen = scan::Seen::keeping(self.keep.clone());
+        let lookup = self.lookup(&linked, &seen, &met, &versions);
+        let cold = cold_load(conn, db, streamed.is_some(), mine.len())?;
+        let sink = Sink::new(conn, db, self.options, emit);
+        let visit = |p: &Path, scratch: &mut crate::reader::Scratch| lookup.visit(p, scratch);
+        let done = |v: Visit| sink.done(v);
+        let listed = self.listed;
+        match &streamed {
+            #[cfg(feature = "remote")]
+            Some(_) => scan::read_while_listing(
+                prefixes,
+                &mine,
+                opts.jobs,
+                &seen,
+                listed,
+                &visit,
+                &done,
+                &|r| emit(r, Origin::Read),
+            )?,
+            _ if opts.sorted => {
+                listed(mine.len());
+                scan::scan_ordered(&mine, walk_errors, opts.jobs, &visit, &done, &|r| {
+                    emit(r, Origin::Read)
+                })?;
+            }
+            _ => {
+                listed(mine.len());
+                scan::scan_with(&mine, opts.jobs, &visit, &done)?;
+            }
+        }
+        let mut tally = sink.finish(cold)?;
+        unlisted.extend(seen.unlisted());
+        refresh(conn, db, &tally.refreshed)?;
+        if opts.shard.is_some() {
+            // A shard looks for every file of the walk: the rows of the
+            // other shards' files are found too.
+            tally
+                .found
+                .extend(rows_of(conn, db, &all, self.roots, &linked)?);
+        }
+        let place = Place {
+            walked,
+            linked,
+            unlisted,
+        };
+        Ok((tally, place))
+    }
+
+    /// A [`Lookup`] of this pass's files: `linked`, the links its walk
+    /// went through; what listings saw (`seen`, `versions`) and what the
+    /// walk met of each compile-cache entry (`met`).
+    fn lookup<'b>(
+        &'b self,
+        linked: &'b HashSet<PathBuf>,
+        seen: &'b scan::Seen,
+        met: &'b HashMap<std::ffi::OsString, crate::cache::Met>,
+        versions: &'b scan::Versions,
+    ) -> Lookup<'b> {
+        Lookup {
+            roots: self.roots,
+            linked,
+            options: self.options,
+            records: self.records,
+            opts: self.opts,
+            seen,
+            met,
+            versions,
+        }
+    }
+}
+
+/// The largest row id now (0 in an empty catalogue).
+fn last_id(conn: &Connection, db: &Path) -> Result<i64> {
+    conn.query_row("SELECT coalesce(max(id), 0) FROM neffs", [], |r| r.get(0))
+        .map_err(err(db))
+}
+
+/// The ids of the rows of `paths` (keyed as the walk's files are).
+fn rows_of(
     conn: &Connection,
     db: &Path,
-    options: &str,
-    mine: &[PathBuf],
-    keys: &HashMap<&OsStr, &str>,
-    prefixes: &[PathBuf],
-) -> Result<HashMap<String, Option<Cached>>> {
-    let wanted: HashSet<&str> = mine.iter().map(|p| keys[p.as_os_str()]).collect();
-    let listing: Vec<String> = prefixes.iter().map(|r| under(r).1).collect();
-    load(conn, db, options, &|k| {
-        wanted.contains(k) || listing.iter().any(|d| k.starts_with(d.as_str()))
-    })
+    paths: &[PathBuf],
+    real_roots: &[(&PathBuf, Option<PathBuf>)],
+    linked: &HashSet<PathBuf>,
+) -> Result<Vec<i64>> {
+    let mut st = conn
+        .prepare("SELECT id FROM neffs WHERE key = ?1")
+        .map_err(err(db))?;
+    let mut ids = Vec::new();
+    for p in paths {
+        let key = key_below(p, real_roots, linked);
+        let mut rows = st.query([key]).map_err(err(db))?;
+        if let Some(r) = rows.next().map_err(err(db))? {
+            ids.push(r.get(0).map_err(err(db))?);
+        }
+    }
+    Ok(ids)
 }
 
 /// Whether this is a cold load (an empty catalogue, and many `files` to
@@ -492,9 +559,6 @@ fn cold_load(conn: &Connection, db: &Path, streamed: bool, files: usize) -> Resu
 struct Sink<'a> {
     db: &'a Path,
     options: &'a str,
-    /// Whether prefixes are read while they are listed (the keys of what
-    /// is visited are then noted: a walk's are known before).
-    streamed: bool,
     emit: &'a (dyn Fn(Record, Origin) + Sync),
     conn: Mutex<&'a mut Connection>,
     /// Records read and not yet written.
@@ -504,7 +568,8 @@ struct Sink<'a> {
     hits: AtomicUsize,
     read: AtomicUsize,
     refreshed: Mutex<Vec<(String, Record)>>,
-    listed_keys: Mutex<Vec<String>>,
+    /// The ids of the rows visited files had, and of the rows written.
+    found: Mutex<Vec<i64>>,
 }
 
 /// What a [`Sink`] was given, once all of it is written.
@@ -515,8 +580,9 @@ struct Tally {
     read: usize,
     /// The hits whose compile-cache entry's state changed, by key.
     refreshed: Vec<(String, Record)>,
-    /// The keys of what was visited while prefixes were listed.
-    listed_keys: Vec<String>,
+    /// The ids of the rows the files visited had, and of those written:
+    /// what this scan found.
+    found: Vec<i64>,
 }
 
 impl<'a> Sink<'a> {
@@ -526,13 +592,11 @@ impl<'a> Sink<'a> {
         conn: &'a mut Connection,
         db: &'a Path,
         options: &'a str,
-        streamed: bool,
         emit: &'a (dyn Fn(Record, Origin) + Sync),
     ) -> Sink<'a> {
         Sink {
             db,
             options,
-            streamed,
             emit,
             conn: Mutex::new(conn),
             pending: Mutex::new(Vec::new()),
@@ -540,7 +604,7 @@ impl<'a> Sink<'a> {
             hits: AtomicUsize::new(0),
             read: AtomicUsize::new(0),
             refreshed: Mutex::new(Vec::new()),
-            listed_keys: Mutex::new(Vec::new()),
+            found: Mutex::new(Vec::new()),
         }
     }
 
@@ -548,7 +612,15 @@ impl<'a> Sink<'a> {
     /// rows for the writer (when it has an identity to key them on), notes
     /// what [`Tally`] reports, and emits the record.
     fn done(&self, v: Visit) {
-        let Visit { key, record, how } = v;
+        let Visit {
+            key,
+            row,
+            record,
+            how,
+        } = v;
+        if let Some(id) = row {
+            self.found.lock().expect("lock").push(id);
+        }
         let origin = match how {
             How::Hit { refreshed } => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -579,9 +651,6 @@ impl<'a> Sink<'a> {
                 Origin::Read
             }
         };
-        if self.streamed {
-            self.listed_keys.lock().expect("lock").push(key);
-        }
         (self.emit)(record, origin);
     }
 
@@ -605,8 +674,11 @@ impl<'a> Sink<'a> {
             return;
         }
         let mut c = self.conn.lock().expect("lock");
-        if let Err(e) = write_batch(&mut c, self.db, &batch, self.options) {
-            self.write_err.lock().expect("lock").get_or_insert(e);
+        match write_batch(&mut c, self.db, &batch, self.options) {
+            Ok(ids) => self.found.lock().expect("lock").extend(ids),
+            Err(e) => {
+                self.write_err.lock().expect("lock").get_or_insert(e);
+            }
         }
     }
 
@@ -625,7 +697,7 @@ impl<'a> Sink<'a> {
             from_index: self.hits.into_inner(),
             read: self.read.into_inner(),
             refreshed: self.refreshed.into_inner().expect("lock"),
-            listed_keys: self.listed_keys.into_inner().expect("lock"),
+            found: self.found.into_inner().expect("lock"),
         })
     }
 }
@@ -674,20 +746,44 @@ fn looked<'a>(
     retire::Looked::new(walked, &key, listed_prefixes, keep)
 }
 
-/// Deletes, in one transaction, the rows of `cached` whose files this scan
-/// did not find (`found`: every key it visited) where it looked for them
-/// (`looked`; not those of places it did not look at: retire.rs); returns
-/// how many went.
-fn retire_gone(
+/// Deletes, in one transaction, the rows this scan did not find (their
+/// ids not in `found`) where it looked for them (`looked`, made only when
+/// such a row exists; not those of places it did not look at: retire.rs),
+/// of those that were there before it began (ids up to `before`);
+/// returns how many went.
+fn retire_gone<'a>(
     conn: &mut Connection,
     db: &Path,
-    cached: &HashMap<String, Option<Cached>>,
-    found: &HashSet<&str>,
-    looked: &retire::Looked<'_>,
+    before: i64,
+    mut found: Vec<i64>,
+    looked: impl FnOnce() -> retire::Looked<'a>,
 ) -> Result<usize> {
-    let gone: Vec<&String> = cached
-        .keys()
-        .filter(|k| !found.contains(k.as_str()) && looked.looked_for(k))
+    found.sort_unstable();
+    found.dedup();
+    let unfound: Vec<(i64, String)> = {
+        // Read through the key's index on a connection of its own (with
+        // SQLite's small page cache, not the writer's large one).
+        let ro = schema::open_ro(db)?;
+        let mut st = ro.prepare("SELECT id, key FROM neffs").map_err(err(db))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(err(db))?;
+        let mut unfound = Vec::new();
+        for row in rows {
+            let (id, key): (i64, String) = row.map_err(err(db))?;
+            if id <= before && found.binary_search(&id).is_err() {
+                unfound.push((id, key));
+            }
+        }
+        unfound
+    };
+    if unfound.is_empty() {
+        return Ok(0);
+    }
+    let looked = looked();
+    let gone: Vec<&(i64, String)> = unfound
+        .iter()
+        .filter(|(_, k)| looked.looked_for(k))
         .collect();
     if gone.is_empty() {
         return Ok(0);
@@ -696,8 +792,8 @@ fn retire_gone(
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(err(db))?;
     let mut removed = 0;
-    for k in gone {
-        removed += delete_key(&tx, k).map_err(err(db))?;
+    for (id, key) in gone {
+        removed += delete_row(&tx, *id, key).map_err(err(db))?;
     }
     tx.commit().map_err(err(db))?;
     Ok(removed)

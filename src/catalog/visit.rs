@@ -4,12 +4,12 @@
 //! hit path) or the file read, record and rows from one open (the read
 //! path). What becomes of the result is update.rs's.
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::keys::{self, key_of};
+use super::keys;
 use crate::accessors;
 use crate::cache::Met;
 use crate::json::views::TensorMap;
@@ -76,21 +76,21 @@ pub(super) fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Re
 }
 
 /// What a row holds that a lookup compares: the identity its file had,
-/// and whether it was read with this scan's options. (Its record is
-/// fetched when the row answers: [`Records`].)
-pub(super) struct Cached {
-    /// The row's id: its record is fetched by it.
-    pub(super) id: i64,
-    pub(super) stat: Stat,
-    pub(super) same_options: bool,
+/// and whether it was read with this scan's options.
+struct Cached {
+    stat: Stat,
+    same_options: bool,
 }
 
-/// The records of rows that answer, fetched one at a time by key on
-/// read-only connections (one per worker at most, kept for the scan), so
-/// that a scan holds a row's identity, not its record.
+/// The rows of the files a scan looks at, looked up one at a time by key
+/// on read-only connections (one per worker at most, kept for the scan),
+/// so that a scan holds no row it is not looking at.
 pub(super) struct Records<'a> {
     db: &'a Path,
     idle: std::sync::Mutex<Vec<rusqlite::Connection>>,
+    /// Whether a lookup failed (the database could not be read): a row
+    /// then may exist that no visit saw, and none is retired.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Records<'a> {
@@ -98,56 +98,102 @@ impl<'a> Records<'a> {
         Records {
             db,
             idle: std::sync::Mutex::new(Vec::new()),
+            failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// The record of row `id` if it is still `key`'s, of identity `stat`
-    /// and read with the `options` key; `None` (the file is read again)
-    /// when it is not, or the row cannot be read.
-    fn get(&self, id: i64, key: &str, stat: Stat, options: &str) -> Option<String> {
+    /// Whether any lookup failed.
+    pub(super) fn failed(&self) -> bool {
+        self.failed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The row keyed `key`: its id (`None`: no row), and its record when
+    /// the row was made from a file of identity `stat` with the `options`
+    /// key and its record decodes (else the file is read again).
+    fn look(&self, key: &str, stat: Option<Stat>, options: &str) -> (Option<i64>, Option<Record>) {
         let idle = self.idle.lock().expect("lock").pop();
         let conn = match idle {
-            Some(c) => c,
-            None => super::schema::open_ro(self.db).ok()?,
+            Some(c) => Ok(c),
+            None => super::schema::open_ro(self.db),
         };
-        let got = conn
+        let got = match conn {
+            Ok(conn) => {
+                let got = Self::query(&conn, key, stat, options);
+                self.idle.lock().expect("lock").push(conn);
+                got
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match got {
+            Ok(found) => found,
+            Err(e) => {
+                log::warn!(
+                    "{}: cannot look up the row of {key}: {e}",
+                    self.db.display()
+                );
+                self.failed
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                (None, None)
+            }
+        }
+    }
+
+    /// [`Records::look`] on `conn`; its error as text.
+    fn query(
+        conn: &rusqlite::Connection,
+        key: &str,
+        stat: Option<Stat>,
+        options: &str,
+    ) -> std::result::Result<(Option<i64>, Option<Record>), String> {
+        let mut st = conn
             .prepare_cached(
-                "SELECT record FROM neffs WHERE id = ?1 AND key = ?2 AND dev = ?3 \
-                 AND ino = ?4 AND size = ?5 AND mtime_ns = ?6 AND ctime_ns = ?7 \
-                 AND options = ?8",
+                "SELECT id, dev, ino, size, mtime_ns, ctime_ns, options = ?2, record \
+                 FROM neffs WHERE key = ?1",
             )
-            .and_then(|mut st| {
-                st.query_row(
-                    rusqlite::params![
-                        id,
-                        key,
-                        stat.dev,
-                        stat.ino,
-                        stat.size,
-                        stat.mtime_ns,
-                        stat.ctime_ns,
-                        options
-                    ],
-                    |r| r.get::<_, String>(0),
-                )
+            .map_err(|e| e.to_string())?;
+        let mut rows = st
+            .query(rusqlite::params![key, options])
+            .map_err(|e| e.to_string())?;
+        let Some(r) = rows.next().map_err(|e| e.to_string())? else {
+            return Ok((None, None));
+        };
+        let id: i64 = r.get(0).map_err(|e| e.to_string())?;
+        let cached = || -> rusqlite::Result<Cached> {
+            Ok(Cached {
+                stat: Stat {
+                    dev: r.get(1)?,
+                    ino: r.get(2)?,
+                    size: r.get(3)?,
+                    mtime_ns: r.get(4)?,
+                    ctime_ns: r.get(5)?,
+                },
+                same_options: r.get(6)?,
             })
-            .ok();
-        self.idle.lock().expect("lock").push(conn);
-        got
+        };
+        // A row that does not decode is read again (and replaced); its
+        // record is fetched (from its overflow pages) only when it answers.
+        let record = match (cached(), stat) {
+            (Ok(c), Some(stat)) if c.stat == stat && c.same_options => r
+                .get::<_, String>(7)
+                .ok()
+                .and_then(|j| serde_json::from_str::<Record>(&j).ok()),
+            _ => None,
+        };
+        Ok((Some(id), record))
     }
 }
 
 /// What each file of an indexed scan is judged by, shared by the workers:
-/// the keys of the walked paths, the rows loaded for this scan, and what
-/// the walk and the listings said of each file.
+/// how its key is worked out, where its row is looked up, and what the
+/// walk and the listings said of each file.
 pub(super) struct Lookup<'a> {
-    /// Each walked path's key, by the path's bytes.
-    pub(super) keys: &'a HashMap<&'a OsStr, &'a str>,
-    /// The rows loaded for this scan ([`super::update`]'s `load`), by key.
-    pub(super) cached: &'a HashMap<String, Option<Cached>>,
+    /// The roots with their real paths, and the links the walk went
+    /// through: a walked path's key ([`keys::key_below`]).
+    pub(super) roots: &'a [(&'a PathBuf, Option<PathBuf>)],
+    pub(super) linked: &'a HashSet<PathBuf>,
     /// This scan's options key: a row read with others is read again.
     pub(super) options: &'a str,
-    /// Where the records of rows that answer come from.
+    /// Where each file's row is looked up.
     pub(super) records: &'a Records<'a>,
     pub(super) opts: &'a ScanOptions,
     /// What the listings of prefixes read while listed have seen so far.
@@ -162,24 +208,44 @@ impl Lookup<'_> {
     /// Looks at the file at `p`: answered from its row when the row's
     /// identity and options are the file's and this scan's, else read.
     pub(super) fn visit(&self, p: &Path, scratch: &mut Scratch) -> Visit {
-        let key = self.key(p);
         let met = self.seen.met(self.met, p);
+        self.look_at(p, self.key(p), met, scratch)
+    }
+
+    /// [`Lookup::visit`] of a file a streamed walk found: `met`, what the
+    /// walk met of its compile-cache entry; `linked`, whether its path goes
+    /// through a link the walk followed (its key is then its path resolved
+    /// whole).
+    pub(super) fn visit_found(
+        &self,
+        p: &Path,
+        met: Option<Met>,
+        linked: bool,
+        scratch: &mut Scratch,
+    ) -> Visit {
+        let key = match linked {
+            true => keys::key_of(p),
+            false => self.key(p),
+        };
+        self.look_at(p, key, met, scratch)
+    }
+
+    /// Looks at `p`, keyed `key`, of the entry the walk met as `met`.
+    fn look_at(&self, p: &Path, key: String, met: Option<Met>, scratch: &mut Scratch) -> Visit {
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
         let stat = self.identity(p);
-        match self.unchanged(&key, stat) {
-            Some(record) => self.hit(p, key, record, met),
-            None => self.read(p, key, stat, met, scratch),
+        let (row, record) = self.records.look(&key, stat, self.options);
+        match record {
+            Some(record) => self.hit(p, key, row, record, met),
+            None => self.read(p, key, row, stat, met, scratch),
         }
     }
 
-    /// `p`'s key: the walk's, or, for an object a listing found during the
-    /// scan, worked out now.
+    /// `p`'s key ([`keys::key_below`]: an object a listing found has its
+    /// URL normalised).
     fn key(&self, p: &Path) -> String {
-        match self.keys.get(p.as_os_str()) {
-            Some(k) => k.to_string(),
-            None => key_of(p),
-        }
+        keys::key_below(p, self.roots, self.linked)
     }
 
     /// `p`'s identity now: what a listing (the walk's, or one during the
@@ -191,22 +257,17 @@ impl Lookup<'_> {
         identity(p, version.as_ref()).ok()
     }
 
-    /// The record of `key`'s row, when that row was loaded, was made from a
-    /// file of identity `stat` under this scan's options, and decodes.
-    fn unchanged(&self, key: &str, stat: Option<Stat>) -> Option<Record> {
-        match (self.cached.get(key).and_then(Option::as_ref), stat) {
-            (Some(c), Some(stat)) if c.stat == stat && c.same_options => self
-                .records
-                .get(c.id, key, stat, self.options)
-                .and_then(|j| serde_json::from_str::<Record>(&j).ok()),
-            _ => None,
-        }
-    }
-
     /// The hit path: the row's record `r`, carrying `p` as typed now, and
     /// for a compile-cache entry its state judged again from what this scan
     /// met of the entry (`met`), which is not part of the file's identity.
-    fn hit(&self, p: &Path, key: String, mut r: Record, met: Option<Met>) -> Visit {
+    fn hit(
+        &self,
+        p: &Path,
+        key: String,
+        row: Option<i64>,
+        mut r: Record,
+        met: Option<Met>,
+    ) -> Visit {
         r.path = crate::shown::path(p);
         let mut refreshed = false;
         if r.cache_state.is_some() || r.cache_key.is_some() {
@@ -216,6 +277,7 @@ impl Lookup<'_> {
         }
         Visit {
             key,
+            row,
             record: r,
             how: How::Hit { refreshed },
         }
@@ -227,6 +289,7 @@ impl Lookup<'_> {
         &self,
         p: &Path,
         key: String,
+        row: Option<i64>,
         stat: Option<Stat>,
         met: Option<Met>,
         scratch: &mut Scratch,
@@ -236,6 +299,7 @@ impl Lookup<'_> {
             scan::record_with(p, self.opts, scratch, met, |n| Box::new(Rows::of(n)));
         Visit {
             key,
+            row,
             record,
             how: How::Read {
                 stat,
@@ -250,6 +314,8 @@ impl Lookup<'_> {
 /// was made.
 pub(super) struct Visit {
     pub(super) key: String,
+    /// The id of the row its key had when it was looked at (`None`: none).
+    pub(super) row: Option<i64>,
     pub(super) record: Record,
     pub(super) how: How,
 }

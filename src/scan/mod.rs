@@ -37,7 +37,9 @@ pub(crate) use record::{cache_entry, record_with};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use run::{by_shown, hold_sorted, scan_ordered, scan_with, streamed_prefixes};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use walk::{list_kept, shard_of, Found, Seen, Versions};
+pub(crate) use streamed::stream_with;
+#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
+pub(crate) use walk::{disjoint, list_kept, shard_of, Found, Seen, Versions};
 
 /// Lists `roots` and scans what it finds, as [`list_with`] then
 /// [`Walked::scan`] do, except that nothing waits for the whole list: each

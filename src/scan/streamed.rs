@@ -2,14 +2,16 @@
 //! entry, once walked whole) handed to the readers as the walk finds it,
 //! through a queue of bounded length; the walk keeps nothing per file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::cache::Met;
 use crate::error::Result;
 use crate::reader::Scratch;
 
 use super::options::*;
 use super::record::*;
 use super::run::{counted, pool_for};
+use super::walk::Kept;
 
 /// How many things a streamed walk may have found ahead of the readers.
 const AHEAD: usize = 1024;
@@ -24,16 +26,44 @@ pub(super) fn scan(
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record) + Sync),
 ) -> Result<()> {
+    let read = |p: &Path, met, _linked, scratch: &mut Scratch| {
+        record_with(p, opts, scratch, met, |_| ()).0
+    };
+    stream_with(roots, opts, false, listed, emit, &read, emit).map(drop)
+}
+
+/// What a streamed scan does with one thing found: its path, what the walk
+/// met of its compile-cache entry, whether its path goes through a link
+/// the walk followed, the worker's scratch.
+pub(crate) type Visit<'a, T> = dyn Fn(&Path, Option<Met>, bool, &mut Scratch) -> T + Sync + 'a;
+
+/// Runs `visit` on each thing a walk of `roots` finds (its path, what the
+/// walk met of its compile-cache entry, whether its path goes through a
+/// link the walk followed) as soon as it is found, on a pool of
+/// `opts.jobs` threads, and `done` on what it made; walk errors go to
+/// `fail`, `listed(1)` is told of each thing found. With `places`, the
+/// walk notes where it looked (what a catalogue retires rows by) and
+/// returns it.
+pub(crate) fn stream_with<T: Send>(
+    roots: &[PathBuf],
+    opts: &ScanOptions,
+    places: bool,
+    listed: &(dyn Fn(usize) + Sync),
+    fail: &(dyn Fn(Record) + Sync),
+    visit: &Visit<'_, T>,
+    done: &(dyn Fn(T) + Sync),
+) -> Result<Kept> {
     use rayon::iter::{ParallelBridge, ParallelIterator};
     let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
     let pool = pool_for(roots.iter().any(|p| is_url(p)), opts.jobs)?;
     std::thread::scope(|scope| {
-        let walker = scope.spawn(|| super::walk::stream(roots, &opts.walk, tx, listed, emit));
+        let walker =
+            scope.spawn(|| super::walk::stream(roots, &opts.walk, places, tx, listed, fail));
         pool.install(|| {
             rx.into_iter()
                 .par_bridge()
-                .for_each_init(Scratch::default, |scratch, (p, met)| {
-                    emit(counted(|| record_with(&p, opts, scratch, met, |_| ()).0))
+                .for_each_init(Scratch::default, |scratch, (p, met, linked)| {
+                    done(counted(|| visit(&p, met, linked, scratch)))
                 });
         });
         walker.join().expect("the walk does not panic")

@@ -164,24 +164,43 @@ pub(crate) fn list_kept(
 }
 
 /// One thing a streamed walk found to read: a NEFF, or a compile-cache
-/// entry holding none, with what the walk met of its entry.
-pub(super) type Find = (PathBuf, Option<cache::Met>);
+/// entry holding none, with what the walk met of its entry, and (noted
+/// only when the walk notes its places) whether its path goes through a
+/// symbolic link the walk followed (its real path is then not its root's
+/// joined with the rest).
+pub(super) type Find = (PathBuf, Option<cache::Met>, bool);
+
+/// What a streamed walk noted, when asked to, of where it looked: the
+/// directories it listed whole, and the links it went through.
+#[cfg_attr(not(feature = "catalog"), allow(dead_code))]
+pub(crate) struct Kept {
+    pub(crate) listed: crate::places::Walked,
+    pub(crate) linked: std::collections::HashSet<PathBuf>,
+}
 
 /// Walks `roots` (local directories and files, single objects) and hands
 /// each thing to read to `tx` as soon as it is found (a compile-cache
 /// entry once the walk has met all of its files); walk errors go to
 /// `fail` as records, and `listed(1)` is told of each thing sent. Nothing
-/// is kept: what the walk holds is the directories it has yet to read.
-/// `Err` only for a glob that does not compile.
+/// is kept per file: what the walk holds is the directories it has yet
+/// to read, and, with `places`, the directories it listed (not a
+/// compile-cache entry's: `places`) and the links it met, which it
+/// returns. `Err` only for a glob that does not compile.
 pub(super) fn stream(
     roots: &[PathBuf],
     walk: &Walk,
+    places: bool,
     tx: mpsc::SyncSender<Find>,
     listed: &(dyn Fn(usize) + Sync),
     fail: &(dyn Fn(Record) + Sync),
-) -> Result<()> {
+) -> Result<Kept> {
     let c = Collect {
-        out: Out::Send { tx, listed, fail },
+        out: Out::Send {
+            tx,
+            listed,
+            fail,
+            places,
+        },
         ..Collect::default()
     };
     for root in roots {
@@ -192,7 +211,10 @@ pub(super) fn stream(
         }
         c.local_root(root, walk)?;
     }
-    Ok(())
+    Ok(Kept {
+        listed: c.places.into_lists(),
+        linked: c.linked.into_inner().expect("lock"),
+    })
 }
 
 /// Whether a streamed walk of `roots` meets each file once: no root is
@@ -201,7 +223,7 @@ pub(super) fn stream(
 /// by components, a root's descendants follow it at once: neighbours
 /// are enough to compare (a list of 100,000 files is not compared pair
 /// by pair).
-pub(super) fn disjoint(roots: &[PathBuf]) -> bool {
+pub(crate) fn disjoint(roots: &[PathBuf]) -> bool {
     let mut sorted: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
     sorted.sort();
     sorted.windows(2).all(|w| !w[1].starts_with(w[0]))
@@ -213,11 +235,13 @@ enum Out<'a> {
     /// with the directories listed whole and the links met when
     /// `places`.
     Keep { places: bool },
-    /// Handed on as found, errors too.
+    /// Handed on as found, errors too; the directories listed whole and
+    /// the links met noted when `places`.
     Send {
         tx: mpsc::SyncSender<Find>,
         listed: &'a (dyn Fn(usize) + Sync),
         fail: &'a (dyn Fn(Record) + Sync),
+        places: bool,
     },
 }
 
@@ -295,9 +319,24 @@ impl Collect<'_> {
         bare.sort();
         for p in finds.neffs.iter().chain(&bare) {
             listed(1);
+            let linked = self.places() && self.through_link(p);
             // The readers gone (a closed pipe ended the scan): nothing to do.
-            let _ = tx.send((p.clone(), met_of(&finds.met, p)));
+            let _ = tx.send((p.clone(), met_of(&finds.met, p), linked));
         }
+    }
+
+    /// Whether the directories listed and the links met are noted.
+    fn places(&self) -> bool {
+        match self.out {
+            Out::Keep { places } | Out::Send { places, .. } => places,
+        }
+    }
+
+    /// Whether `p` is, or is below, a link the walk met (each met before
+    /// what the walk found through it).
+    fn through_link(&self, p: &Path) -> bool {
+        let linked = self.linked.lock().expect("lock");
+        !linked.is_empty() && p.ancestors().any(|a| linked.contains(a))
     }
 
     /// A root that is a URL: one object, or a prefix listed whole.
@@ -415,8 +454,10 @@ impl Collect<'_> {
     /// Notes a directory the walk lists, when asked to (what a catalogue
     /// retires rows by).
     fn place(&self, at: &Walking<'_>, e: &ignore::DirEntry, depth: usize) {
-        if matches!(self.out, Out::Keep { places: true }) {
-            self.places.entry(at.root, e, depth, at.walk.max_depth);
+        if self.places() {
+            let entry = e.file_name().to_str().is_some_and(cache::is_entry_name);
+            self.places
+                .entry(at.root, e, depth, at.walk.max_depth, entry);
         }
     }
 
@@ -438,7 +479,7 @@ impl Collect<'_> {
     /// entry, a NEFF, an entry's directory.
     fn meet(&self, met: &mut MetBy, neffs: &mut Vec<PathBuf>, e: &ignore::DirEntry) {
         let link = e.path_is_symlink();
-        if link && matches!(self.out, Out::Keep { places: true }) {
+        if link && self.places() {
             self.linked
                 .lock()
                 .expect("lock")

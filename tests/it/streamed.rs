@@ -300,3 +300,90 @@ fn roots_of_which_one_holds_another_are_read_once_each_file() {
         "all but the bare entry at the root"
     );
 }
+
+/// The catalogue's rows as (key, ok, cache state), in key order. (Not
+/// the path: of two paths to one file, a row keeps the one read last.)
+fn rows(db: &Path) -> Vec<(String, bool, Option<String>)> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut st = c
+        .prepare("SELECT key, ok, cache_state FROM neffs ORDER BY key")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// `neff scan --index DB [--sorted] EXTRA ROOT`: its records (as sorted
+/// JSON lines) and how many came from the index.
+fn indexed(db: &Path, sorted: bool, extra: &[&str], root: &Path) -> (Vec<String>, usize) {
+    let mut args = vec!["scan", "--json", "--no-progress", "--index"];
+    args.push(db.to_str().unwrap());
+    if sorted {
+        args.push("--sorted");
+    }
+    args.extend_from_slice(extra);
+    args.push(root.to_str().unwrap());
+    let o = neff(&args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    let hits = err
+        .split(", ")
+        .find_map(|part| part.trim_end().strip_suffix(" from the index"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{args:?}: no count from the index in {err}"));
+    let mut lines: Vec<String> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    (lines, hits)
+}
+
+#[test]
+fn an_indexed_scan_read_while_walking_keys_answers_and_retires_rows_as_a_listed_one_does() {
+    let t = tempfile::tempdir().unwrap();
+    let options: [&[&str]; 5] = [
+        &[],
+        &["--no-follow"],
+        &["-g", "!**/sub/**"],
+        &["--max-depth", "3"],
+        &["--max-depth", "4"],
+    ];
+    for (i, extra) in options.into_iter().enumerate() {
+        let root = odd_tree(&t.path().join(i.to_string()));
+        let streamed = t.path().join(format!("streamed-{i}.db"));
+        // `--sorted` lists the whole walk first.
+        let listed = t.path().join(format!("listed-{i}.db"));
+        let (a, _) = indexed(&streamed, false, extra, &root);
+        let (b, _) = indexed(&listed, true, extra, &root);
+        assert_eq!(a, b, "{extra:?}: cold");
+        assert!(!rows(&streamed).is_empty(), "{extra:?}");
+        assert_eq!(rows(&streamed), rows(&listed), "{extra:?}: cold");
+        // Warm, every row answers (a file seen through a link too, by its
+        // real path's row: more answers than rows).
+        let (a2, hits) = indexed(&streamed, false, extra, &root);
+        assert_eq!(a2, a, "{extra:?}: warm");
+        assert_eq!(hits, indexed(&listed, true, extra, &root).1, "{extra:?}");
+        assert!(hits >= rows(&streamed).len(), "{extra:?}: warm, {hits}");
+        // Gone: a NEFF, an entry whole, a link's target, a NEFF a link
+        // leads to: the same rows retired by both.
+        let v = root.join("neuronxcc-2.15.1.0+abc");
+        let entry = |n: u32| v.join(format!("MODULE_{n:020x}+{n:08x}"));
+        std::fs::remove_file(entry(0).join("model.neff")).unwrap();
+        std::fs::remove_dir_all(entry(1)).unwrap();
+        std::fs::remove_file(root.join("loose/a.neff")).unwrap();
+        std::fs::remove_file(entry(2).join("sub/other.neff")).unwrap();
+        let before = rows(&streamed).len();
+        let (a3, _) = indexed(&streamed, false, extra, &root);
+        let (b3, _) = indexed(&listed, true, extra, &root);
+        assert_eq!(a3, b3, "{extra:?}: after removals");
+        assert_eq!(rows(&streamed), rows(&listed), "{extra:?}: after removals");
+        assert!(rows(&streamed).len() < before, "{extra:?}: nothing retired");
+    }
+}
