@@ -500,12 +500,12 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
         .map_err(err(path))?;
     conn.pragma_update(None, "wal_autocheckpoint", 16384)
         .map_err(err(path))?;
-    // A 32 MiB page cache instead of SQLite's 8 MiB: a cold scan's batches
-    // of member, tensor and alias rows (five secondary indexes) overflowed
-    // the default, and every overflow spilled dirty pages to the log in the
-    // middle of a transaction (`pagerStress`, 2.4 % of a cold indexed scan's
-    // cycles in `perf`). PERF.md, zoo-index-cold.
-    conn.pragma_update(None, "cache_size", -32768)
+    // An 8 MiB page cache. 32 MiB was chosen when a cold scan's batches of
+    // member, tensor and alias rows went into five secondary indexes row
+    // by row and overflowed a smaller cache (`pagerStress`); a cold load
+    // now builds those indexes once at its end, and at 100,000 entries the
+    // 32 MiB cost 25 MiB of peak RSS for 0.7 % of CPU (PERF.md, zoo-scale).
+    conn.pragma_update(None, "cache_size", -8192)
         .map_err(err(path))?;
     migrate(&conn, path)?;
     create_indexes(&conn, path)?;
