@@ -157,14 +157,18 @@ impl Keep {
     }
 
     /// Whether the object `url`, listed under the prefix `root`, is kept
-    /// (its key below the prefix as the path below a root).
-    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    /// (its key below the prefix, decoded from the URL, as the path below
+    /// a root).
+    #[cfg(feature = "remote")]
     pub(crate) fn keeps_listed(&self, root: &str, url: &str) -> bool {
         if self.globs.is_none() && self.max_depth.is_none() {
             return true;
         }
         match url.strip_prefix(root) {
-            Some(rel) => self.keeps(Path::new(rel.trim_start_matches('/')), false),
+            Some(rel) => {
+                let key = crate::remote::key_part(rel.trim_start_matches('/'));
+                self.keeps(Path::new(key.as_ref()), false)
+            }
             None => true,
         }
     }

@@ -25,6 +25,7 @@ pub(super) struct Looked<'a> {
     /// The keys of the directories whose listing failed.
     failed: HashSet<String>,
     /// The key every row under a bucket prefix listed whole starts with.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     prefixes: Vec<String>,
     keep: Keep,
 }
@@ -69,9 +70,10 @@ impl<'a> Looked<'a> {
         // -> blobs/<hash>`), which the globs do not name.
         let name = k.file_name().map(|n| n.to_string_lossy());
         let by_name = name.is_some_and(|n| n.ends_with(".neff") || crate::cache::is_entry_name(&n));
+        #[cfg(feature = "remote")]
         for p in &self.prefixes {
-            if let Some(rel) = key.strip_prefix(p.as_str()) {
-                return by_name && self.keep.keeps(Path::new(rel), false);
+            if key.starts_with(p.as_str()) {
+                return by_name && self.keep.keeps_listed(p, key);
             }
         }
         let mut up = k.parent();

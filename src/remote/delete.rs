@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use object_store::path::Path as ObjPath;
 use object_store::ObjectStoreExt;
 
 use super::failure::*;
@@ -39,8 +38,7 @@ pub fn delete(urls: &[String]) -> Vec<Result<()>> {
             async move {
                 let parsed =
                     url::Url::parse(u).map_err(|e| remote(format!("not a valid URL: {e}")))?;
-                let path = ObjPath::from_url_path(parsed.path())
-                    .map_err(|e| remote(format!("not a valid object path: {e}")))?;
+                let path = object_path(&parsed)?;
                 match store.delete(&path).await {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => {
                         log::debug!("{u}: DELETE");

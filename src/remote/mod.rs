@@ -78,6 +78,7 @@ pub use profile::set_profile;
 pub use ranges::Listed;
 pub(crate) use ranges::Listing;
 pub use redact::{redact, redact_text};
+pub(crate) use scheme::key_part;
 pub use scheme::{is_listable, is_url};
 pub use store::set_access;
 

@@ -22,13 +22,16 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use super::link;
 use super::redact::redact;
+use super::scheme::object_url;
 use super::store::*;
 use crate::error::{Error, Result};
 
 /// One object in a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
-    /// The object's URL.
+    /// The object's URL: the bucket's, and the key with its `%`, `#` and
+    /// `?` percent-encoded (so that the URL names that key: reading or
+    /// deleting by it reaches that object).
     pub url: String,
     /// Its size in bytes.
     pub size: u64,
@@ -95,8 +98,14 @@ pub(super) fn ranges(children: &[String]) -> Vec<Range> {
     split_at(bounds)
 }
 
-/// The ranges between `bounds` (sorted and deduplicated here).
+/// The ranges between `bounds` (sorted and deduplicated here). A bound
+/// the store cannot be asked to list after as it is spelled (a key the
+/// store's paths would write otherwise: `object_store` percent-encodes
+/// `"`, `#`, `%` and others in a path made from a string) is dropped:
+/// its two ranges are one, and no key falls between a range's end and the
+/// next one's start.
 fn split_at(mut bounds: Vec<String>) -> Vec<Range> {
+    bounds.retain(|b| exact(b).is_some());
     bounds.sort();
     bounds.dedup();
     let mut out = Vec::with_capacity(bounds.len() + 1);
@@ -110,6 +119,12 @@ fn split_at(mut bounds: Vec<String>) -> Vec<Range> {
     }
     out.push(Range { after, until: None });
     out
+}
+
+/// `key` as a store path spelled exactly as it is (`None` if it has no
+/// such path: a control character, an empty segment).
+fn exact(key: &str) -> Option<ObjPath> {
+    ObjPath::parse(key).ok().filter(|p| p.as_ref() == key)
 }
 
 /// How the prefix is listed: its ranges, or (a prefix holding no child)
@@ -196,7 +211,7 @@ fn is_answer(e: &object_store::Error) -> bool {
 
 fn listed_of(root: &str, m: ObjectMeta) -> Listed {
     Listed {
-        url: format!("{root}/{}", m.location),
+        url: object_url(root, m.location.as_ref()),
         size: m.size,
         version: m.e_tag.unwrap_or_else(|| m.last_modified.to_rfc3339()),
         modified: m.last_modified.into(),
@@ -280,7 +295,8 @@ async fn list_range(
     url: &str,
     each: &mut (dyn FnMut(ObjectMeta) + Send),
 ) -> Result<()> {
-    let mut last: Option<ObjPath> = range.after.as_deref().map(ObjPath::from);
+    // (The bounds are exact paths: `split_at`.)
+    let mut last: Option<ObjPath> = range.after.as_deref().and_then(exact);
     let mut tries = 0;
     let mut listed = 0u64;
     loop {
@@ -405,6 +421,34 @@ mod tests {
                 .map(|f| place(&r, &format!("{entry}{f}")))
                 .collect();
             assert!(at.windows(2).all(|w| w[0] == w[1]), "{entry}: {at:?}");
+        }
+    }
+
+    #[test]
+    fn each_range_starts_after_its_bound_spelled_as_the_store_lists_it() {
+        // `object_store` percent-encodes `"`, `#`, `%` in a path made from
+        // a string: a range starting after `b%22q` missed the keys of
+        // `b"q/` (`"` sorts below `%`). A bound no store path spells
+        // exactly (a control character) is dropped.
+        let children: Vec<String> = ["a", "b\"q", "c#d", "e%20f", "g\th", "z"]
+            .map(String::from)
+            .to_vec();
+        let r = ranges(&children);
+        assert_eq!(r.len(), 5, "{r:?}");
+        for range in &r {
+            if let Some(a) = &range.after {
+                assert_eq!(exact(a).as_ref().map(|p| p.as_ref()), Some(a.as_str()));
+            }
+        }
+        for k in [
+            "a/x.neff",
+            "b\"q/y.neff",
+            "c#d/x",
+            "e%20f/x",
+            "g\th/x",
+            "z/w.neff",
+        ] {
+            assert_eq!(place(&r, k).len(), 1, "{k}: {r:?}");
         }
     }
 

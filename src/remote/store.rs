@@ -196,8 +196,7 @@ pub(super) fn store_for(url: &str, kind: Timeout) -> Result<(Arc<dyn ObjectStore
         url
     };
     let parsed = url::Url::parse(url).map_err(|e| remote(format!("not a valid URL: {e}")))?;
-    let path = ObjPath::from_url_path(parsed.path())
-        .map_err(|e| remote(format!("not a valid object path: {e}")))?;
+    let path = object_path(&parsed)?;
     // A URL with a query string (a presigned URL, a hub token) is used
     // exactly as given, query and all: its store is its own, the URL its
     // base and the object's path empty.
@@ -413,4 +412,11 @@ fn http_store(
             .build()
             .map_err(|e| remote(one_line(&e)))?,
     ))
+}
+
+/// The store path of the object `url` names: its path decoded (a key a
+/// listing gave is in it as `scheme::object_url` wrote it). Reads and
+/// deletes both find their object by it.
+pub(super) fn object_path(url: &url::Url) -> Result<ObjPath> {
+    ObjPath::from_url_path(url.path()).map_err(|e| remote(format!("not a valid object path: {e}")))
 }

@@ -2380,6 +2380,109 @@ impl Drop for Stop {
     }
 }
 
+/// `scripts/servers bucket ROOT STATE EXTRA`: each directory of `root`
+/// a bucket, served by `rclone serve s3`; what the script says of it.
+fn rclone_bucket(root: &Path, state: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(crate::common::root().join("scripts/servers"))
+        .args(["bucket", root.to_str().unwrap()])
+        .arg(state)
+        .args(extra)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "scripts/servers bucket failed");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn keys_a_url_or_a_store_path_would_spell_otherwise_are_listed_and_read_exactly() {
+    // A listing in ranges started each range after a key made a store
+    // path from its string: `b"q` was asked for as `b%22q`, and the keys
+    // of `b"q/` (`"` sorts below `%`) were never listed, nor read, and an
+    // indexed scan retired their rows. And a key made into a URL as it is
+    // was cut at `#` (a fragment) or decoded at `%20`: `c#d/x.neff` was read
+    // as the object `c`, `e%20f/x.neff` as `e f/x.neff` (a prune's delete
+    // goes by the same URL: `remote::scheme`'s tests).
+    let dir = tempfile::tempdir().unwrap();
+    let zoo = dir.path().join("root/zoo");
+    let neff = std::fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap();
+    let entry = "t#1/neuronxcc-2.15.0/MODULE_0123456789abcdef0123+01234567";
+    let files: [(&str, &[u8]); 8] = [
+        ("a/x.neff", &neff),
+        ("b\"q/y.neff", &neff),
+        ("c#d/x.neff", &neff),
+        ("c", b"a decoy the URL cut at # named"),
+        ("e%20f/x.neff", &neff),
+        ("e f/x.neff", b"a decoy the URL decoded at %20 named"),
+        (&format!("{entry}/model.log"), b"ERROR: it broke\n"),
+        ("z/w.neff", &neff),
+    ];
+    for (rel, bytes) in files {
+        let p = zoo.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    let state = dir.path().join("state");
+    let _stop = Stop(state.clone());
+    let info = rclone_bucket(&dir.path().join("root"), &state, &[]);
+    let s3 = info["s3"].as_str().unwrap();
+    let args = ["scan", "--json", "--no-progress", "--sorted", "s3://zoo/"];
+    let got: Vec<(String, bool)> = ndjson(&run_env(&args, s3, &[]).stdout)
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap().to_string(), r["ok"] == true))
+        .collect();
+    let want = [
+        ("s3://zoo/a/x.neff", true),
+        ("s3://zoo/b\"q/y.neff", true),
+        ("s3://zoo/c%23d/x.neff", true),
+        ("s3://zoo/e f/x.neff", false),
+        ("s3://zoo/e%2520f/x.neff", true),
+        (
+            "s3://zoo/t%231/neuronxcc-2.15.0/MODULE_0123456789abcdef0123+01234567",
+            false,
+        ),
+        ("s3://zoo/z/w.neff", true),
+    ]
+    .map(|(p, ok)| (p.to_string(), ok));
+    assert_eq!(got, want);
+    // Indexed twice: a row per NEFF, each key its own (the entry holding
+    // none has no identity to key a row on), none retired.
+    let db = dir.path().join("zoo.db");
+    let indexed = [
+        "scan",
+        "--json",
+        "--no-progress",
+        "--index",
+        db.to_str().unwrap(),
+        "s3://zoo/",
+    ];
+    let want_keys = [
+        "s3://zoo/a/x.neff",
+        "s3://zoo/b%22q/y.neff",
+        "s3://zoo/c%23d/x.neff",
+        "s3://zoo/e%20f/x.neff",
+        "s3://zoo/e%2520f/x.neff",
+        "s3://zoo/z/w.neff",
+    ];
+    for _ in 0..2 {
+        let o = run_env(&indexed, s3, &[]);
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let mut st = c.prepare("SELECT key FROM neffs ORDER BY key").unwrap();
+        let keys: Vec<String> = st
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(keys, want_keys);
+    }
+}
+
 #[test]
 fn a_compile_cache_served_by_rclone_through_the_latency_pipe_scans_as_on_disk() {
     // The bench's server (PERF.md, bucket-scale): rclone serve s3 of a
@@ -2389,16 +2492,7 @@ fn a_compile_cache_served_by_rclone_through_the_latency_pipe_scans_as_on_disk() 
     crate::cache::cache(&cache);
     let state = dir.path().join("state");
     let _stop = Stop(state.clone());
-    let out = Command::new("python3")
-        .arg(root().join("scripts/servers"))
-        .args(["bucket", dir.path().join("root").to_str().unwrap()])
-        .arg(&state)
-        .args(["--delay", "20"])
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "scripts/servers bucket failed");
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = rclone_bucket(&dir.path().join("root"), &state, &["--delay", "20"]);
     let pipe = info["pipe"].as_str().unwrap();
     let pipe_log = PathBuf::from(info["pipe_log"].as_str().unwrap());
     let args = ["scan", "--json", "--no-progress", "--sorted", "s3://zoo/"];
