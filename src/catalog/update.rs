@@ -760,31 +760,27 @@ fn retire_gone<'a>(
 ) -> Result<usize> {
     found.sort_unstable();
     found.dedup();
-    let unfound: Vec<(i64, String)> = {
-        // Read through the key's index on a connection of its own (with
-        // SQLite's small page cache, not the writer's large one).
-        let ro = schema::open_ro(db)?;
-        let mut st = ro.prepare("SELECT id, key FROM neffs").map_err(err(db))?;
-        let rows = st
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(err(db))?;
-        let mut unfound = Vec::new();
-        for row in rows {
-            let (id, key): (i64, String) = row.map_err(err(db))?;
-            if id <= before && found.binary_search(&id).is_err() {
-                unfound.push((id, key));
-            }
+    // Read through the key's index on a connection of its own (with
+    // SQLite's small page cache, not the writer's), each row not found
+    // judged as it comes: only the rows to retire are held.
+    let ro = schema::open_ro(db)?;
+    let mut st = ro.prepare("SELECT id, key FROM neffs").map_err(err(db))?;
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(err(db))?;
+    let mut looked = Some(looked);
+    let mut judge: Option<retire::Looked<'a>> = None;
+    let mut gone: Vec<(i64, String)> = Vec::new();
+    for row in rows {
+        let (id, key): (i64, String) = row.map_err(err(db))?;
+        if id > before || found.binary_search(&id).is_ok() {
+            continue;
         }
-        unfound
-    };
-    if unfound.is_empty() {
-        return Ok(0);
+        let j = judge.get_or_insert_with(|| looked.take().expect("made once")());
+        if j.looked_for(&key) {
+            gone.push((id, key));
+        }
     }
-    let looked = looked();
-    let gone: Vec<&(i64, String)> = unfound
-        .iter()
-        .filter(|(_, k)| looked.looked_for(k))
-        .collect();
     if gone.is_empty() {
         return Ok(0);
     }
@@ -792,7 +788,7 @@ fn retire_gone<'a>(
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(err(db))?;
     let mut removed = 0;
-    for (id, key) in gone {
+    for (id, key) in &gone {
         removed += delete_row(&tx, *id, key).map_err(err(db))?;
     }
     tx.commit().map_err(err(db))?;
