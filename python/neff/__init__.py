@@ -768,19 +768,24 @@ def cache_prune(
     max_size: Optional[int] = None,
     include_current: bool = False,
     apply: bool = False,
+    min_age: Optional[float] = None,
 ) -> List[Dict[str, Any]]:
     """The entries of the compile cache at ``root`` that the selectors pick
     (durations in seconds, ``max_size`` in bytes), as ``neff cache prune``
     picks them: one dict per entry (``path``, ``path_bytes``, ``compiler``,
     ``state``, ``bytes``, ``why``, ``removed``, ``error``: why it is, or
-    would be, left). Nothing is removed unless ``apply``, and a dry run
-    runs every check ``apply`` runs; an entry holding a fresh lock, or
-    ``unreadable`` or ``unknown``, is never picked. ``ValueError`` when no
-    selector is given or ``keep_versions`` is 0; ``neff.NeffError`` for
+    would be, left; ``kept``: why ``min_age`` keeps it; ``gone``: another
+    prune removed it first). Nothing is removed unless ``apply``, and a dry
+    run runs every check ``apply`` runs; an entry holding a fresh lock or
+    one a live process holds, or ``unreadable`` or ``unknown``, is never
+    picked, and one that changed within ``min_age`` seconds (default an
+    hour, as the CLI; 0: off) is kept. ``ValueError`` when no selector is
+    given or ``keep_versions`` is 0; ``neff.NeffError`` for
     ``locked_older_than`` while a ``neuronx-cc`` process runs. The return
     value's ``unreadable`` attribute is true when part of the cache could
-    not be read (the CLI's exit 3)."""
-    removals, _errors, unreadable = _neff.cache_prune(
+    not be read (the CLI's exit 3), and ``short`` says why ``max_size`` was
+    not reached (``None`` when it was)."""
+    removals, _errors, unreadable, short = _neff.cache_prune(
         _os.fsdecode(root),
         failed,
         corrupt,
@@ -790,17 +795,21 @@ def cache_prune(
         max_size,
         include_current,
         apply,
+        min_age,
     )
     out = _Removals(_bytes_path(_json.loads(r)) for r in removals)
     out.unreadable = unreadable
+    out.short = short
     return out
 
 
 class _Removals(list):
     """The entries ``cache_prune`` picked, with ``unreadable``: whether part
-    of the cache could not be read."""
+    of the cache could not be read, and ``short``: why ``max_size`` was not
+    reached."""
 
     unreadable = False
+    short: Optional[str] = None
 
 
 def set_threads(n: int) -> None:

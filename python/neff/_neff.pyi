@@ -116,4 +116,5 @@ def cache_prune(
     max_size: Optional[int] = None,
     include_current: bool = False,
     apply: bool = False,
-) -> Tuple[List[str], List[str], bool]: ...
+    min_age: Optional[float] = None,
+) -> Tuple[List[str], List[str], bool, Optional[str]]: ...

@@ -38,12 +38,13 @@ pub fn cache_status(py: Python<'_>, root: Option<PathBuf>) -> PyResult<(Vec<Stri
 }
 
 /// The entries selected, removed when `apply`: `(removals, errors,
-/// unreadable)` (JSON texts, and whether part of the cache could not be
-/// read). Durations in seconds, sizes in bytes.
+/// unreadable, short)` (JSON texts, whether part of the cache could not be
+/// read, and why `max_size` was not reached). Durations in seconds, sizes
+/// in bytes; `min_age` `None`: the CLI's default.
 #[pyfunction]
 #[pyo3(signature = (root, failed = false, corrupt = false, locked_older_than = None,
     incomplete_older_than = None, keep_versions = None, max_size = None,
-    include_current = false, apply = false))]
+    include_current = false, apply = false, min_age = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn cache_prune(
     py: Python<'_>,
@@ -56,7 +57,8 @@ pub fn cache_prune(
     max_size: Option<u64>,
     include_current: bool,
     apply: bool,
-) -> PyResult<(Vec<String>, Vec<String>, bool)> {
+    min_age: Option<f64>,
+) -> PyResult<(Vec<String>, Vec<String>, bool, Option<String>)> {
     let root = root_of(Some(root));
     let secs = |s: f64| {
         Duration::try_from_secs_f64(s)
@@ -79,6 +81,9 @@ pub fn cache_prune(
     if let Some(n) = keep_versions {
         opts = opts.keep_versions(n);
     }
+    if let Some(s) = min_age {
+        opts = opts.min_age(secs(s)?);
+    }
     opts.check()
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let (status, removed) = py
@@ -89,8 +94,9 @@ pub fn cache_prune(
         })
         .map_err(to_py)?;
     Ok((
-        lines(&removed)?,
+        lines(&removed.removals)?,
         lines(&status.errors)?,
         status.has_unreadable(),
+        removed.short,
     ))
 }

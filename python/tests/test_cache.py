@@ -61,12 +61,21 @@ def test_cache_status_gives_every_entry_its_state_as_the_cli_does(tmp_path):
 
 def test_cache_prune_is_dry_until_applied(tmp_path):
     made = make_cache(str(tmp_path))
-    plan = neff.cache_prune(tmp_path, failed=True)
+    # Made just now: the default min_age (an hour) keeps every entry.
+    young = neff.cache_prune(tmp_path, failed=True)
+    assert all(r["kept"] and not r["removed"] and not r["error"] for r in young)
+    assert young == cli_json("cache", "prune", str(tmp_path), "--failed", code=0)
+    plan = neff.cache_prune(tmp_path, failed=True, min_age=0)
     assert sorted(r["path"] for r in plan) == sorted(d for d, s in made.items() if s == "failed")
-    assert all(not r["removed"] for r in plan)
+    assert all(not r["removed"] and r["kept"] is None for r in plan)
     assert all(os.path.exists(d) for d in made)
-    assert plan == cli_json("cache", "prune", str(tmp_path), "--failed", code=0)
-    done = neff.cache_prune(tmp_path, failed=True, locked_older_than=3600, apply=True)
+    assert plan == cli_json(
+        "cache", "prune", str(tmp_path), "--failed", "--min-age", "0s", code=0
+    )
+    # Lock ages count from the later of modification and change time: the
+    # lock made old by its modification time changed a second ago.
+    time.sleep(1.2)
+    done = neff.cache_prune(tmp_path, failed=True, locked_older_than=1, min_age=0, apply=True)
     assert len(done) == 4 and all(r["removed"] for r in done)
     for d, s in made.items():
         assert os.path.exists(d) == (s not in ("failed", "locked")), d
@@ -93,7 +102,7 @@ def test_a_name_that_is_not_utf8_is_judged_and_pruned_by_its_own_bytes(tmp_path)
     st = neff.cache_status(tmp_path)
     states = {os.fsencode(e["path"]): e["state"] for e in st.entries}
     assert states == {bad: "failed", good: "ok"}
-    plan = neff.cache_prune(tmp_path, failed=True, apply=True)
+    plan = neff.cache_prune(tmp_path, failed=True, apply=True, min_age=0)
     assert [os.fsencode(r["path"]) for r in plan] == [bad]
     assert not os.path.exists(bad) and os.path.exists(os.path.join(good, b"model.neff"))
 
@@ -125,11 +134,15 @@ def test_max_size_takes_the_least_recently_used_good_compiles_of_older_releases(
             os.utime(os.path.join(d, "model.neff"), (read, read - 86400))
             dirs.append(d)
     size = os.path.getsize(GOOD)
-    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10)
+    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10, min_age=0)
     assert [r["path"] for r in plan] == [dirs[2], dirs[1]]
-    assert not plan.unreadable
-    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10, include_current=True)
+    assert not plan.unreadable and plan.short is None
+    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10, include_current=True, min_age=0)
     assert [r["path"] for r in plan] == [dirs[5], dirs[4]]
+    # Every entry changed just now: --min-age keeps them all, and says why
+    # the size is not reached.
+    plan = neff.cache_prune(tmp_path, max_size=4 * size + 10)
+    assert list(plan) == [] and "within --min-age" in plan.short
 
 
 def test_a_fifo_in_an_entry_is_unreadable_and_never_pruned(tmp_path):

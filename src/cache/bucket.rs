@@ -72,6 +72,7 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found
                 objects: Some(Vec::new()),
                 odd: None,
                 vllm: false,
+                parent: None,
             })
             .objects
             .get_or_insert_with(Vec::new)

@@ -39,6 +39,9 @@ pub(super) type Obj = (String, u64, SystemTime);
 /// first met, the worst kind first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Odd {
+    /// A mount point (its name below the entry, `.` for the entry
+    /// itself): never crossed, nothing under it read.
+    Mount(String),
     /// A FIFO, socket or device (its name below the entry, its kind):
     /// reading it could block or never end.
     Special(String, &'static str),
@@ -53,15 +56,20 @@ impl Odd {
     /// which one is reported, whatever order the files were met in.
     fn rank(&self) -> (u8, &str) {
         match self {
-            Odd::Special(n, _) => (0, n),
-            Odd::Unreadable(n, _) => (1, n),
-            Odd::Link(n) => (2, n),
+            Odd::Mount(n) => (0, n),
+            Odd::Special(n, _) => (1, n),
+            Odd::Unreadable(n, _) => (2, n),
+            Odd::Link(n) => (3, n),
         }
     }
 
     /// The state it gives the entry, and why.
     pub(super) fn judged(&self) -> (State, String) {
         match self {
+            Odd::Mount(n) => (
+                State::Unknown,
+                format!("{n} is a mount point: not crossed, nothing under it read"),
+            ),
             Odd::Special(n, kind) => (State::Unreadable, format!("{n} is {kind}: not read")),
             Odd::Unreadable(n, why) => (State::Unreadable, format!("{n}: {why}")),
             Odd::Link(n) => (State::Unknown, format!("{n} is a link: not followed")),
@@ -101,6 +109,10 @@ pub(crate) struct Listing {
     pub(super) bytes: u64,
     /// The newest modification time among them.
     pub(super) newest: Option<SystemTime>,
+    /// When anything in the entry last changed: the latest of the
+    /// modification and change times of its files and directories, the
+    /// entry's own included (a full listing).
+    pub(super) changed: Option<SystemTime>,
     /// The NEFF's times (a full listing).
     pub(super) neff_times: NeffTimes,
     /// The first link, special or unreadable file met (the worst kind).
@@ -147,7 +159,34 @@ impl Listing {
             lock_times: full.then(Vec::new),
             ..Listing::default()
         };
-        let walk = walkdir::WalkDir::new(dir).follow_links(false).min_depth(1);
+        // A mount point is never crossed: not the entry itself, not a
+        // directory in it (a bind mount of the same file system too).
+        let (mount, changed) = super::descend::mount_root(dir, true)?;
+        if mount == Some(true) {
+            l.note(Odd::Mount(".".into()));
+            return Ok(l);
+        }
+        if full {
+            l.changed = changed;
+        }
+        let mounts = std::cell::RefCell::new(Vec::new());
+        let walk = walkdir::WalkDir::new(dir)
+            .follow_links(false)
+            .min_depth(1)
+            .into_iter()
+            .filter_entry(|e| {
+                if !e.file_type().is_dir() {
+                    return true;
+                }
+                match super::descend::mount_root(e.path(), false) {
+                    Ok((Some(true), _)) => {
+                        let rel = e.path().strip_prefix(dir).unwrap_or(e.path());
+                        mounts.borrow_mut().push(rel.display().to_string());
+                        false
+                    }
+                    _ => true,
+                }
+            });
         for e in walk {
             let e = match e {
                 Ok(e) => e,
@@ -172,6 +211,11 @@ impl Listing {
                 continue;
             }
             if t.is_dir() {
+                if full {
+                    if let Ok(meta) = e.metadata() {
+                        l.changed = l.changed.max(super::descend::changed(&meta));
+                    }
+                }
                 continue;
             }
             if let Some(kind) = special(&t) {
@@ -192,9 +236,11 @@ impl Listing {
                 l.bytes += meta.len();
                 let modified = meta.modified().ok();
                 l.newest = l.newest.max(modified);
+                let changed = super::descend::changed(&meta);
+                l.changed = l.changed.max(changed);
                 let name = rel.as_os_str().to_str();
                 if name.is_some_and(|n| n.ends_with(".lock")) {
-                    if let (Some(times), Some(m)) = (l.lock_times.as_mut(), modified) {
+                    if let (Some(times), Some(m)) = (l.lock_times.as_mut(), changed) {
                         times.push(m);
                     }
                 }
@@ -205,6 +251,9 @@ impl Listing {
                     };
                 }
             }
+        }
+        for m in mounts.into_inner() {
+            l.note(Odd::Mount(m));
         }
         Ok(l)
     }
@@ -255,6 +304,8 @@ impl Listing {
             }
             l.bytes += size;
             l.newest = l.newest.max(Some(modified));
+            // An object's last-modified time stands for both.
+            l.changed = l.newest;
         }
         l
     }
@@ -265,9 +316,9 @@ impl Listing {
     /// with its time when the listing keeps times.
     pub(super) fn add_lock(&mut self, lock: PathBuf) {
         if let Some(times) = self.lock_times.as_mut() {
-            match lock.symlink_metadata().and_then(|m| m.modified()) {
-                Ok(t) => times.push(t),
-                Err(_) => return,
+            match lock.symlink_metadata().ok().and_then(|m| super::descend::changed(&m)) {
+                Some(t) => times.push(t),
+                None => return,
             }
         }
         self.locks.push(lock);
@@ -281,7 +332,7 @@ impl Listing {
         }
         self.locks
             .iter()
-            .filter_map(|p| p.symlink_metadata().ok()?.modified().ok())
+            .filter_map(|p| super::descend::changed(&p.symlink_metadata().ok()?))
             .max()
     }
 }

@@ -76,6 +76,9 @@ pub(super) struct Found {
     /// An entry of vLLM's Neuron cache (`<root>/<32 hex key>/`), not of
     /// the compiler wrapper's.
     pub(super) vllm: bool,
+    /// The directory holding it, when `dir` does not name it by its parent
+    /// (an entry judged again through its descriptor).
+    pub(super) parent: Option<PathBuf>,
 }
 
 impl Found {
@@ -91,6 +94,7 @@ impl Found {
             objects: None,
             odd: None,
             vllm: false,
+            parent: None,
         })
     }
 
@@ -106,6 +110,7 @@ impl Found {
             objects: None,
             odd: None,
             vllm: true,
+            parent: None,
         })
     }
 }
@@ -114,9 +119,11 @@ impl Found {
 /// compiles it (`.<key>.compilation_metadata.lock` in the cache's root),
 /// when there is one.
 pub(super) fn vllm_lock(dir: &Path) -> Option<PathBuf> {
-    let key = dir.file_name()?.to_str()?;
-    let lock = dir
-        .parent()?
-        .join(format!(".{key}.compilation_metadata.lock"));
+    vllm_lock_in(dir.parent()?, dir.file_name()?.to_str()?)
+}
+
+/// [`vllm_lock`] of the entry `key` in the directory `parent`.
+pub(super) fn vllm_lock_in(parent: &Path, key: &str) -> Option<PathBuf> {
+    let lock = parent.join(format!(".{key}.compilation_metadata.lock"));
     lock.symlink_metadata().ok().map(|_| lock)
 }

@@ -26,6 +26,7 @@
 
 #[cfg(feature = "remote")]
 mod bucket;
+mod descend;
 mod entry;
 mod era;
 mod for_scan;
@@ -42,7 +43,7 @@ pub(crate) use for_scan::{
     compiler_of, entry_dir, is_entry_name, judge_entry, read_error, Met, Read,
 };
 pub use found::CacheError;
-pub use prune::{prune, PruneOptions, Removal};
+pub use prune::{prune, PruneOptions, Pruned, Removal, DEFAULT_MIN_AGE};
 pub use root::{default_root, local_root, root_or_default, DEFAULT_ROOT};
 pub use state::State;
 pub use status::{root_version, status, CacheEntry, CacheStatus, VersionSummary};

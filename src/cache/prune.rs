@@ -1,9 +1,11 @@
 //! Removing the compile-cache entries a user selects: dry by default,
 //! exactly those entries with `apply`. The dry run and `apply` run the
-//! same checks on each entry (no link between the root and it, judged
-//! again now in the state it was selected in, no fresh lock): a dry run
-//! says what `apply` will do. No entry is selected whose state is not
-//! certain (`unreadable`, `unknown`), nor one holding a fresh lock.
+//! same checks on each entry (reached from the root by descriptors, no
+//! link or mount on the way, judged again now in the state it was
+//! selected in, no fresh or held lock, nothing in it changed within
+//! `--min-age`): a dry run says what `apply` will do. No entry is selected
+//! whose state is not certain (`unreadable`, `unknown`), nor one holding a
+//! fresh lock or one a live process holds.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -17,8 +19,14 @@ use super::status::{CacheEntry, CacheStatus};
 use super::time::human;
 use crate::error::{Error, Result};
 
+/// The `--min-age` a prune keeps by default: an hour. A compile writes its
+/// log and lock as it runs and a copy writes file after file, so an entry
+/// still being written has changed well within it; a failed compile an hour
+/// old is still removed by an hourly prune.
+pub const DEFAULT_MIN_AGE: Duration = Duration::from_secs(3600);
+
 /// Which entries [`prune`] removes, and whether it does.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PruneOptions {
     /// Failed compiles (`model.log`, no NEFF or a placeholder): replayed
@@ -44,6 +52,26 @@ pub struct PruneOptions {
     pub include_current: bool,
     /// Remove the selected entries (else only say which they are).
     pub apply: bool,
+    /// No selector removes an entry anything in which changed (the later
+    /// of modification and change time, temporary files included) within
+    /// this long ([`DEFAULT_MIN_AGE`]; `None` or zero: off).
+    pub min_age: Option<Duration>,
+}
+
+impl Default for PruneOptions {
+    fn default() -> Self {
+        PruneOptions {
+            failed: false,
+            corrupt: false,
+            locked_older_than: None,
+            incomplete_older_than: None,
+            keep_versions: None,
+            max_size: None,
+            include_current: false,
+            apply: false,
+            min_age: Some(DEFAULT_MIN_AGE),
+        }
+    }
 }
 
 impl PruneOptions {
@@ -104,6 +132,32 @@ impl PruneOptions {
         self
     }
 
+    /// Keeps every entry that changed within `age` (zero: none kept for
+    /// its age).
+    #[must_use]
+    pub fn min_age(mut self, age: Duration) -> Self {
+        self.min_age = (!age.is_zero()).then_some(age);
+        self
+    }
+
+    /// Whether `e` changed within `--min-age` of `now` (an entry whose
+    /// change time is not known counts as young).
+    fn young(&self, e: &CacheEntry, now: SystemTime) -> Option<String> {
+        let d = self.min_age?;
+        match e.changed {
+            Some(t) if since(now, t) >= d => None,
+            Some(t) => Some(format!(
+                "changed {} ago, within --min-age {}",
+                human(since(now, t)),
+                human(d)
+            )),
+            None => Some(format!(
+                "its change time is not known: kept by --min-age {}",
+                human(d)
+            )),
+        }
+    }
+
     /// Whether any selector is set.
     pub fn selects_any(&self) -> bool {
         self.failed
@@ -161,15 +215,45 @@ pub struct Removal {
     /// Why it is (or, dry, would be) left although selected, or why
     /// removing it failed; `None`: it went (or, dry, would go).
     pub error: Option<String>,
+    /// Why the options keep it although a selector chose it (it changed
+    /// within `--min-age`): not an error, and never removed.
+    pub kept: Option<String>,
+    /// Whether it was already gone when its turn came (another prune
+    /// removed it): not an error.
+    pub gone: bool,
+}
+
+impl Removal {
+    /// Whether it was left although it should have gone: not removed (or,
+    /// dry, not to be), not kept by the options, not already gone.
+    pub fn is_left(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+/// What [`prune`] did, or would do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pruned {
+    /// Every entry a selector chose, in order: removed (or to be), kept,
+    /// left, or already gone.
+    pub removals: Vec<Removal>,
+    /// With `max_size`: why the cache stays above it, when it does (what
+    /// holds the rest of the bytes).
+    pub short: Option<String>,
 }
 
 /// The entries of `status` (a cache at `root`) that `opts` selects, in
 /// order; removed when `opts.apply`. Each is checked as `apply` would
 /// check it, dry or not; one left (it changed since it was judged, it sits
-/// behind a link, its removal failed) carries why in [`Removal::error`].
+/// behind a link or a mount, a live process holds its lock, its removal
+/// failed) carries why in [`Removal::error`], one `--min-age` keeps carries
+/// why in [`Removal::kept`]. With `apply`, two prunes of one cache take
+/// turns (a lock on the root directory itself: nothing is written), and an
+/// entry the other removed first is [`Removal::gone`].
 /// `Err` for options that select nothing or everything, and for
 /// `--locked-older-than` while a `neuronx-cc` process runs.
-pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<Vec<Removal>> {
+pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<Pruned> {
     opts.check()?;
     if opts.locked_older_than.is_some() {
         if let Some(pid) = super::host::running_compiler() {
@@ -179,53 +263,143 @@ pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<V
             )));
         }
     }
+    let at = super::remove::At::open(root, opts.apply)?;
     let now = SystemTime::now();
     let releases = era::releases(status.entries.iter().filter_map(|e| e.compiler.as_deref()));
     let kept = |v: &str, n: usize| releases.iter().take(n).flatten().any(|k| *k == v);
     let mut out = Vec::new();
     for e in &status.entries {
         if let Some(why) = selected(e, opts, now, &kept) {
-            out.push(settle(root, e, why, opts, now));
+            out.push(settle(&at, e, why, opts, now));
         }
     }
+    let mut short = None;
     if let Some(max) = opts.max_size {
-        let newest = releases.first().cloned().unwrap_or_default();
-        let current = |e: &CacheEntry| e.compiler.as_deref().is_some_and(|v| newest.contains(&v));
-        let clock = Clock::of(root);
-        let total: u64 = status.entries.iter().map(|e| e.bytes).sum();
-        let gone: u64 = out
-            .iter()
-            .filter(|r| r.error.is_none())
-            .map(|r| r.bytes)
-            .sum();
-        let mut size = total.saturating_sub(gone);
-        let mut lru: Vec<&CacheEntry> = status
-            .entries
-            .iter()
-            .filter(|e| e.state == State::Ok && !fresh_lock(e, opts, now))
-            .filter(|e| opts.include_current || !current(e))
-            .filter(|e| !out.iter().any(|r| r.path == e.path))
-            .collect();
-        lru.sort_by_key(|e| (clock.used(e), e.path.clone()));
-        for e in lru {
-            if size <= max {
-                break;
-            }
-            let when = clock
-                .used(e)
-                .map_or_else(|| "never".into(), super::time::rfc3339);
-            let why = format!(
-                "least recently used (last {} {when}): the cache is over --max-size",
-                clock.verb()
-            );
-            let r = settle(root, e, why, opts, now);
-            if r.error.is_none() {
-                size = size.saturating_sub(r.bytes);
-            }
-            out.push(r);
-        }
+        short = evict(&at, status, opts, &releases, max, now, &mut out);
     }
-    Ok(out)
+    Ok(Pruned {
+        removals: out,
+        short,
+    })
+}
+
+/// `--max-size`: `ok` entries, least recently used first, until the cache
+/// holds at most `max` bytes; why it stays above, when it does.
+fn evict(
+    at: &super::remove::At,
+    status: &CacheStatus,
+    opts: &PruneOptions,
+    releases: &[Vec<&str>],
+    max: u64,
+    now: SystemTime,
+    out: &mut Vec<Removal>,
+) -> Option<String> {
+    let newest = releases.first().cloned().unwrap_or_default();
+    // The newest release's entries, and those no version dates (vLLM's,
+    // an unversioned root's: as new as can be told), stay unless
+    // --include-current.
+    let current = |e: &CacheEntry| {
+        e.compiler
+            .as_deref()
+            .is_none_or(|v| newest.contains(&v))
+    };
+    let clock = Clock::of(at.root());
+    let total: u64 = status.entries.iter().map(|e| e.bytes).sum();
+    let gone: u64 = out.iter().filter(|r| went(r)).map(|r| r.bytes).sum();
+    let mut size = total.saturating_sub(gone);
+    let mut lru: Vec<&CacheEntry> = status
+        .entries
+        .iter()
+        .filter(|e| e.state == State::Ok && !fresh_lock(e, opts, now))
+        .filter(|e| opts.include_current || !current(e))
+        .filter(|e| opts.young(e, now).is_none())
+        .filter(|e| !out.iter().any(|r| r.path == e.path))
+        .collect();
+    lru.sort_by_key(|e| (clock.used(e), e.path.clone()));
+    for e in lru {
+        if size <= max {
+            break;
+        }
+        let when = clock
+            .used(e)
+            .map_or_else(|| "never".into(), super::time::rfc3339);
+        let why = format!(
+            "least recently used (last {} {when}): the cache is over --max-size",
+            clock.verb()
+        );
+        let r = settle(at, e, why, opts, now);
+        if went(&r) {
+            size = size.saturating_sub(r.bytes);
+        }
+        out.push(r);
+    }
+    (size > max).then(|| short_of(status, opts, out, &current, size, max))
+}
+
+/// Whether `r` went (or, dry, would go), or was gone already.
+fn went(r: &Removal) -> bool {
+    r.error.is_none() && r.kept.is_none()
+}
+
+/// Why `--max-size` could not bring the cache to `max`: the bytes of what
+/// it may not take, by reason.
+fn short_of(
+    status: &CacheStatus,
+    opts: &PruneOptions,
+    out: &[Removal],
+    current: &dyn Fn(&CacheEntry) -> bool,
+    size: u64,
+    max: u64,
+) -> String {
+    let mut by: [(u64, &str); 5] = [
+        (0, "the newest compiler release's, or no release dates them (--include-current lets them go)"),
+        (0, "changed within --min-age"),
+        (0, "left (see each)"),
+        (0, "locked"),
+        (0, "not ok (other selectors judge those)"),
+    ];
+    for e in &status.entries {
+        let r = out.iter().find(|r| r.path == e.path);
+        if r.is_some_and(went) {
+            continue;
+        }
+        let i = match r {
+            Some(r) if r.kept.is_some() => 1,
+            Some(_) => 2,
+            None if e.state != State::Ok => 4,
+            None if e.lock_modified.is_some() => 3,
+            None if !opts.include_current && current(e) => 0,
+            None => 1,
+        };
+        by[i].0 += e.bytes;
+    }
+    let held: Vec<String> = by
+        .iter()
+        .filter(|(b, _)| *b > 0)
+        .map(|(b, why)| format!("{} {why}", bytes_shown(*b)))
+        .collect();
+    format!(
+        "--max-size {} not reached: {} remain; of them {}",
+        bytes_shown(max),
+        bytes_shown(size),
+        held.join(", ")
+    )
+}
+
+/// Bytes as the reports print them (`1.5 GiB`).
+fn bytes_shown(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// The time `--max-size` evicts by.
@@ -265,9 +439,10 @@ impl Clock {
     }
 }
 
-/// Checks (and, with `apply`, removes) one selected entry.
+/// Checks (and, with `apply`, removes) one selected entry; one that
+/// changed within `--min-age` is kept.
 fn settle(
-    root: &Path,
+    at: &super::remove::At,
     e: &CacheEntry,
     why: String,
     opts: &PruneOptions,
@@ -282,10 +457,37 @@ fn settle(
         why,
         removed: false,
         error: None,
+        kept: opts.young(e, now),
+        gone: false,
     };
-    let fresh = |t: Option<SystemTime>| lock_is_fresh(t, opts, now);
-    match super::remove::remove(root, e, opts.apply, &fresh) {
-        Ok(()) => r.removed = opts.apply,
+    if r.kept.is_some() {
+        return r;
+    }
+    // As it stands now: the state it was selected in, no fresh or held
+    // lock, nothing changed within --min-age.
+    let unchanged = |again: &CacheEntry| -> std::result::Result<(), String> {
+        if let Some(held) = again.locks.iter().find_map(|l| super::host::lock_held(l)) {
+            return Err(format!("{held}: left"));
+        }
+        if lock_is_fresh(again.lock_modified, opts, now) {
+            return Err(
+                "a fresh lock appeared since it was judged (a compile in progress): left".into(),
+            );
+        }
+        if again.state != e.state {
+            return Err(format!(
+                "changed since it was judged (now {}): left",
+                again.state
+            ));
+        }
+        match opts.young(again, now) {
+            Some(young) => Err(format!("{young}: left")),
+            None => Ok(()),
+        }
+    };
+    match at.remove(e, opts.apply, &unchanged) {
+        Ok(super::remove::Outcome::Went) => r.removed = opts.apply,
+        Ok(super::remove::Outcome::Gone) => r.gone = true,
         Err(why) => r.error = Some(why),
     }
     r
@@ -318,7 +520,7 @@ fn selected(
             }
         }
         State::Incomplete => {
-            if let (Some(d), Some(t)) = (opts.incomplete_older_than, e.modified) {
+            if let (Some(d), Some(t)) = (opts.incomplete_older_than, e.changed) {
                 if since(now, t) >= d {
                     return Some(format!("incomplete, untouched for {}", human(d)));
                 }
@@ -335,9 +537,11 @@ fn selected(
 }
 
 /// Whether the entry holds a fresh lock: younger than
-/// `--locked-older-than`, or any lock when that is not given.
+/// `--locked-older-than`, or any lock when that is not given, or one a
+/// live process holds whatever its age.
 fn fresh_lock(e: &CacheEntry, opts: &PruneOptions, now: SystemTime) -> bool {
     lock_is_fresh(e.lock_modified, opts, now)
+        || e.locks.iter().any(|l| super::host::lock_held(l).is_some())
 }
 
 /// [`fresh_lock`] for a lock last modified at `t` (`None`: no lock).

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::entry::{self, Listing, Odd, Read, State};
 use super::era;
-use super::found::{lossy, spelled, vllm_lock, CacheError, Found, VERSION_PREFIX};
+use super::found::{lossy, spelled, vllm_lock, vllm_lock_in, CacheError, Found, VERSION_PREFIX};
 use super::time;
 use crate::accessors;
 use crate::error::{Error, Result};
@@ -49,8 +49,14 @@ pub struct CacheEntry {
     /// When its newest file was last modified.
     #[serde(serialize_with = "time::serialize")]
     pub modified: Option<SystemTime>,
-    /// When its newest `*.lock` was last modified (any entry holding one:
-    /// a fresh lock is a compile in progress).
+    /// When anything in it last changed: the latest modification or
+    /// change time of its files and directories (a copy that kept old
+    /// modification times changed when it was copied). In a bucket, its
+    /// newest object's last-modified time. `prune --min-age` goes by it.
+    #[serde(serialize_with = "time::serialize")]
+    pub changed: Option<SystemTime>,
+    /// When its newest `*.lock` was last modified or changed (any entry
+    /// holding one: a fresh lock is a compile in progress).
     #[serde(serialize_with = "time::serialize")]
     pub lock_modified: Option<SystemTime>,
     /// When its `model.neff` was last modified.
@@ -67,6 +73,10 @@ pub struct CacheEntry {
     pub num_cores: Option<u64>,
     /// The NEFF's collective world size.
     pub cc_world_size: Option<u128>,
+    /// Its `*.lock` files as the judgement met them (a prune asks whether
+    /// a live process holds one).
+    #[serde(skip)]
+    pub(crate) locks: Vec<PathBuf>,
 }
 
 /// Every entry of a cache, and what could not be read.
@@ -207,6 +217,15 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
                             .into(),
                     ));
                 } else if kind.is_dir() {
+                    if super::descend::mount_root(&path, false).is_ok_and(|m| m.0 == Some(true)) {
+                        errors.push(CacheError::new(
+                            &path,
+                            "a compiler version's directory that is a mount point: not crossed \
+                             (give it as a root to read it)"
+                                .into(),
+                        ));
+                        continue;
+                    }
                     dirs.push((path, Some(v)));
                 }
             }
@@ -326,12 +345,14 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
         reason: None,
         bytes: 0,
         modified: None,
+        changed: None,
         lock_modified: None,
         neff_modified: None,
         neff_accessed: None,
         arch: None,
         num_cores: None,
         cc_world_size: None,
+        locks: Vec::new(),
     };
     match judged {
         Ok(j) => {
@@ -342,7 +363,9 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
             e.reason = j.reason;
             e.bytes = j.listing.bytes;
             e.modified = j.listing.newest;
+            e.changed = j.listing.changed;
             e.lock_modified = j.lock_time;
+            e.locks = j.listing.locks;
             e.neff_modified = j.listing.neff_times.modified;
             e.neff_accessed = j.listing.neff_times.accessed;
         }
@@ -369,7 +392,11 @@ fn local(
             }
             None => Listing::walk(&f.dir, true)?,
         };
-        if let Some(lock) = f.vllm.then(|| vllm_lock(&f.dir)).flatten() {
+        let lock = match &f.parent {
+            Some(p) => vllm_lock_in(p, &f.graph_hash),
+            None => vllm_lock(&f.dir),
+        };
+        if let Some(lock) = lock.filter(|_| f.vllm) {
             l.add_lock(lock);
         }
         Ok(l)
@@ -383,13 +410,23 @@ fn local(
 }
 
 /// The entry `e` judged again now, as [`status`] judged it (in a bucket,
-/// from `objects`, its keys as listed now).
-pub(super) fn rejudge(e: &CacheEntry, objects: Option<Vec<entry::Obj>>) -> CacheEntry {
+/// from `objects`, its keys as listed now). On disk, `at` names it through
+/// the descriptors a prune reached it by (the entry, the directory holding
+/// it), so that what is judged is what would be removed.
+pub(super) fn rejudge(
+    e: &CacheEntry,
+    objects: Option<Vec<entry::Obj>>,
+    at: Option<(PathBuf, PathBuf)>,
+) -> CacheEntry {
     let name = e.path.file_name().unwrap_or_default();
     let f = Found::named(e.path.clone(), name, e.compiler.clone())
         .or_else(|| Found::vllm(e.path.clone(), name))
         .map(|mut f| {
             f.objects = objects;
+            if let Some((dir, parent)) = at {
+                f.dir = dir;
+                f.parent = Some(parent);
+            }
             f
         });
     match f {

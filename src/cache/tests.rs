@@ -180,14 +180,18 @@ fn prune_is_dry_until_applied_and_then_removes_exactly_what_it_selected() {
     let made = cache(d.path());
     let st = status(d.path()).unwrap();
     let failed = PruneOptions::default().failed(true);
-    let plan = prune(d.path(), &st, &failed).unwrap();
+    let plan = prune(d.path(), &st, &failed.clone().min_age(Duration::ZERO))
+        .unwrap()
+        .removals;
     assert_eq!(plan.len(), 8);
     assert!(plan.iter().all(|r| r.state == State::Failed && !r.removed));
     assert!(
         made.iter().all(|(dir, _)| dir.exists()),
         "a dry run removed"
     );
-    let done = prune(d.path(), &st, &failed.apply(true)).unwrap();
+    let done = prune(d.path(), &st, &failed.min_age(Duration::ZERO).apply(true))
+        .unwrap()
+        .removals;
     assert!(done.iter().all(|r| r.removed && r.error.is_none()));
     for (dir, state) in &made {
         assert_eq!(dir.exists(), *state != State::Failed, "{}", dir.display());
@@ -198,13 +202,31 @@ fn prune_is_dry_until_applied_and_then_removes_exactly_what_it_selected() {
 fn a_fresh_lock_is_never_pruned_and_an_old_one_only_when_asked() {
     let d = tempfile::tempdir().unwrap();
     let made = cache(d.path());
+    // Ages count from the later of modification and change time: the
+    // "old" locks and NEFFs are a second and a half old, and the others
+    // are written again now (a copy that keeps old modification times
+    // still changed when it was copied).
+    std::thread::sleep(Duration::from_millis(1500));
+    for (dir, s) in &made {
+        for f in ["model.hlo_module.pb.lock", "model.neff"] {
+            let p = dir.join(f);
+            let recent = SystemTime::now() - Duration::from_secs(60);
+            let fresh = p
+                .symlink_metadata()
+                .is_ok_and(|m| m.modified().unwrap() > recent);
+            if fresh && matches!(s, State::Locked | State::Incomplete | State::Ok) {
+                touch(&p, &std::fs::read(&p).unwrap());
+            }
+        }
+    }
     let st = status(d.path()).unwrap();
+    let old_age = Duration::from_secs(1);
     // Every version but the newest: its fresh locks (and the ok entry
     // holding a lock) stay.
     // Without --locked-older-than every lock counts as fresh: the four
     // locked entries and the ok one holding a lock stay.
-    let old = PruneOptions::default().keep_versions(1);
-    let plan = prune(d.path(), &st, &old).unwrap();
+    let old = PruneOptions::default().keep_versions(1).min_age(Duration::ZERO);
+    let plan = prune(d.path(), &st, &old).unwrap().removals;
     assert_eq!(plan.len(), 24 - 5, "{plan:#?}");
     assert!(plan
         .iter()
@@ -212,18 +234,21 @@ fn a_fresh_lock_is_never_pruned_and_an_old_one_only_when_asked() {
     assert!(plan.iter().all(|r| r.state != State::Locked));
     // With it, the two old locks of the old version go too, and those of
     // the newest version by that rule; the fresh ones still stay.
-    let plan = prune(
-        d.path(),
-        &st,
-        &old.locked_older_than(Duration::from_secs(3600)),
-    )
-    .unwrap();
+    let plan = prune(d.path(), &st, &old.clone().locked_older_than(old_age))
+        .unwrap()
+        .removals;
     assert_eq!(plan.len(), 24 - 3 + 2, "{plan:#?}");
-    // Locks older than an hour: the two old ones of each version.
+    // --min-age of a second keeps every entry, whatever selects it.
+    let young = prune(d.path(), &st, &old.clone().min_age(Duration::from_secs(60)))
+        .unwrap()
+        .removals;
+    assert!(young.iter().all(|r| r.kept.is_some() && !r.removed), "{young:#?}");
+    // Locks older than a second: the two old ones of each version.
     let locks = PruneOptions::default()
-        .locked_older_than(Duration::from_secs(3600))
+        .locked_older_than(old_age)
+        .min_age(Duration::ZERO)
         .apply(true);
-    let done = prune(d.path(), &st, &locks).unwrap();
+    let done = prune(d.path(), &st, &locks).unwrap().removals;
     assert_eq!(done.len(), 4);
     assert!(done.iter().all(|r| r.removed && r.state == State::Locked));
     let left = made
@@ -231,9 +256,11 @@ fn a_fresh_lock_is_never_pruned_and_an_old_one_only_when_asked() {
         .filter(|(dir, s)| *s == State::Locked && dir.exists())
         .count();
     assert_eq!(left, 4);
-    // Incomplete entries untouched for a day: the two old ones of each.
-    let inc = PruneOptions::default().incomplete_older_than(Duration::from_secs(86_400));
-    assert_eq!(prune(d.path(), &st, &inc).unwrap().len(), 4);
+    // Incomplete entries untouched for a second: the two old ones of each.
+    let inc = PruneOptions::default()
+        .incomplete_older_than(old_age)
+        .min_age(Duration::ZERO);
+    assert_eq!(prune(d.path(), &st, &inc).unwrap().removals.len(), 4);
 }
 
 #[test]
@@ -247,18 +274,26 @@ fn an_entry_changed_since_it_was_judged_is_left() {
     let r = prune(
         d.path(),
         &st,
-        &PruneOptions::default().failed(true).apply(true),
+        &PruneOptions::default()
+            .failed(true)
+            .min_age(Duration::ZERO)
+            .apply(true),
     )
-    .unwrap();
+    .unwrap()
+    .removals;
     assert!(!r[0].removed && r[0].error.as_deref().unwrap().contains("fresh lock"));
     std::fs::remove_file(dir.join("model.hlo_module.pb.lock")).unwrap();
     touch(&dir.join("model.neff"), &good_neff());
     let r = prune(
         d.path(),
         &st,
-        &PruneOptions::default().failed(true).apply(true),
+        &PruneOptions::default()
+            .failed(true)
+            .min_age(Duration::ZERO)
+            .apply(true),
     )
-    .unwrap();
+    .unwrap()
+    .removals;
     assert!(!r[0].removed && r[0].error.as_deref().unwrap().contains("changed"));
     assert!(dir.exists());
 }
@@ -293,7 +328,7 @@ fn links_below_the_root_are_never_followed_and_never_pruned() {
         .max_size(0)
         .include_current(true)
         .apply(true);
-    assert!(prune(&root, &st, &every).unwrap().is_empty());
+    assert!(prune(&root, &st, &every).unwrap().removals.is_empty());
     assert!(elsewhere.join("MODULE_9+9/model.log").exists());
 }
 

@@ -229,6 +229,7 @@ impl Cache {
         }
         // An old access time: a read of the secret would move it.
         age(&secret, TWO_DAYS, TWO_DAYS);
+        settle_ages(&root);
         Cache {
             _tmp: tmp,
             root,
@@ -250,9 +251,14 @@ impl Cache {
         c.args(args).output().unwrap()
     }
 
+    /// `neff ARGS[0] ARGS[1] ROOT ARGS[2..]`; a prune without
+    /// `--min-age` gets `--min-age 0s` (every file here is seconds old).
     fn cmd(&self, args: &[&str]) -> Output {
         let mut v: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
         v.insert(2, self.root.as_os_str());
+        if args.get(1) == Some(&"prune") && !args.contains(&"--min-age") {
+            v.extend([OsStr::new("--min-age"), OsStr::new("0s")]);
+        }
         self.run(&v)
     }
 
@@ -268,6 +274,24 @@ impl Cache {
             for s in [&o.stdout, &o.stderr] {
                 assert!(!String::from_utf8_lossy(s).contains("SECRET"), "printed");
             }
+        }
+    }
+}
+
+/// Ages count from the later of a file's modification and change time,
+/// and a change time cannot be set back: the files made old (by
+/// modification time, [`age`]) are left four seconds behind, and every
+/// other file under `root` changes again now. A test then says "3s" where
+/// a user says "1d" (and runs its commands within those three seconds).
+fn settle_ages(root: &Path) {
+    std::thread::sleep(Duration::from_secs(4));
+    let recent = SystemTime::now() - Duration::from_secs(3600);
+    for e in walkdir::WalkDir::new(root) {
+        let e = e.unwrap();
+        let m = e.path().symlink_metadata().unwrap();
+        if e.file_type().is_file() && m.modified().unwrap() > recent {
+            let f = File::options().write(true).open(e.path()).unwrap();
+            f.set_modified(m.modified().unwrap()).unwrap();
         }
     }
 }
@@ -382,9 +406,9 @@ fn a_prune_with_every_selector_keeps_every_good_compile_byte_for_byte() {
         "--failed",
         "--corrupt",
         "--locked-older-than",
-        "1h",
+        "3s",
         "--incomplete-older-than",
-        "1h",
+        "3s",
         "--keep-versions",
         "4",
         "--max-size",
@@ -572,6 +596,8 @@ fn max_size_evicts_the_least_recently_used_good_compiles_of_older_releases() {
         root.to_str().unwrap(),
         "--max-size",
         &max,
+        "--min-age",
+        "0s",
         "--json",
     ]);
     let plan = ndjson(&o);
@@ -589,6 +615,8 @@ fn max_size_evicts_the_least_recently_used_good_compiles_of_older_releases() {
         root.to_str().unwrap(),
         "--max-size",
         &max,
+        "--min-age",
+        "0s",
         "--include-current",
         "--json",
     ]);
@@ -603,6 +631,8 @@ fn max_size_evicts_the_least_recently_used_good_compiles_of_older_releases() {
         root.to_str().unwrap(),
         "--max-size",
         &max,
+        "--min-age",
+        "0s",
         "--apply",
     ]);
     assert!(!dirs[2].exists() && !dirs[1].exists() && dirs[0].exists());

@@ -32,9 +32,11 @@ pub(crate) enum CacheCmd {
     },
     /// Remove the entries selected: a dry run that lists them, their bytes
     /// and what --apply will do, unless --apply. Never an entry holding a
-    /// fresh lock, one that is unreadable or unknown, or one behind a link.
-    /// Exit 0 when every selected entry went (or would), 1 when one was
-    /// (or would be) left, 3 when part of the cache could not be read
+    /// fresh lock or one a live process holds, one that changed within
+    /// --min-age, one that is unreadable or unknown, or one behind a link
+    /// or a mount. Exit 0 when every selected entry went (or would, or was
+    /// already gone), 1 when one was (or would be) left, 3 when part of the
+    /// cache could not be read
     Prune {
         root: PathBuf,
         /// Failed compiles (model.log, no NEFF or a placeholder): replayed
@@ -69,6 +71,11 @@ pub(crate) enum CacheCmd {
         /// Remove them (else only list them)
         #[arg(long)]
         apply: bool,
+        /// Keep every entry anything in which changed (modification or
+        /// change time, temporary files included) within DURATION, whatever
+        /// selects it: a copy or a compile still writing it. 0s: off
+        #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::parse_duration)]
+        min_age: std::time::Duration,
         /// One JSON object per selected entry (NDJSON): --format ndjson
         #[arg(long, conflicts_with = "format")]
         json: bool,
@@ -94,6 +101,7 @@ pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
             max_size,
             include_current,
             apply,
+            min_age,
             json,
             format,
         } => {
@@ -101,7 +109,8 @@ pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
                 .failed(failed)
                 .corrupt(corrupt)
                 .include_current(include_current)
-                .apply(apply);
+                .apply(apply)
+                .min_age(min_age);
             if let Some(b) = max_size {
                 p = p.max_size(b);
             }
@@ -273,24 +282,20 @@ pub(crate) fn prune(root: PathBuf, opts: &PruneOptions, format: Format) -> Resul
     let done = neff::cache::prune(&path, &status, opts).at(&path)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut rows = json.then(|| Rows::new(format, Vec::new()));
-    let (mut went, mut went_bytes, mut left, mut left_bytes) = (0, 0, 0, 0);
-    for r in &done {
-        if r.error.is_some() {
-            left += 1;
-            left_bytes += r.bytes;
-        } else {
-            went += 1;
-            went_bytes += r.bytes;
-        }
+    let mut tally = Tally::default();
+    for r in &done.removals {
+        tally.count(r);
         if let Some(w) = rows.as_mut() {
             w.row(r).map_err(stdout_err)?;
             continue;
         }
-        let what = match (&r.error, opts.apply) {
-            (Some(e), true) => format!("left: {}", crate::line(e)),
-            (Some(e), false) => format!("would leave: {}", crate::line(e)),
-            (None, true) => "removed".into(),
-            (None, false) => "would remove".into(),
+        let what = match (&r.error, &r.kept, r.gone, opts.apply) {
+            (Some(e), _, _, true) => format!("left: {}", crate::line(e)),
+            (Some(e), _, _, false) => format!("would leave: {}", crate::line(e)),
+            (None, Some(k), _, _) => format!("kept: {}", crate::line(k)),
+            (None, None, true, _) => "already gone (removed by another process)".into(),
+            (None, None, false, true) => "removed".into(),
+            (None, None, false, false) => "would remove".into(),
         };
         writeln!(
             out,
@@ -306,25 +311,64 @@ pub(crate) fn prune(root: PathBuf, opts: &PruneOptions, format: Format) -> Resul
         out.write_all(&w.finish().map_err(stdout_err)?)
             .map_err(stdout_err)?;
     } else {
-        let (verb, leave) = if opts.apply {
+        tally.summary(&mut out, opts.apply).map_err(stdout_err)?;
+    }
+    out.flush().map_err(stdout_err)?;
+    if let Some(short) = &done.short {
+        eprintln!("neff: {}: {}", shown(&path), crate::line(short));
+    }
+    Ok(exit(&status, tally.left.0 > 0))
+}
+
+/// Entries and bytes of a prune, by what became of them.
+#[derive(Default)]
+struct Tally {
+    went: (usize, u64),
+    left: (usize, u64),
+    kept: (usize, u64),
+    gone: (usize, u64),
+}
+
+impl Tally {
+    fn count(&mut self, r: &neff::cache::Removal) {
+        let t = if r.is_left() {
+            &mut self.left
+        } else if r.kept.is_some() {
+            &mut self.kept
+        } else if r.gone {
+            &mut self.gone
+        } else {
+            &mut self.went
+        };
+        t.0 += 1;
+        t.1 += r.bytes;
+    }
+
+    /// The summary line: what went (or would), and what did not.
+    fn summary(&self, out: &mut impl Write, apply: bool) -> io::Result<()> {
+        let (verb, leave) = if apply {
             ("removed", "left")
         } else {
             ("would be removed", "would be left")
         };
-        write!(out, "{}, {} {verb}", entries(went), bytes(went_bytes)).map_err(stdout_err)?;
-        if left > 0 {
-            write!(out, "; {}, {} {leave}", entries(left), bytes(left_bytes))
-                .map_err(stdout_err)?;
+        let part = |(n, b): (usize, u64)| format!("{}, {}", entries(n), bytes(b));
+        write!(out, "{} {verb}", part(self.went))?;
+        if self.left.0 > 0 {
+            write!(out, "; {} {leave}", part(self.left))?;
         }
-        let dry = if opts.apply {
+        if self.kept.0 > 0 {
+            write!(out, "; {} kept (changed within --min-age)", part(self.kept))?;
+        }
+        if self.gone.0 > 0 {
+            write!(out, "; {} already gone", part(self.gone))?;
+        }
+        let dry = if apply {
             ""
         } else {
             " (dry run: --apply removes them)"
         };
-        writeln!(out, "{dry}").map_err(stdout_err)?;
+        writeln!(out, "{dry}")
     }
-    out.flush().map_err(stdout_err)?;
-    Ok(exit(&status, left > 0))
 }
 
 /// A size as people write it: `500M`, `10GiB`, `1.5T`, `2GB`, `4096`: `K`,
