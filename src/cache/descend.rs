@@ -54,9 +54,7 @@ pub(super) fn mount_root(
 }
 
 fn of_statx(s: &rustix::fs::Statx) -> (Option<bool>, Option<SystemTime>) {
-    let known = s
-        .stx_attributes_mask
-        .contains(StatxAttributes::MOUNT_ROOT);
+    let known = s.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT);
     let root = known.then(|| s.stx_attributes.contains(StatxAttributes::MOUNT_ROOT));
     let t = |ts: rustix::fs::StatxTimestamp| {
         let d = Duration::new(ts.tv_sec.unsigned_abs(), ts.tv_nsec);
@@ -121,14 +119,18 @@ pub(super) fn reach(root: &OwnedFd, rel: &Path) -> Result<Reached, Refused> {
         .components()
         .map(|c| match c {
             Component::Normal(n) => Ok(n),
-            _ => Err(Refused::Left("not a plain path under the root: left".into())),
+            _ => Err(Refused::Left(
+                "not a plain path under the root: left".into(),
+            )),
         })
         .collect::<Result<_, _>>()?;
     let Some((last, above)) = names.split_last() else {
-        return Err(Refused::Left("the root itself is not an entry: left".into()));
+        return Err(Refused::Left(
+            "the root itself is not an entry: left".into(),
+        ));
     };
-    let mut parent = rustix::fs::openat(root, ".", dir_flags(), Mode::empty())
-        .map_err(io::Error::from)?;
+    let mut parent =
+        rustix::fs::openat(root, ".", dir_flags(), Mode::empty()).map_err(io::Error::from)?;
     let mut at = PathBuf::new();
     for n in above {
         at.push(n);

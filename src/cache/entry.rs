@@ -316,7 +316,11 @@ impl Listing {
     /// with its time when the listing keeps times.
     pub(super) fn add_lock(&mut self, lock: PathBuf) {
         if let Some(times) = self.lock_times.as_mut() {
-            match lock.symlink_metadata().ok().and_then(|m| super::descend::changed(&m)) {
+            match lock
+                .symlink_metadata()
+                .ok()
+                .and_then(|m| super::descend::changed(&m))
+            {
                 Some(t) => times.push(t),
                 None => return,
             }

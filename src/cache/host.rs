@@ -43,7 +43,12 @@ fn running_compiler_in(proc: &Path) -> Option<u32> {
 /// Whether a command line (`/proc/PID/cmdline`: arguments ended by NUL)
 /// names the compiler in any of its words.
 fn names_compiler(cmdline: &[u8]) -> bool {
-    let sep = |b: &u8| matches!(b, 0 | b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'"' | b'\'' | b'=');
+    let sep = |b: &u8| {
+        matches!(
+            b,
+            0 | b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'"' | b'\'' | b'='
+        )
+    };
     cmdline.split(sep).any(|w| {
         let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
         COMPILERS.iter().any(|c| base == c.as_bytes()) || base.starts_with(b"neuronxcc.")
@@ -59,15 +64,20 @@ fn names_compiler(cmdline: &[u8]) -> bool {
 /// could tell (counted as held: nothing is removed on a guess).
 pub(super) fn lock_held(lock: &Path) -> Option<String> {
     use rustix::fs::{FlockOperation as Op, Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = match rustix::fs::open(lock, flags, Mode::empty()) {
         Ok(fd) => fd,
         // Gone: nobody holds it.
         Err(rustix::io::Errno::NOENT) => return None,
         Err(e) => return Some(format!("its lock cannot be probed ({e})")),
     };
-    let name = lock.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let busy = |e: rustix::io::Errno| matches!(e, rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::ACCESS);
+    let name = lock
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let busy = |e: rustix::io::Errno| {
+        matches!(e, rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::ACCESS)
+    };
     let flock = match rustix::fs::flock(&fd, Op::NonBlockingLockExclusive) {
         Ok(()) => {
             let _ = rustix::fs::flock(&fd, Op::Unlock);
@@ -77,7 +87,9 @@ pub(super) fn lock_held(lock: &Path) -> Option<String> {
     };
     if let Err(e) = flock {
         if busy(e) {
-            return Some(format!("{name} is held by a live process (flock): a compile in progress"));
+            return Some(format!(
+                "{name} is held by a live process (flock): a compile in progress"
+            ));
         }
     }
     // A write lock conflicts with every record lock; it needs the file
@@ -98,7 +110,9 @@ pub(super) fn lock_held(lock: &Path) -> Option<String> {
         (_, Err(e)) if busy(e) => Some(format!(
             "{name} is held by a live process (fcntl): a compile in progress"
         )),
-        (Err(a), Err(b)) => Some(format!("{name} cannot be probed ({a}; {b}): counted as held")),
+        (Err(a), Err(b)) => Some(format!(
+            "{name} cannot be probed ({a}; {b}): counted as held"
+        )),
         _ => None,
     }
 }
@@ -207,11 +221,21 @@ mod tests {
 
     #[test]
     fn a_compiler_is_seen_wherever_its_command_line_names_it() {
-        assert!(names_compiler(b"python3\0-u\0/opt/v/bin/neuronx-cc\0compile\0"));
-        assert!(names_compiler(b"bash\0-c\0cd /x && neuronx-cc compile a.pb\0"));
-        assert!(names_compiler(b"/usr/bin/python3\0/opt/v/bin/neuron_parallel_compile\0torchrun\0"));
-        assert!(names_compiler(b"python\0-m\0neuronxcc.driver.CommandDriver\0compile\0"));
-        assert!(!names_compiler(b"neff\0cache\0prune\0/var/tmp/neuron-compile-cache/neuronxcc-2.15\0"));
+        assert!(names_compiler(
+            b"python3\0-u\0/opt/v/bin/neuronx-cc\0compile\0"
+        ));
+        assert!(names_compiler(
+            b"bash\0-c\0cd /x && neuronx-cc compile a.pb\0"
+        ));
+        assert!(names_compiler(
+            b"/usr/bin/python3\0/opt/v/bin/neuron_parallel_compile\0torchrun\0"
+        ));
+        assert!(names_compiler(
+            b"python\0-m\0neuronxcc.driver.CommandDriver\0compile\0"
+        ));
+        assert!(!names_compiler(
+            b"neff\0cache\0prune\0/var/tmp/neuron-compile-cache/neuronxcc-2.15\0"
+        ));
         assert!(!names_compiler(b"vim\0neuronx-cc.txt\0"));
     }
 

@@ -298,11 +298,7 @@ fn evict(
     // The newest release's entries, and those no version dates (vLLM's,
     // an unversioned root's: as new as can be told), stay unless
     // --include-current.
-    let current = |e: &CacheEntry| {
-        e.compiler
-            .as_deref()
-            .is_none_or(|v| newest.contains(&v))
-    };
+    let current = |e: &CacheEntry| e.compiler.as_deref().is_none_or(|v| newest.contains(&v));
     let clock = Clock::of(at.root());
     let total: u64 = status.entries.iter().map(|e| e.bytes).sum();
     let gone: u64 = out.iter().filter(|r| went(r)).map(|r| r.bytes).sum();

@@ -76,11 +76,7 @@ impl At {
             Err(Refused::Gone) => return Ok(Outcome::Gone),
             Err(Refused::Left(why)) => return Err(why),
         };
-        let again = rejudge(
-            e,
-            None,
-            Some((reached.entry_path(), reached.parent_path())),
-        );
+        let again = rejudge(e, None, Some((reached.entry_path(), reached.parent_path())));
         unchanged(&again)?;
         if apply {
             match reached.remove() {

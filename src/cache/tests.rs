@@ -225,7 +225,9 @@ fn a_fresh_lock_is_never_pruned_and_an_old_one_only_when_asked() {
     // holding a lock) stay.
     // Without --locked-older-than every lock counts as fresh: the four
     // locked entries and the ok one holding a lock stay.
-    let old = PruneOptions::default().keep_versions(1).min_age(Duration::ZERO);
+    let old = PruneOptions::default()
+        .keep_versions(1)
+        .min_age(Duration::ZERO);
     let plan = prune(d.path(), &st, &old).unwrap().removals;
     assert_eq!(plan.len(), 24 - 5, "{plan:#?}");
     assert!(plan
@@ -242,7 +244,10 @@ fn a_fresh_lock_is_never_pruned_and_an_old_one_only_when_asked() {
     let young = prune(d.path(), &st, &old.clone().min_age(Duration::from_secs(60)))
         .unwrap()
         .removals;
-    assert!(young.iter().all(|r| r.kept.is_some() && !r.removed), "{young:#?}");
+    assert!(
+        young.iter().all(|r| r.kept.is_some() && !r.removed),
+        "{young:#?}"
+    );
     // Locks older than a second: the two old ones of each version.
     let locks = PruneOptions::default()
         .locked_older_than(old_age)

@@ -120,7 +120,15 @@ fn cache_prune_failed_removes_nothing_until_applied_then_exactly_the_failed() {
     let tmp = tempfile::tempdir().unwrap();
     let made = cache(tmp.path());
     let root = tmp.path().to_str().unwrap();
-    let o = neff(&["cache", "prune", root, "--failed", "--json", "--min-age", "0s"]);
+    let o = neff(&[
+        "cache",
+        "prune",
+        root,
+        "--failed",
+        "--json",
+        "--min-age",
+        "0s",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let plan = ndjson(&o.stdout);
     assert_eq!(plan.len(), 8);
@@ -131,7 +139,15 @@ fn cache_prune_failed_removes_nothing_until_applied_then_exactly_the_failed() {
         made.iter().all(|(d, _)| d.exists()),
         "a dry run removed something"
     );
-    let o = neff(&["cache", "prune", root, "--failed", "--apply", "--min-age", "0s"]);
+    let o = neff(&[
+        "cache",
+        "prune",
+        root,
+        "--failed",
+        "--apply",
+        "--min-age",
+        "0s",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let text = String::from_utf8(o.stdout).unwrap();
     assert_eq!(

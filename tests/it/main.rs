@@ -32,6 +32,7 @@ mod optimize;
 mod pack_unpack;
 mod paths;
 mod peer_archives;
+mod prune_hostile;
 mod reference;
 #[cfg(feature = "remote")]
 mod remote;
