@@ -78,6 +78,15 @@ pub(super) struct NeffTimes {
     pub(super) accessed: Option<SystemTime>,
 }
 
+/// A `graph*.neff` at the top of a vLLM entry: its name, and its size and
+/// times where the listing read them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct GraphNeff {
+    pub(super) name: String,
+    pub(super) size: Option<u64>,
+    pub(super) times: NeffTimes,
+}
+
 /// What one listing of an entry's directory holds.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Listing {
@@ -86,8 +95,9 @@ pub(crate) struct Listing {
     pub(super) log: bool,
     /// vLLM's `.compilation_complete`.
     pub(super) complete: bool,
-    /// The name of vLLM's NEFF (`graph_<key>.neff`, `graph.neff`).
-    pub(super) graph_neff: Option<String>,
+    /// vLLM's NEFFs (`graph_<key>.neff`, `graph.neff`, any other
+    /// `graph*.neff` at the entry's top), in the order met.
+    pub(super) graph_neffs: Vec<GraphNeff>,
     /// Regular files met, at any depth.
     pub(super) files: usize,
     /// The `*.lock` files, anywhere in the entry.
@@ -128,7 +138,10 @@ impl Listing {
             Some(LOG) if top => self.log = true,
             Some(COMPLETE) if top => self.complete = true,
             Some(n) if top && n.starts_with("graph") && n.ends_with(".neff") => {
-                self.graph_neff = Some(n.to_string());
+                self.graph_neffs.push(GraphNeff {
+                    name: n.to_string(),
+                    ..GraphNeff::default()
+                });
             }
             Some(n) if n.ends_with(".lock") => self.locks.push(at.to_path_buf()),
             _ => {}
@@ -148,6 +161,7 @@ impl Listing {
             ..Listing::default()
         };
         let walk = walkdir::WalkDir::new(dir).follow_links(false).min_depth(1);
+        let mut graphs = 0;
         for e in walk {
             let e = match e {
                 Ok(e) => e,
@@ -185,6 +199,14 @@ impl Listing {
                 continue;
             }
             l.file(rel.as_os_str(), e.path());
+            let graph = l.graph_neffs.len();
+            if !full {
+                // A vLLM NEFF's size is compared with what its marker says.
+                if let Some(g) = l.graph_neffs.last_mut().filter(|_| graph > graphs) {
+                    g.size = e.metadata().ok().map(|m| m.len());
+                }
+                graphs = graph;
+            }
             if full {
                 // A file may go between the listing and its stat: it
                 // counts nothing then.
@@ -198,12 +220,17 @@ impl Listing {
                         times.push(m);
                     }
                 }
-                if name.is_some_and(|n| n == NEFF || l.graph_neff.as_deref() == Some(n)) {
-                    l.neff_times = NeffTimes {
-                        modified,
-                        accessed: meta.accessed().ok(),
-                    };
+                let times = NeffTimes {
+                    modified,
+                    accessed: meta.accessed().ok(),
+                };
+                if name == Some(NEFF) {
+                    l.neff_times = times;
                 }
+                if let Some(g) = l.graph_neffs.last_mut().filter(|_| graph > graphs) {
+                    (g.size, g.times) = (Some(meta.len()), times);
+                }
+                graphs = graph;
             }
         }
         Ok(l)
@@ -244,7 +271,14 @@ impl Listing {
             ..Listing::default()
         };
         for (name, size, modified) in objects {
+            let graphs = l.graph_neffs.len();
             l.file(OsStr::new(name), Path::new(name));
+            if l.graph_neffs.len() > graphs {
+                if let Some(g) = l.graph_neffs.last_mut() {
+                    g.size = Some(size);
+                    g.times.modified = Some(modified);
+                }
+            }
             if name.ends_with(".lock") {
                 if let Some(t) = l.lock_times.as_mut() {
                     t.push(modified);
@@ -312,21 +346,35 @@ pub(super) struct Judged<T> {
 
 /// What one judgement came to, before it is kept: a state and reason, or
 /// a file that vanished (list again).
-enum Verdict {
+pub(super) enum Verdict {
     Is(State, Option<String>),
     Again,
 }
 
+/// How an entry's files are read, wherever it lives: `read` reads a NEFF
+/// (given its name below the entry), `log_line` gives its log's last
+/// error line, `marker` the text of vLLM's `.compilation_complete` (or
+/// what stops either being read).
+pub(super) struct Readers<R, L, M> {
+    pub(super) read: R,
+    pub(super) log_line: L,
+    pub(super) marker: M,
+}
+
 /// Judges an entry wherever it lives, by the rules of `era`: `list` lists
-/// it (again, when a file vanished under the reading), `read` reads its
-/// NEFF (given its name below the entry), `log_line` gives its log's last
-/// error line (or what stops it being read).
-pub(super) fn judge_with<T>(
+/// it (again, when a file vanished under the reading), `key` is its name
+/// (a vLLM entry's NEFF is named for it), `r` reads its files.
+pub(super) fn judge_with<T, R, L, M>(
     mut list: impl FnMut() -> io::Result<Listing>,
     era: Era,
-    mut read: impl FnMut(&str) -> Read<T>,
-    mut log_line: impl FnMut() -> Result<String, Odd>,
-) -> io::Result<Judged<T>> {
+    key: &str,
+    mut r: Readers<R, L, M>,
+) -> io::Result<Judged<T>>
+where
+    R: FnMut(&str) -> Read<T>,
+    L: FnMut() -> Result<String, Odd>,
+    M: FnMut() -> Result<String, Odd>,
+{
     let mut tries = 0;
     loop {
         tries += 1;
@@ -348,28 +396,30 @@ pub(super) fn judge_with<T>(
             }
         };
         let mut got = None;
-        let name = listing.graph_neff.clone().unwrap_or_else(|| NEFF.into());
+        // The first NEFF read whole is the one the entry is judged by (a
+        // vLLM entry's other NEFFs are read after it).
         let verdict = decide(
             &listing,
-            era,
+            (era, key),
             lock_time,
-            &mut || match read(&name) {
+            &mut |name: &str| match (r.read)(name) {
                 Read::Ok(t) => {
-                    got = Some(t);
+                    got.get_or_insert(t);
                     Read::Ok(())
                 }
                 Read::Refused(w) => Read::Refused(w),
                 Read::Unreadable(w) => Read::Unreadable(w),
                 Read::Vanished => Read::Vanished,
             },
-            &mut log_line,
+            &mut r.log_line,
+            &mut r.marker,
         );
         let (state, reason) = match verdict {
             Verdict::Is(s, r) => (s, r),
             Verdict::Again if !last => continue,
             Verdict::Again => (
                 State::Unknown,
-                Some("model.neff vanished while it was read".into()),
+                Some("the NEFF vanished while it was read".into()),
             ),
         };
         return Ok(Judged {
@@ -386,10 +436,11 @@ pub(super) fn judge_with<T>(
 /// (docs/GUIDE.md, "Compile caches of every compiler").
 fn decide(
     l: &Listing,
-    era: Era,
+    (era, key): (Era, &str),
     lock_time: Option<SystemTime>,
-    read: &mut dyn FnMut() -> Read<()>,
+    read_named: &mut dyn FnMut(&str) -> Read<()>,
     log_line: &mut dyn FnMut() -> Result<String, Odd>,
+    marker: &mut dyn FnMut() -> Result<String, Odd>,
 ) -> Verdict {
     if let Some(odd) = &l.odd {
         let (s, why) = odd.judged();
@@ -411,8 +462,9 @@ fn decide(
         )
     };
     if era == Era::Vllm {
-        return vllm(l, read, locked);
+        return super::vllm::decide(l, key, read_named, marker, locked);
     }
+    let mut read = || read_named(NEFF);
     // A marker says the era even where no version does.
     let era = if l.done { Era::Marked } else { era };
     let locks = !l.locks.is_empty();
@@ -475,61 +527,47 @@ fn decide(
     }
 }
 
-/// The state of an entry of vLLM's Neuron cache: finished when
-/// `.compilation_complete` is there (its NEFF then decides `ok` or
-/// `corrupt`); without it a compile in progress (a lock), or one that
-/// failed or stopped, which this layout does not tell apart: `unknown`.
-fn vllm(l: &Listing, read: &mut dyn FnMut() -> Read<()>, locked: impl Fn() -> Verdict) -> Verdict {
-    let neff = l.graph_neff.is_some();
-    match (l.complete, neff) {
-        (true, true) => match read() {
-            Read::Ok(()) => Verdict::Is(State::Ok, None),
-            Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
-            Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
-            Read::Vanished => Verdict::Again,
-        },
-        (true, false) => Verdict::Is(
-            State::Corrupt,
-            Some(format!("{COMPLETE} but no graph*.neff")),
-        ),
-        _ if !l.locks.is_empty() => locked(),
-        (false, _) if l.files > 0 => Verdict::Is(
-            State::Unknown,
-            Some(format!(
-                "no {COMPLETE}: a compile in progress, failed or stopped (vLLM's cache keeps \
-                 no log to tell which)"
-            )),
-        ),
-        (false, _) => Verdict::Is(State::Empty, None),
-    }
-}
-
 /// The last line of the compile log `log` that says `error` (any case),
 /// else its last non-empty line; read from its last [`LOG_TAIL`] bytes.
 /// A link is not followed, and a log that is not a regular file (a FIFO)
 /// is not read: either is what stops the entry being judged.
 pub(super) fn last_error_line(log: &Path) -> Result<String, Odd> {
+    let buf = tail(log, LOG, LOG_TAIL)?;
+    Ok(error_line(&String::from_utf8_lossy(&buf)))
+}
+
+/// The text of vLLM's `.compilation_complete` in the entry `dir` (its last
+/// [`super::vllm::MARKER_TAIL`] bytes), read as a log is.
+pub(super) fn marker_text(dir: &Path) -> Result<String, Odd> {
+    let buf = tail(&dir.join(COMPLETE), COMPLETE, super::vllm::MARKER_TAIL)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The last `n` bytes of the entry's file at `path` (named `name` below
+/// the entry). A link is not followed, and a file that is not a regular
+/// one (a FIFO) is not read: either is what stops the entry being judged.
+fn tail(path: &Path, name: &str, n: u64) -> Result<Vec<u8>, Odd> {
     use std::io::{Read as _, Seek, SeekFrom};
     use std::os::unix::fs::OpenOptionsExt;
     let err = |e: io::Error| match e.raw_os_error() {
-        Some(libc::ELOOP) => Odd::Link(LOG.into()),
-        _ => Odd::Unreadable(LOG.into(), e.to_string()),
+        Some(libc::ELOOP) => Odd::Link(name.into()),
+        _ => Odd::Unreadable(name.into(), e.to_string()),
     };
     let mut f = std::fs::File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(log)
+        .open(path)
         .map_err(err)?;
     let meta = f.metadata().map_err(err)?;
     if let Some(kind) = special(&meta.file_type()) {
-        return Err(Odd::Special(LOG.into(), kind));
+        return Err(Odd::Special(name.into(), kind));
     }
     let len = meta.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(LOG_TAIL)))
+    f.seek(SeekFrom::Start(len.saturating_sub(n)))
         .map_err(err)?;
     let mut buf = Vec::new();
-    f.take(LOG_TAIL).read_to_end(&mut buf).map_err(err)?;
-    Ok(error_line(&String::from_utf8_lossy(&buf)))
+    f.take(n).read_to_end(&mut buf).map_err(err)?;
+    Ok(buf)
 }
 
 /// The last line of a log's tail `text` that says `error` (any case), else

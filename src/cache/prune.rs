@@ -167,10 +167,12 @@ pub struct Removal {
 /// order; removed when `opts.apply`. Each is checked as `apply` would
 /// check it, dry or not; one left (it changed since it was judged, it sits
 /// behind a link, its removal failed) carries why in [`Removal::error`].
-/// `Err` for options that select nothing or everything, and for
-/// `--locked-older-than` while a `neuronx-cc` process runs.
+/// `Err` for options that select nothing or everything, for a root that
+/// is `/` or the user's home directory, and for `--locked-older-than`
+/// while a `neuronx-cc` process runs.
 pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<Vec<Removal>> {
     opts.check()?;
+    super::root::refuse_pruning(root)?;
     if opts.locked_older_than.is_some() {
         if let Some(pid) = super::host::running_compiler() {
             return Err(Error::refused(format!(
@@ -181,7 +183,7 @@ pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<V
     }
     let now = SystemTime::now();
     let releases = era::releases(status.entries.iter().filter_map(|e| e.compiler.as_deref()));
-    let kept = |v: &str, n: usize| releases.iter().take(n).flatten().any(|k| *k == v);
+    let kept = |v: &str, n: usize| era::kept(&releases, v, n);
     let mut out = Vec::new();
     for e in &status.entries {
         if let Some(why) = selected(e, opts, now, &kept) {
