@@ -17,6 +17,8 @@ use std::time::SystemTime;
 
 use super::era::Era;
 pub use super::state::State;
+use super::vllm;
+pub(super) use super::vllm::COMPLETE;
 
 /// What the compiler wrapper writes when a compile finished (2.15+).
 pub(super) const DONE: &str = "model.done";
@@ -24,8 +26,6 @@ pub(super) const DONE: &str = "model.done";
 pub(super) const NEFF: &str = "model.neff";
 /// The compile's log (kept when it failed).
 pub(super) const LOG: &str = "model.log";
-/// What vLLM's Neuron cache writes last, once a compile finished.
-pub(super) const COMPLETE: &str = ".compilation_complete";
 /// Most of a log read for its last error line (its tail).
 pub(super) const LOG_TAIL: u64 = 64 << 10;
 /// Times an entry is listed again when a file vanished under the reading.
@@ -462,7 +462,7 @@ fn decide(
         )
     };
     if era == Era::Vllm {
-        return super::vllm::decide(l, key, read_named, marker, locked);
+        return decide_vllm(l, key, read_named, marker, locked);
     }
     let mut read = || read_named(NEFF);
     // A marker says the era even where no version does.
@@ -527,6 +527,101 @@ fn decide(
     }
 }
 
+/// The NEFF the loader reads in the entry `key`: `graph_<key>.neff`, else
+/// `graph.neff`.
+pub(super) fn loader<'a>(l: &'a Listing, key: &str) -> Option<&'a GraphNeff> {
+    let own = format!("graph_{key}.neff");
+    l.graph_neffs
+        .iter()
+        .find(|g| g.name == own)
+        .or_else(|| l.graph_neffs.iter().find(|g| g.name == "graph.neff"))
+}
+
+/// The state of the vLLM entry `key` from its listing: finished when
+/// `.compilation_complete` is there; then `ok` when the NEFF the loader
+/// reads reads whole and has the size the marker gives (`corrupt`
+/// otherwise). Every other `graph*.neff` in it is read too: one refused
+/// is said in the reason, and leaves the state to the loader's NEFF.
+/// Without the marker: a compile in progress (a lock), or one that failed
+/// or stopped, which this layout does not tell apart: `unknown`.
+pub(super) fn decide_vllm(
+    l: &Listing,
+    key: &str,
+    read: &mut dyn FnMut(&str) -> Read<()>,
+    marker: &mut dyn FnMut() -> Result<String, Odd>,
+    locked: impl Fn() -> Verdict,
+) -> Verdict {
+    let is = |s: State, why: String| Verdict::Is(s, Some(why));
+    match (l.complete, loader(l, key)) {
+        (true, Some(g)) => {
+            let text = match marker() {
+                Ok(t) => t,
+                Err(odd) => {
+                    let (s, why) = odd.judged();
+                    return is(s, why);
+                }
+            };
+            match (vllm::neff_size(&text), g.size) {
+                (vllm::Said::Size(s), Some(n)) if s != n.to_string() => {
+                    return is(
+                        State::Corrupt,
+                        format!("{} is {n} bytes, but {COMPLETE} says neff_size:{s}", g.name),
+                    )
+                }
+                (vllm::Said::Garbled(v), _) => {
+                    return is(
+                        State::Unknown,
+                        format!("{COMPLETE} says neff_size:{v:?}, not a number of bytes"),
+                    )
+                }
+                _ => {}
+            }
+            match read(&g.name) {
+                Read::Ok(()) => {}
+                Read::Refused(why) => return is(State::Corrupt, format!("{}: {why}", g.name)),
+                Read::Unreadable(why) => return is(State::Unreadable, why),
+                Read::Vanished => return Verdict::Again,
+            }
+            Verdict::Is(State::Ok, others(l, &g.name, read))
+        }
+        (true, None) => {
+            let other = l.graph_neffs.first().map_or_else(String::new, |g| {
+                format!(" ({} is not what it reads)", g.name)
+            });
+            is(
+                State::Corrupt,
+                format!("{COMPLETE} but no graph_<key>.neff or graph.neff, the NEFF the loader reads{other}"),
+            )
+        }
+        _ if !l.locks.is_empty() => locked(),
+        (false, _) if l.files > 0 => is(
+            State::Unknown,
+            format!(
+                "no {COMPLETE}: a compile in progress, failed or stopped (vLLM's cache keeps \
+                 no log to tell which)"
+            ),
+        ),
+        (false, _) => Verdict::Is(State::Empty, None),
+    }
+}
+
+/// What the `graph*.neff` files beside the loader's (`loaded`) say when
+/// one is refused or cannot be read: a note, the state left to the
+/// loader's NEFF.
+fn others(l: &Listing, loaded: &str, read: &mut dyn FnMut(&str) -> Read<()>) -> Option<String> {
+    let mut notes = Vec::new();
+    for g in l.graph_neffs.iter().filter(|g| g.name != loaded) {
+        match read(&g.name) {
+            Read::Refused(why) | Read::Unreadable(why) => notes.push(format!(
+                "{} beside it is refused ({why}); the loader reads {loaded}",
+                g.name
+            )),
+            Read::Ok(()) | Read::Vanished => {}
+        }
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
 /// The last line of the compile log `log` that says `error` (any case),
 /// else its last non-empty line; read from its last [`LOG_TAIL`] bytes.
 /// A link is not followed, and a log that is not a regular file (a FIFO)
@@ -537,9 +632,9 @@ pub(super) fn last_error_line(log: &Path) -> Result<String, Odd> {
 }
 
 /// The text of vLLM's `.compilation_complete` in the entry `dir` (its last
-/// [`super::vllm::MARKER_TAIL`] bytes), read as a log is.
+/// [`vllm::MARKER_TAIL`] bytes), read as a log is.
 pub(super) fn marker_text(dir: &Path) -> Result<String, Odd> {
-    let buf = tail(&dir.join(COMPLETE), COMPLETE, super::vllm::MARKER_TAIL)?;
+    let buf = tail(&dir.join(COMPLETE), COMPLETE, vllm::MARKER_TAIL)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 

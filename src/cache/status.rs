@@ -430,7 +430,7 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
             e.lock_modified = j.lock_time;
             let times = match f.kind {
                 Kind::Wrapper => j.listing.neff_times,
-                _ => vllm::loader(&j.listing, key)
+                _ => entry::loader(&j.listing, key)
                     .map(|g| g.times)
                     .unwrap_or_default(),
             };

@@ -12,8 +12,11 @@
 
 use std::path::Path;
 
-use super::entry::{GraphNeff, Listing, Odd, Read, State, Verdict, COMPLETE};
 use super::era::is_vllm_key;
+use super::state::State;
+
+/// What vLLM's Neuron cache writes last, once a compile finished.
+pub(super) const COMPLETE: &str = ".compilation_complete";
 
 /// Most of `.compilation_complete` read (its last bytes): the writer puts
 /// three short lines in it.
@@ -181,101 +184,6 @@ pub(super) fn neff_size(text: &str) -> Said {
         }
     }
     said
-}
-
-/// The NEFF the loader reads in the entry `key`: `graph_<key>.neff`, else
-/// `graph.neff`.
-pub(super) fn loader<'a>(l: &'a Listing, key: &str) -> Option<&'a GraphNeff> {
-    let own = format!("graph_{key}.neff");
-    l.graph_neffs
-        .iter()
-        .find(|g| g.name == own)
-        .or_else(|| l.graph_neffs.iter().find(|g| g.name == "graph.neff"))
-}
-
-/// The state of the vLLM entry `key` from its listing: finished when
-/// `.compilation_complete` is there; then `ok` when the NEFF the loader
-/// reads reads whole and has the size the marker gives (`corrupt`
-/// otherwise). Every other `graph*.neff` in it is read too: one refused
-/// is said in the reason, and leaves the state to the loader's NEFF.
-/// Without the marker: a compile in progress (a lock), or one that failed
-/// or stopped, which this layout does not tell apart: `unknown`.
-pub(super) fn decide(
-    l: &Listing,
-    key: &str,
-    read: &mut dyn FnMut(&str) -> Read<()>,
-    marker: &mut dyn FnMut() -> Result<String, Odd>,
-    locked: impl Fn() -> Verdict,
-) -> Verdict {
-    let is = |s: State, why: String| Verdict::Is(s, Some(why));
-    match (l.complete, loader(l, key)) {
-        (true, Some(g)) => {
-            let text = match marker() {
-                Ok(t) => t,
-                Err(odd) => {
-                    let (s, why) = odd.judged();
-                    return is(s, why);
-                }
-            };
-            match (neff_size(&text), g.size) {
-                (Said::Size(s), Some(n)) if s != n.to_string() => {
-                    return is(
-                        State::Corrupt,
-                        format!("{} is {n} bytes, but {COMPLETE} says neff_size:{s}", g.name),
-                    )
-                }
-                (Said::Garbled(v), _) => {
-                    return is(
-                        State::Unknown,
-                        format!("{COMPLETE} says neff_size:{v:?}, not a number of bytes"),
-                    )
-                }
-                _ => {}
-            }
-            match read(&g.name) {
-                Read::Ok(()) => {}
-                Read::Refused(why) => return is(State::Corrupt, format!("{}: {why}", g.name)),
-                Read::Unreadable(why) => return is(State::Unreadable, why),
-                Read::Vanished => return Verdict::Again,
-            }
-            Verdict::Is(State::Ok, others(l, &g.name, read))
-        }
-        (true, None) => {
-            let other = l.graph_neffs.first().map_or_else(String::new, |g| {
-                format!(" ({} is not what it reads)", g.name)
-            });
-            is(
-                State::Corrupt,
-                format!("{COMPLETE} but no graph_<key>.neff or graph.neff, the NEFF the loader reads{other}"),
-            )
-        }
-        _ if !l.locks.is_empty() => locked(),
-        (false, _) if l.files > 0 => is(
-            State::Unknown,
-            format!(
-                "no {COMPLETE}: a compile in progress, failed or stopped (vLLM's cache keeps \
-                 no log to tell which)"
-            ),
-        ),
-        (false, _) => Verdict::Is(State::Empty, None),
-    }
-}
-
-/// What the `graph*.neff` files beside the loader's (`loaded`) say when
-/// one is refused or cannot be read: a note, the state left to the
-/// loader's NEFF.
-fn others(l: &Listing, loaded: &str, read: &mut dyn FnMut(&str) -> Read<()>) -> Option<String> {
-    let mut notes = Vec::new();
-    for g in l.graph_neffs.iter().filter(|g| g.name != loaded) {
-        match read(&g.name) {
-            Read::Refused(why) | Read::Unreadable(why) => notes.push(format!(
-                "{} beside it is refused ({why}); the loader reads {loaded}",
-                g.name
-            )),
-            Read::Ok(()) | Read::Vanished => {}
-        }
-    }
-    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 #[cfg(test)]
