@@ -88,6 +88,7 @@ pub fn cache_prune(
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let (status, removed) = py
         .allow_threads(|| {
+            neff::cache::refuse_pruning(&root)?;
             let status = neff::cache::status(&root)?;
             let removed = neff::cache::prune(&root, &status, &opts)?;
             Ok::<_, neff::Error>((status, removed))

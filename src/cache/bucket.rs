@@ -1,14 +1,18 @@
 //! A compile cache in a bucket (`s3://bucket/prefix/`): its entries found
 //! from one listing of every key under the root (a bucket has no
-//! directories: an entry is the keys under its `MODULE_*` prefix), judged
+//! directories: an entry is the keys under its `MODULE_*` prefix, or a
+//! vLLM cache's `<32 hex key>` prefix), judged
 //! from the names, sizes and times that listing gave, and removed by
 //! deleting exactly the keys under the entries named.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::io;
+use std::path::Path;
 
-use super::entry::{self, Listing, Obj, Odd, LOG, LOG_TAIL};
-use super::found::{CacheError, Found, VERSION_PREFIX};
+use super::entry::{self, Listing, Obj, Odd, COMPLETE, LOG, LOG_TAIL};
+use super::found::{CacheError, CacheNote, Found, Kind, Walked, VERSION_PREFIX};
+use super::vllm::{self, Child};
 use crate::error::Result;
 use crate::remote;
 
@@ -19,9 +23,11 @@ fn dir_url(url: &str) -> String {
 
 /// Finds the entries under the bucket prefix `root`, as
 /// [`super::status`] finds them on disk: `neuronxcc-*/MODULE_*/` and
-/// `MODULE_*/` directly under the root. A `MODULE_*` key that is an object
-/// rather than a prefix is an error of its own.
-pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
+/// `MODULE_*/` directly under the root, and a vLLM cache's prefixes
+/// directly under it (`<32 hex key>/`; in a root that is vLLM's alone,
+/// every prefix). A `MODULE_*` key that is an object rather than a prefix
+/// is an error of its own.
+pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Walked> {
     let base = dir_url(root);
     let objects = remote::list_all(&base)?;
     let root_version = base
@@ -30,8 +36,21 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found
         .next()
         .and_then(|n| n.strip_prefix(VERSION_PREFIX))
         .map(str::to_string);
+    let rels = || objects.iter().filter_map(|o| o.url.strip_prefix(&base));
+    let top = |rel: &str| rel.split_once('/').map(|(t, _)| t.to_string());
+    let wrapper = rels()
+        .any(|r| top(r).is_some_and(|t| t.starts_with("MODULE_") || t.starts_with(VERSION_PREFIX)));
+    let vllm_root = root_version.is_none()
+        && rels().any(|r| match top(r) {
+            Some(t) => vllm::child(&t) != Child::Other,
+            None => vllm::is_root_file(r),
+        });
+    let mut w = Walked {
+        layout: root_version.is_some() || wrapper || vllm_root,
+        ..Walked::default()
+    };
     let mut entries: BTreeMap<String, Found> = BTreeMap::new();
-    for o in objects {
+    for o in &objects {
         let Some(rel) = o.url.strip_prefix(&base) else {
             continue;
         };
@@ -48,6 +67,7 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found
                     None => continue,
                 }
             }
+            [k, rest @ ..] if vllm_root && !rest.is_empty() => (*k, None, rest.join("/")),
             _ => continue,
         };
         let prefix = &o.url[..o.url.len() - below.len()];
@@ -58,27 +78,55 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Vec<Found
             ));
             continue;
         }
-        let Some((graph_hash, flags_hash)) = entry::hashes(name) else {
-            continue;
-        };
         let dir = prefix.trim_end_matches('/').to_string();
-        entries
-            .entry(dir.clone())
-            .or_insert_with(|| Found {
-                dir: dir.into(),
-                compiler: version,
-                graph_hash,
-                flags_hash,
-                objects: Some(Vec::new()),
-                odd: None,
-                vllm: false,
-                parent: None,
-            })
-            .objects
-            .get_or_insert_with(Vec::new)
-            .push((below, o.size, o.modified));
+        if !entries.contains_key(&dir) {
+            let found = match entry::hashes(name) {
+                Some((graph_hash, flags_hash)) => Some(Found {
+                    dir: dir.clone().into(),
+                    compiler: version,
+                    graph_hash,
+                    flags_hash,
+                    objects: Some(Vec::new()),
+                    odd: None,
+                    kind: Kind::Wrapper,
+                    parent: None,
+                }),
+                None => Found::vllm(dir.clone().into(), OsStr::new(name), !wrapper),
+            };
+            let Some(mut found) = found else {
+                if vllm::child(name) == Child::Nki
+                    && w.notes.iter().all(|n| n.path != Path::new(&dir))
+                {
+                    w.notes.push(CacheNote::new(
+                        Path::new(&dir),
+                        "vllm-neuron's NKI kernel cache (nki/<key>.json): not a compile entry, \
+                         not judged, never removed"
+                            .into(),
+                    ));
+                }
+                continue;
+            };
+            found.objects = Some(Vec::new());
+            entries.insert(dir.clone(), found);
+        }
+        if let Some(f) = entries.get_mut(&dir) {
+            f.objects
+                .get_or_insert_with(Vec::new)
+                .push((below, o.size, o.modified));
+        }
     }
-    Ok(entries.into_values().collect())
+    w.found = entries.into_values().collect();
+    Ok(w)
+}
+
+/// The text of vLLM's `.compilation_complete` in the entry `dir` (its last
+/// bytes), or why it could not be read.
+pub(super) fn marker_text(dir: &str) -> Result<String, Odd> {
+    let url = format!("{}{COMPLETE}", dir_url(dir));
+    match remote::read_tail(&url, vllm::MARKER_TAIL) {
+        Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+        Err(e) => Err(Odd::Unreadable(COMPLETE.into(), e.to_string())),
+    }
 }
 
 /// The listing of `objects` (of one entry).

@@ -17,6 +17,8 @@ use std::time::SystemTime;
 
 use super::era::Era;
 pub use super::state::State;
+use super::vllm;
+pub(super) use super::vllm::COMPLETE;
 
 /// What the compiler wrapper writes when a compile finished (2.15+).
 pub(super) const DONE: &str = "model.done";
@@ -24,8 +26,6 @@ pub(super) const DONE: &str = "model.done";
 pub(super) const NEFF: &str = "model.neff";
 /// The compile's log (kept when it failed).
 pub(super) const LOG: &str = "model.log";
-/// What vLLM's Neuron cache writes last, once a compile finished.
-pub(super) const COMPLETE: &str = ".compilation_complete";
 /// Most of a log read for its last error line (its tail).
 pub(super) const LOG_TAIL: u64 = 64 << 10;
 /// Times an entry is listed again when a file vanished under the reading.
@@ -86,6 +86,15 @@ pub(super) struct NeffTimes {
     pub(super) accessed: Option<SystemTime>,
 }
 
+/// A `graph*.neff` at the top of a vLLM entry: its name, and its size and
+/// times where the listing read them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct GraphNeff {
+    pub(super) name: String,
+    pub(super) size: Option<u64>,
+    pub(super) times: NeffTimes,
+}
+
 /// What one listing of an entry's directory holds.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Listing {
@@ -94,8 +103,9 @@ pub(crate) struct Listing {
     pub(super) log: bool,
     /// vLLM's `.compilation_complete`.
     pub(super) complete: bool,
-    /// The name of vLLM's NEFF (`graph_<key>.neff`, `graph.neff`).
-    pub(super) graph_neff: Option<String>,
+    /// vLLM's NEFFs (`graph_<key>.neff`, `graph.neff`, any other
+    /// `graph*.neff` at the entry's top), in the order met.
+    pub(super) graph_neffs: Vec<GraphNeff>,
     /// Regular files met, at any depth.
     pub(super) files: usize,
     /// The `*.lock` files, anywhere in the entry.
@@ -140,7 +150,10 @@ impl Listing {
             Some(LOG) if top => self.log = true,
             Some(COMPLETE) if top => self.complete = true,
             Some(n) if top && n.starts_with("graph") && n.ends_with(".neff") => {
-                self.graph_neff = Some(n.to_string());
+                self.graph_neffs.push(GraphNeff {
+                    name: n.to_string(),
+                    ..GraphNeff::default()
+                });
             }
             Some(n) if n.ends_with(".lock") => self.locks.push(at.to_path_buf()),
             _ => {}
@@ -187,6 +200,7 @@ impl Listing {
                     _ => true,
                 }
             });
+        let mut graphs = 0;
         for e in walk {
             let e = match e {
                 Ok(e) => e,
@@ -229,6 +243,14 @@ impl Listing {
                 continue;
             }
             l.file(rel.as_os_str(), e.path());
+            let graph = l.graph_neffs.len();
+            if !full {
+                // A vLLM NEFF's size is compared with what its marker says.
+                if let Some(g) = l.graph_neffs.last_mut().filter(|_| graph > graphs) {
+                    g.size = e.metadata().ok().map(|m| m.len());
+                }
+                graphs = graph;
+            }
             if full {
                 // A file may go between the listing and its stat: it
                 // counts nothing then.
@@ -244,12 +266,17 @@ impl Listing {
                         times.push(m);
                     }
                 }
-                if name.is_some_and(|n| n == NEFF || l.graph_neff.as_deref() == Some(n)) {
-                    l.neff_times = NeffTimes {
-                        modified,
-                        accessed: meta.accessed().ok(),
-                    };
+                let times = NeffTimes {
+                    modified,
+                    accessed: meta.accessed().ok(),
+                };
+                if name == Some(NEFF) {
+                    l.neff_times = times;
                 }
+                if let Some(g) = l.graph_neffs.last_mut().filter(|_| graph > graphs) {
+                    (g.size, g.times) = (Some(meta.len()), times);
+                }
+                graphs = graph;
             }
         }
         for m in mounts.into_inner() {
@@ -293,7 +320,14 @@ impl Listing {
             ..Listing::default()
         };
         for (name, size, modified) in objects {
+            let graphs = l.graph_neffs.len();
             l.file(OsStr::new(name), Path::new(name));
+            if l.graph_neffs.len() > graphs {
+                if let Some(g) = l.graph_neffs.last_mut() {
+                    g.size = Some(size);
+                    g.times.modified = Some(modified);
+                }
+            }
             if name.ends_with(".lock") {
                 if let Some(t) = l.lock_times.as_mut() {
                     t.push(modified);
@@ -367,21 +401,35 @@ pub(super) struct Judged<T> {
 
 /// What one judgement came to, before it is kept: a state and reason, or
 /// a file that vanished (list again).
-enum Verdict {
+pub(super) enum Verdict {
     Is(State, Option<String>),
     Again,
 }
 
+/// How an entry's files are read, wherever it lives: `read` reads a NEFF
+/// (given its name below the entry), `log_line` gives its log's last
+/// error line, `marker` the text of vLLM's `.compilation_complete` (or
+/// what stops either being read).
+pub(super) struct Readers<R, L, M> {
+    pub(super) read: R,
+    pub(super) log_line: L,
+    pub(super) marker: M,
+}
+
 /// Judges an entry wherever it lives, by the rules of `era`: `list` lists
-/// it (again, when a file vanished under the reading), `read` reads its
-/// NEFF (given its name below the entry), `log_line` gives its log's last
-/// error line (or what stops it being read).
-pub(super) fn judge_with<T>(
+/// it (again, when a file vanished under the reading), `key` is its name
+/// (a vLLM entry's NEFF is named for it), `r` reads its files.
+pub(super) fn judge_with<T, R, L, M>(
     mut list: impl FnMut() -> io::Result<Listing>,
     era: Era,
-    mut read: impl FnMut(&str) -> Read<T>,
-    mut log_line: impl FnMut() -> Result<String, Odd>,
-) -> io::Result<Judged<T>> {
+    key: &str,
+    mut r: Readers<R, L, M>,
+) -> io::Result<Judged<T>>
+where
+    R: FnMut(&str) -> Read<T>,
+    L: FnMut() -> Result<String, Odd>,
+    M: FnMut() -> Result<String, Odd>,
+{
     let mut tries = 0;
     loop {
         tries += 1;
@@ -403,28 +451,30 @@ pub(super) fn judge_with<T>(
             }
         };
         let mut got = None;
-        let name = listing.graph_neff.clone().unwrap_or_else(|| NEFF.into());
+        // The first NEFF read whole is the one the entry is judged by (a
+        // vLLM entry's other NEFFs are read after it).
         let verdict = decide(
             &listing,
-            era,
+            (era, key),
             lock_time,
-            &mut || match read(&name) {
+            &mut |name: &str| match (r.read)(name) {
                 Read::Ok(t) => {
-                    got = Some(t);
+                    got.get_or_insert(t);
                     Read::Ok(())
                 }
                 Read::Refused(w) => Read::Refused(w),
                 Read::Unreadable(w) => Read::Unreadable(w),
                 Read::Vanished => Read::Vanished,
             },
-            &mut log_line,
+            &mut r.log_line,
+            &mut r.marker,
         );
         let (state, reason) = match verdict {
             Verdict::Is(s, r) => (s, r),
             Verdict::Again if !last => continue,
             Verdict::Again => (
                 State::Unknown,
-                Some("model.neff vanished while it was read".into()),
+                Some("the NEFF vanished while it was read".into()),
             ),
         };
         return Ok(Judged {
@@ -441,10 +491,11 @@ pub(super) fn judge_with<T>(
 /// (docs/GUIDE.md, "Compile caches of every compiler").
 fn decide(
     l: &Listing,
-    era: Era,
+    (era, key): (Era, &str),
     lock_time: Option<SystemTime>,
-    read: &mut dyn FnMut() -> Read<()>,
+    read_named: &mut dyn FnMut(&str) -> Read<()>,
     log_line: &mut dyn FnMut() -> Result<String, Odd>,
+    marker: &mut dyn FnMut() -> Result<String, Odd>,
 ) -> Verdict {
     if let Some(odd) = &l.odd {
         let (s, why) = odd.judged();
@@ -466,8 +517,9 @@ fn decide(
         )
     };
     if era == Era::Vllm {
-        return vllm(l, read, locked);
+        return decide_vllm(l, key, read_named, marker, locked);
     }
+    let mut read = || read_named(NEFF);
     // A marker says the era even where no version does.
     let era = if l.done { Era::Marked } else { era };
     let locks = !l.locks.is_empty();
@@ -530,33 +582,99 @@ fn decide(
     }
 }
 
-/// The state of an entry of vLLM's Neuron cache: finished when
-/// `.compilation_complete` is there (its NEFF then decides `ok` or
-/// `corrupt`); without it a compile in progress (a lock), or one that
-/// failed or stopped, which this layout does not tell apart: `unknown`.
-fn vllm(l: &Listing, read: &mut dyn FnMut() -> Read<()>, locked: impl Fn() -> Verdict) -> Verdict {
-    let neff = l.graph_neff.is_some();
-    match (l.complete, neff) {
-        (true, true) => match read() {
-            Read::Ok(()) => Verdict::Is(State::Ok, None),
-            Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
-            Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
-            Read::Vanished => Verdict::Again,
-        },
-        (true, false) => Verdict::Is(
-            State::Corrupt,
-            Some(format!("{COMPLETE} but no graph*.neff")),
-        ),
+/// The NEFF the loader reads in the entry `key`: `graph_<key>.neff`, else
+/// `graph.neff`.
+pub(super) fn loader<'a>(l: &'a Listing, key: &str) -> Option<&'a GraphNeff> {
+    let own = format!("graph_{key}.neff");
+    l.graph_neffs
+        .iter()
+        .find(|g| g.name == own)
+        .or_else(|| l.graph_neffs.iter().find(|g| g.name == "graph.neff"))
+}
+
+/// The state of the vLLM entry `key` from its listing: finished when
+/// `.compilation_complete` is there; then `ok` when the NEFF the loader
+/// reads reads whole and has the size the marker gives (`corrupt`
+/// otherwise). Every other `graph*.neff` in it is read too: one refused
+/// is said in the reason, and leaves the state to the loader's NEFF.
+/// Without the marker: a compile in progress (a lock), or one that failed
+/// or stopped, which this layout does not tell apart: `unknown`.
+pub(super) fn decide_vllm(
+    l: &Listing,
+    key: &str,
+    read: &mut dyn FnMut(&str) -> Read<()>,
+    marker: &mut dyn FnMut() -> Result<String, Odd>,
+    locked: impl Fn() -> Verdict,
+) -> Verdict {
+    let is = |s: State, why: String| Verdict::Is(s, Some(why));
+    match (l.complete, loader(l, key)) {
+        (true, Some(g)) => {
+            let text = match marker() {
+                Ok(t) => t,
+                Err(odd) => {
+                    let (s, why) = odd.judged();
+                    return is(s, why);
+                }
+            };
+            match (vllm::neff_size(&text), g.size) {
+                (vllm::Said::Size(s), Some(n)) if s != n.to_string() => {
+                    return is(
+                        State::Corrupt,
+                        format!("{} is {n} bytes, but {COMPLETE} says neff_size:{s}", g.name),
+                    )
+                }
+                (vllm::Said::Garbled(v), _) => {
+                    return is(
+                        State::Unknown,
+                        format!("{COMPLETE} says neff_size:{v:?}, not a number of bytes"),
+                    )
+                }
+                _ => {}
+            }
+            match read(&g.name) {
+                Read::Ok(()) => {}
+                Read::Refused(why) => return is(State::Corrupt, format!("{}: {why}", g.name)),
+                Read::Unreadable(why) => return is(State::Unreadable, why),
+                Read::Vanished => return Verdict::Again,
+            }
+            Verdict::Is(State::Ok, others(l, &g.name, read))
+        }
+        (true, None) => {
+            let other = l.graph_neffs.first().map_or_else(String::new, |g| {
+                format!(" ({} is not what it reads)", g.name)
+            });
+            is(
+                State::Corrupt,
+                format!("{COMPLETE} but no graph_<key>.neff or graph.neff, the NEFF the loader reads{other}"),
+            )
+        }
         _ if !l.locks.is_empty() => locked(),
-        (false, _) if l.files > 0 => Verdict::Is(
+        (false, _) if l.files > 0 => is(
             State::Unknown,
-            Some(format!(
+            format!(
                 "no {COMPLETE}: a compile in progress, failed or stopped (vLLM's cache keeps \
                  no log to tell which)"
-            )),
+            ),
         ),
         (false, _) => Verdict::Is(State::Empty, None),
     }
+}
+
+/// What the `graph*.neff` files beside the loader's (`loaded`) say when
+/// one is refused or cannot be read: a note, the state left to the
+/// loader's NEFF.
+fn others(l: &Listing, loaded: &str, read: &mut dyn FnMut(&str) -> Read<()>) -> Option<String> {
+    let mut notes = Vec::new();
+    for g in l.graph_neffs.iter().filter(|g| g.name != loaded) {
+        match read(&g.name) {
+            Read::Refused(why) | Read::Unreadable(why) => notes.push(format!(
+                "{} beside it is refused ({why}); the loader reads {loaded}",
+                g.name
+            )),
+            Read::Ok(()) | Read::Vanished => {}
+        }
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 /// The last line of the compile log `log` that says `error` (any case),
@@ -564,27 +682,42 @@ fn vllm(l: &Listing, read: &mut dyn FnMut() -> Read<()>, locked: impl Fn() -> Ve
 /// A link is not followed, and a log that is not a regular file (a FIFO)
 /// is not read: either is what stops the entry being judged.
 pub(super) fn last_error_line(log: &Path) -> Result<String, Odd> {
+    let buf = tail(log, LOG, LOG_TAIL)?;
+    Ok(error_line(&String::from_utf8_lossy(&buf)))
+}
+
+/// The text of vLLM's `.compilation_complete` in the entry `dir` (its last
+/// [`vllm::MARKER_TAIL`] bytes), read as a log is.
+pub(super) fn marker_text(dir: &Path) -> Result<String, Odd> {
+    let buf = tail(&dir.join(COMPLETE), COMPLETE, vllm::MARKER_TAIL)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The last `n` bytes of the entry's file at `path` (named `name` below
+/// the entry). A link is not followed, and a file that is not a regular
+/// one (a FIFO) is not read: either is what stops the entry being judged.
+fn tail(path: &Path, name: &str, n: u64) -> Result<Vec<u8>, Odd> {
     use std::io::{Read as _, Seek, SeekFrom};
     use std::os::unix::fs::OpenOptionsExt;
     let err = |e: io::Error| match e.raw_os_error() {
-        Some(libc::ELOOP) => Odd::Link(LOG.into()),
-        _ => Odd::Unreadable(LOG.into(), e.to_string()),
+        Some(libc::ELOOP) => Odd::Link(name.into()),
+        _ => Odd::Unreadable(name.into(), e.to_string()),
     };
     let mut f = std::fs::File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(log)
+        .open(path)
         .map_err(err)?;
     let meta = f.metadata().map_err(err)?;
     if let Some(kind) = special(&meta.file_type()) {
-        return Err(Odd::Special(LOG.into(), kind));
+        return Err(Odd::Special(name.into(), kind));
     }
     let len = meta.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(LOG_TAIL)))
+    f.seek(SeekFrom::Start(len.saturating_sub(n)))
         .map_err(err)?;
     let mut buf = Vec::new();
-    f.take(LOG_TAIL).read_to_end(&mut buf).map_err(err)?;
-    Ok(error_line(&String::from_utf8_lossy(&buf)))
+    f.take(n).read_to_end(&mut buf).map_err(err)?;
+    Ok(buf)
 }
 
 /// The last line of a log's tail `text` that says `error` (any case), else

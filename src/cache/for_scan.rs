@@ -126,7 +126,7 @@ impl Met {
         }
         let mut one = Listing::default();
         one.file(rel, path);
-        if one.locks.is_empty() && one.graph_neff.is_none() && self.plain.files < u32::MAX {
+        if one.locks.is_empty() && one.graph_neffs.is_empty() && self.plain.files < u32::MAX {
             let p = &mut self.plain;
             p.neff |= one.neff;
             p.done |= one.done;
@@ -134,7 +134,15 @@ impl Met {
             p.complete |= one.complete;
             p.files += 1;
         } else {
-            self.full().file(rel, path);
+            let l = self.full();
+            let graphs = l.graph_neffs.len();
+            l.file(rel, path);
+            // A vLLM NEFF's size is compared with what its marker says.
+            if l.graph_neffs.len() > graphs {
+                if let Some(g) = l.graph_neffs.last_mut() {
+                    g.size = path.symlink_metadata().ok().map(|m| m.len());
+                }
+            }
         }
     }
 
@@ -161,27 +169,37 @@ impl Met {
     /// One object of the entry in a bucket: its name below the entry's
     /// prefix and its modification time.
     #[cfg(feature = "remote")]
-    pub(crate) fn object(&mut self, name: &str, modified: std::time::SystemTime) {
+    pub(crate) fn object(&mut self, name: &str, size: u64, modified: std::time::SystemTime) {
         let l = self.full();
         let times = l.lock_times.get_or_insert_with(Vec::new);
         if name.ends_with(".lock") {
             times.push(modified);
         }
+        let graphs = l.graph_neffs.len();
         l.file(OsStr::new(name), Path::new(name));
+        if l.graph_neffs.len() > graphs {
+            if let Some(g) = l.graph_neffs.last_mut() {
+                (g.size, g.times.modified) = (Some(size), Some(modified));
+            }
+        }
     }
 }
 
 /// Judges the entry `dir` (a directory, or a bucket prefix's URL), from
 /// what the walk `met` of it when given (else from a listing of it now):
-/// `read` says how its NEFF reads, asked only when the listing says the
-/// NEFF decides the state. Should the NEFF vanish under the reading, the
-/// entry is listed again.
+/// `read` says how a NEFF of it (named below the entry) reads, asked only
+/// when the listing says the NEFF decides the state. Should the NEFF
+/// vanish under the reading, the entry is listed again.
 pub(crate) fn judge_entry(
     dir: &Path,
     met: Option<Met>,
-    mut read: impl FnMut() -> Read<()>,
+    mut read: impl FnMut(&str) -> Read<()>,
 ) -> std::io::Result<EntryState> {
     let era = era_of(dir);
+    let key = match era {
+        era::Era::Vllm => dir.file_name().and_then(OsStr::to_str).unwrap_or(""),
+        _ => "",
+    };
     let mut met = met.map(Met::into_listing);
     #[cfg(feature = "remote")]
     if let Some(url) = dir.to_str().filter(|d| crate::remote::is_url(d)) {
@@ -191,8 +209,12 @@ pub(crate) fn judge_entry(
                 None => super::bucket::relist(url).map(|o| super::bucket::listing(&o)),
             },
             era,
-            |_| read(),
-            || super::bucket::log_line(url),
+            key,
+            entry::Readers {
+                read: &mut read,
+                log_line: || super::bucket::log_line(url),
+                marker: || super::bucket::marker_text(url),
+            },
         )?;
         return Ok(EntryState {
             state: j.state,
@@ -212,8 +234,12 @@ pub(crate) fn judge_entry(
             Ok(l)
         },
         era,
-        |_| read(),
-        || entry::last_error_line(&log),
+        key,
+        entry::Readers {
+            read,
+            log_line: || entry::last_error_line(&log),
+            marker: || entry::marker_text(dir),
+        },
     )?;
     Ok(EntryState {
         state: j.state,

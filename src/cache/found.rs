@@ -11,6 +11,7 @@ use base64::Engine as _;
 use serde::{Serialize, Serializer};
 
 use super::entry::{self, Odd};
+use super::vllm::{self, Aside, Child};
 
 /// The prefix of a compiler version's directory.
 pub(super) const VERSION_PREFIX: &str = "neuronxcc-";
@@ -60,6 +61,54 @@ pub(super) fn lossy<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&crate::shown::path(p))
 }
 
+/// A part of a cache that is not an entry but belongs to its layout (vLLM's
+/// NKI kernel cache, `nki/`): reported, never judged or removed.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheNote {
+    /// Its path (JSON spells it as [`CacheEntry::path`](super::CacheEntry::path) does).
+    #[serde(serialize_with = "lossy")]
+    pub path: PathBuf,
+    /// The path's bytes in base64 when they are not UTF-8.
+    pub path_bytes: Option<String>,
+    /// What it is.
+    pub what: String,
+}
+
+impl CacheNote {
+    pub(super) fn new(path: &Path, what: String) -> CacheNote {
+        CacheNote {
+            path: path.to_path_buf(),
+            path_bytes: spelled(path),
+            what,
+        }
+    }
+}
+
+/// What the walk of a root found: its entries, the parts of its layout
+/// that are not entries, and whether it holds any cache layout at all.
+#[derive(Default)]
+pub(super) struct Walked {
+    pub(super) found: Vec<Found>,
+    pub(super) notes: Vec<CacheNote>,
+    /// A version directory, an entry, or a sign of vLLM's layout met (an
+    /// empty version directory is a cache; a home directory is not).
+    pub(super) layout: bool,
+}
+
+/// Which layout an entry found belongs to, and what its name makes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// The compiler wrapper's `MODULE_*`.
+    Wrapper,
+    /// vLLM's `<32 hex key>`.
+    Key,
+    /// A directory vLLM's fetch left beside an entry.
+    Aside(Aside),
+    /// Any other directory under a vLLM root: `unknown`.
+    NotAKey,
+}
+
 /// An entry directory found by the walk, before it is judged.
 pub(super) struct Found {
     /// Its directory (or, in a bucket, its URL), as the walk met it.
@@ -73,9 +122,8 @@ pub(super) struct Found {
     /// What stops it being judged before its files are listed (the entry
     /// is a link).
     pub(super) odd: Option<Odd>,
-    /// An entry of vLLM's Neuron cache (`<root>/<32 hex key>/`), not of
-    /// the compiler wrapper's.
-    pub(super) vllm: bool,
+    /// Which layout it belongs to.
+    pub(super) kind: Kind,
     /// The directory holding it, when `dir` does not name it by its parent
     /// (an entry judged again through its descriptor).
     pub(super) parent: Option<PathBuf>,
@@ -93,23 +141,32 @@ impl Found {
             flags_hash,
             objects: None,
             odd: None,
-            vllm: false,
+            kind: Kind::Wrapper,
             parent: None,
         })
     }
 
-    /// The vLLM Neuron cache entry `key` at `dir`; `None` when the name is
-    /// not one (32 lowercase hex digits).
-    pub(super) fn vllm(dir: PathBuf, key: &OsStr) -> Option<Found> {
-        let key = key.to_str().filter(|k| super::era::is_vllm_key(k))?;
+    /// The directory `name` at `dir` under a vLLM Neuron cache root: an
+    /// entry (32 lowercase hex digits), a directory set aside beside one,
+    /// or (when `any`: the root is vLLM's alone) any other name, an
+    /// `unknown` entry; `None` for the NKI cache, and for other names
+    /// unless `any`.
+    pub(super) fn vllm(dir: PathBuf, name: &OsStr, any: bool) -> Option<Found> {
+        let text = name.to_string_lossy();
+        let (kind, key) = match name.to_str().map_or(Child::Other, vllm::child) {
+            Child::Key => (Kind::Key, text.to_string()),
+            Child::Aside(a) => (Kind::Aside(a), text[..32].to_string()),
+            Child::Other if any => (Kind::NotAKey, text.to_string()),
+            Child::Other | Child::Nki => return None,
+        };
         Some(Found {
             dir,
             compiler: None,
-            graph_hash: key.to_string(),
+            graph_hash: key,
             flags_hash: None,
             objects: None,
             odd: None,
-            vllm: true,
+            kind,
             parent: None,
         })
     }

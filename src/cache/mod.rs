@@ -3,7 +3,8 @@
 //! `<root>/neuronxcc-<compiler version>/MODULE_<graph hash>+<flags hash>/`
 //! holding `model.neff`, `model.done` (2.15+), `model.log`, the compile
 //! flags, the HLO graph and `*.lock` files, in every compiler's era
-//! (docs/GUIDE.md, "Compile caches of every compiler"); and vLLM's Neuron cache (`<root>/<32 hex key>/`). This
+//! (docs/GUIDE.md, "Compile caches of every compiler"); and vLLM's Neuron cache
+//! (`<root>/<32 hex key>/`, vllm-neuron's and the LNL stack's). This
 //! module says each entry's [`State`] ([`status`]), sums them per compiler
 //! version, and removes the entries a user selects ([`prune`]): failed
 //! compiles that would be replayed, corrupt NEFFs, locks left by killed
@@ -38,13 +39,16 @@ mod root;
 mod state;
 mod status;
 mod time;
+mod vllm;
 
 pub(crate) use for_scan::{
     compiler_of, entry_dir, is_entry_name, judge_entry, read_error, Met, Read,
 };
-pub use found::CacheError;
+pub use found::{CacheError, CacheNote};
 pub use prune::{prune, PruneOptions, Pruned, Removal, DEFAULT_MIN_AGE};
-pub use root::{default_root, local_root, root_or_default, DEFAULT_ROOT};
+pub use root::{
+    default_root, default_roots, local_root, refuse_pruning, root_or_default, DEFAULT_ROOT,
+};
 pub use state::State;
 pub use status::{root_version, status, CacheEntry, CacheStatus, VersionSummary};
 pub use time::human;

@@ -251,10 +251,12 @@ pub struct Pruned {
 /// why in [`Removal::kept`]. With `apply`, two prunes of one cache take
 /// turns (a lock on the root directory itself: nothing is written), and an
 /// entry the other removed first is [`Removal::gone`].
-/// `Err` for options that select nothing or everything, and for
-/// `--locked-older-than` while a `neuronx-cc` process runs.
+/// `Err` for options that select nothing or everything, for a root that
+/// is `/` or the user's home directory, and for `--locked-older-than`
+/// while a `neuronx-cc` process runs.
 pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<Pruned> {
     opts.check()?;
+    super::root::refuse_pruning(root)?;
     if opts.locked_older_than.is_some() {
         if let Some(pid) = super::host::running_compiler() {
             return Err(Error::refused(format!(
@@ -266,7 +268,7 @@ pub fn prune(root: &Path, status: &CacheStatus, opts: &PruneOptions) -> Result<P
     let at = super::remove::At::open(root, opts.apply)?;
     let now = SystemTime::now();
     let releases = era::releases(status.entries.iter().filter_map(|e| e.compiler.as_deref()));
-    let kept = |v: &str, n: usize| releases.iter().take(n).flatten().any(|k| *k == v);
+    let kept = |v: &str, n: usize| era::kept(&releases, v, n);
     let mut out = Vec::new();
     for e in &status.entries {
         if let Some(why) = selected(e, opts, now, &kept) {
@@ -296,9 +298,13 @@ fn evict(
 ) -> Option<String> {
     let newest = releases.first().cloned().unwrap_or_default();
     // The newest release's entries, and those no version dates (vLLM's,
-    // an unversioned root's: as new as can be told), stay unless
-    // --include-current.
-    let current = |e: &CacheEntry| e.compiler.as_deref().is_none_or(|v| newest.contains(&v));
+    // an unversioned root's, a version that cannot be ordered: as new as
+    // can be told), stay unless --include-current.
+    let current = |e: &CacheEntry| {
+        e.compiler
+            .as_deref()
+            .is_none_or(|v| newest.contains(&v) || !era::orderable(v))
+    };
     let clock = Clock::of(at.root());
     let total: u64 = status.entries.iter().map(|e| e.bytes).sum();
     let gone: u64 = out.iter().filter(|r| went(r)).map(|r| r.bytes).sum();

@@ -1,7 +1,13 @@
 //! Where the compiler wrapper keeps its cache: `--cache_dir` in
 //! `NEURON_CC_FLAGS` (split as a shell splits it), else
 //! `NEURON_COMPILE_CACHE_URL`, else [`DEFAULT_ROOT`]; a `file://` URL is
-//! the directory it names.
+//! the directory it names. Where vLLM's Neuron cache and the SDK 2.32
+//! LNL stack keep theirs ([`default_roots`]), and the roots no prune
+//! may act on (`/`, the user's home directory).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
 
 /// Where the compiler wrapper keeps its cache when nothing says otherwise.
 pub const DEFAULT_ROOT: &str = "/var/tmp/neuron-compile-cache";
@@ -40,6 +46,77 @@ pub fn root_or_default(root: Option<std::path::PathBuf>) -> std::path::PathBuf {
         },
         None => default_root().into(),
     }
+}
+
+/// Every default cache root of the environment, as `neff cache status`
+/// without a root reads them: the compiler wrapper's ([`default_root`])
+/// first, then vLLM's Neuron cache (`$VLLM_CACHE_ROOT/neuron/compile_cache`,
+/// else `~/.cache/vllm/neuron/compile_cache` and, where vllm-neuron falls
+/// back to it when the home directory is on NFS or Lustre,
+/// `/tmp/vllm_neuron_wdir_$USER/neuron/compile_cache`), its shared tier
+/// (`$NEURON_LIBTORCH_REMOTE_CACHE`), and the LNL stack's
+/// (`$NEURON_LIBTORCH_CACHE_ROOT/neuron/compile_cache`, else
+/// `~/.cache/neuron_libtorch/neuron/compile_cache`). The roots after the
+/// first are given only where they are directories; none is given twice.
+pub fn default_roots() -> Vec<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let under = |base: Option<PathBuf>, rel: &str| base.map(|b| b.join(rel));
+    let mut others = Vec::new();
+    match var("VLLM_CACHE_ROOT") {
+        Some(r) => others.push(Some(r.join(COMPILE_CACHE))),
+        None => {
+            others.push(under(home.clone(), ".cache/vllm/neuron/compile_cache"));
+            let user = std::env::var("USER").unwrap_or_default();
+            others.push(Some(
+                Path::new(&format!("/tmp/vllm_neuron_wdir_{user}")).join(COMPILE_CACHE),
+            ));
+        }
+    }
+    others.push(var("NEURON_LIBTORCH_REMOTE_CACHE"));
+    others.push(match var("NEURON_LIBTORCH_CACHE_ROOT") {
+        Some(r) => Some(r.join(COMPILE_CACHE)),
+        None => under(home, ".cache/neuron_libtorch/neuron/compile_cache"),
+    });
+    let mut roots = vec![PathBuf::from(default_root())];
+    for r in others.into_iter().flatten() {
+        if r.is_dir() && !roots.contains(&r) {
+            roots.push(r);
+        }
+    }
+    roots
+}
+
+/// Where vLLM's Neuron cache and the LNL stack keep their entries below
+/// their cache roots.
+const COMPILE_CACHE: &str = "neuron/compile_cache";
+
+/// Refuses a prune of `/` or of the user's home directory (`$HOME`), told
+/// by device and inode, not by spelling (`/home/u/.`, a link to it): a
+/// cache root is a directory of its own. [`super::prune`] checks it; a
+/// caller may check it before judging the cache.
+pub fn refuse_pruning(root: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // A bucket's URL is no directory here: never refused.
+    let Ok(meta) = std::fs::metadata(root) else {
+        return Ok(());
+    };
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    let what = if id(Path::new("/")) == Some((meta.dev(), meta.ino())) {
+        "the root directory"
+    } else if home.is_some_and(|h| id(Path::new(&h)) == Some((meta.dev(), meta.ino()))) {
+        "your home directory"
+    } else {
+        return Ok(());
+    };
+    Err(Error::refused(format!(
+        "{what}, not a compile cache: prune is refused here (give the cache's own directory)"
+    )))
 }
 
 /// `s` with `%XX` escapes decoded (an escape that is not two hex digits is

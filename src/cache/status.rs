@@ -12,8 +12,12 @@ use serde::Serialize;
 
 use super::entry::{self, Listing, Odd, Read, State};
 use super::era;
-use super::found::{lossy, spelled, vllm_lock, vllm_lock_in, CacheError, Found, VERSION_PREFIX};
+use super::found::{
+    lossy, spelled, vllm_lock, vllm_lock_in, CacheError, CacheNote, Found, Kind, Walked,
+    VERSION_PREFIX,
+};
 use super::time;
+use super::vllm::{self, Child};
 use crate::accessors;
 use crate::error::{Error, Result};
 use crate::reader::{Neff, Options, Scratch};
@@ -87,6 +91,8 @@ pub struct CacheStatus {
     pub entries: Vec<CacheEntry>,
     /// The parts that could not be read.
     pub errors: Vec<CacheError>,
+    /// The parts of the layout that are not entries (vLLM's `nki/`).
+    pub notes: Vec<CacheNote>,
 }
 
 /// Entries and bytes per state for one compiler version.
@@ -152,11 +158,12 @@ pub fn root_version(root: &Path) -> Option<String> {
 
 /// Finds the entries under `root`: `neuronxcc-*/MODULE_*` directories, and
 /// `MODULE_*` directories directly under it (a root that is itself a
-/// `neuronxcc-*` directory holds its entries directly). The root is
-/// followed should it be a link; nothing below it is: an entry that is a
-/// link is found (and judged `unknown`), a version directory that is one
-/// is an error.
-fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
+/// `neuronxcc-*` directory holds its entries directly); in a root of
+/// vLLM's Neuron cache, every directory directly under it ([`Shape`]).
+/// The root is followed should it be a link; nothing below it is: an
+/// entry that is a link is found (and judged `unknown`), a version
+/// directory that is one is an error.
+fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Walked> {
     let meta = std::fs::metadata(root).map_err(Error::Io)?;
     if !meta.is_dir() {
         return Err(Error::Io(std::io::Error::new(
@@ -167,31 +174,26 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
     if let Some(e) = entry_as_root(root) {
         return Err(e);
     }
-    let mut found = Vec::new();
+    let mut w = Walked {
+        layout: root_version(root).is_some(),
+        ..Walked::default()
+    };
     let mut dirs = vec![(root.to_path_buf(), root_version(root))];
     let mut i = 0;
     while i < dirs.len() {
         let (dir, version) = dirs[i].clone();
         i += 1;
-        let list = match std::fs::read_dir(&dir) {
-            Ok(l) => l,
-            Err(e) if i == 1 => return Err(Error::Io(e)),
-            Err(e) => {
-                errors.push(CacheError::new(&dir, e.to_string()));
-                continue;
-            }
+        let Some(names) = list(&dir, i == 1, errors)? else {
+            continue;
         };
-        let mut names = Vec::new();
-        for e in list {
-            match e.and_then(|e| Ok((e.file_name(), e.path(), e.file_type()?))) {
-                Ok(n) => names.push(n),
-                Err(e) => errors.push(CacheError::new(&dir, e.to_string())),
-            }
-        }
-        names.sort_by(|a, b| a.0.cmp(&b.0));
+        let shape = match i == 1 && version.is_none() {
+            true => Shape::of(&names),
+            false => Shape::default(),
+        };
+        w.layout |= shape.wrapper || shape.vllm;
         for (name, path, kind) in names {
-            // vLLM's Neuron cache: `<32 hex key>/` directly under the root.
-            let vllm = || (i == 1 && version.is_none()).then(|| Found::vllm(path.clone(), &name));
+            let any = kind.is_dir() && !shape.wrapper;
+            let vllm = || shape.vllm.then(|| Found::vllm(path.clone(), &name, any));
             let f = Found::named(path.clone(), &name, version.clone()).or_else(|| vllm().flatten());
             if let Some(mut f) = f {
                 if kind.is_symlink() {
@@ -203,7 +205,14 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
                     ));
                     continue;
                 }
-                found.push(f);
+                w.found.push(f);
+            } else if shape.vllm && name.to_str().map(vllm::child) == Some(Child::Nki) {
+                w.notes.push(CacheNote::new(
+                    &path,
+                    "vllm-neuron's NKI kernel cache (nki/<key>.json): not a compile entry, \
+                     not judged, never removed"
+                        .into(),
+                ));
             } else if let Some(v) = version_dir(&name) {
                 // Version directories sit directly under the root only.
                 if i != 1 || version.is_some() {
@@ -231,7 +240,61 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Vec<Found>> {
             }
         }
     }
-    Ok(found)
+    Ok(w)
+}
+
+/// One directory's children: name, path, kind, sorted by name; `None`
+/// when it cannot be listed (an error noted), `Err` for the root itself.
+type Names = Vec<(std::ffi::OsString, PathBuf, std::fs::FileType)>;
+
+fn list(dir: &Path, root: bool, errors: &mut Vec<CacheError>) -> Result<Option<Names>> {
+    let list = match std::fs::read_dir(dir) {
+        Ok(l) => l,
+        Err(e) if root => return Err(Error::Io(e)),
+        Err(e) => {
+            errors.push(CacheError::new(dir, e.to_string()));
+            return Ok(None);
+        }
+    };
+    let mut names = Vec::new();
+    for e in list {
+        match e.and_then(|e| Ok((e.file_name(), e.path(), e.file_type()?))) {
+            Ok(n) => names.push(n),
+            Err(e) => errors.push(CacheError::new(dir, e.to_string())),
+        }
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Some(names))
+}
+
+/// Which layouts a root's children show: the compiler wrapper's
+/// (`neuronxcc-*`, `MODULE_*`), vLLM's (a `<32 hex key>` directory, one set
+/// aside beside it, `nki/`, a `.<key>.compilation_metadata.lock`, or a
+/// directory holding `graph.hlo` or `.compilation_complete`). In a root
+/// that is vLLM's alone, every directory is an entry: one whose name is
+/// not a key is `unknown`, never passed over.
+#[derive(Debug, Default, Clone, Copy)]
+struct Shape {
+    wrapper: bool,
+    vllm: bool,
+}
+
+impl Shape {
+    fn of(names: &Names) -> Shape {
+        let mut s = Shape::default();
+        for (name, path, kind) in names {
+            s.wrapper |=
+                version_dir(name).is_some() || Found::named(path.clone(), name, None).is_some();
+            let text = name.to_str();
+            let dirlike = kind.is_dir() || kind.is_symlink();
+            s.vllm |= match text.map_or(Child::Other, vllm::child) {
+                Child::Other if kind.is_dir() => vllm::holds_entry_files(path),
+                Child::Other => text.is_some_and(vllm::is_root_file),
+                _ => dirlike,
+            };
+        }
+        s
+    }
 }
 
 /// The compiler version a directory's name gives (`neuronxcc-<version>`).
@@ -244,8 +307,9 @@ fn version_dir(name: &OsStr) -> Option<String> {
 /// Every entry of the compile cache at `root`, judged, in parallel: an `ok`
 /// entry's NEFF is read whole, as `neff scan` reads it (and what it needs
 /// given).
-/// `Err` when the root itself cannot be read, or is an entry rather than
-/// a root ([`Error::Usage`]); parts below it that cannot be read are
+/// `Err` when the root itself cannot be read, is an entry rather than
+/// a root ([`Error::Usage`]), or holds no compile cache of any layout
+/// ([`Error::Refused`]: a home directory, an empty directory); parts below it that cannot be read are
 /// [`CacheStatus::errors`], or entries in state `unreadable`.
 ///
 /// `root` may be a bucket prefix (`s3://bucket/prefix/`, feature `remote`):
@@ -254,7 +318,7 @@ fn version_dir(name: &OsStr) -> Option<String> {
 pub fn status(root: &Path) -> Result<CacheStatus> {
     let mut errors = Vec::new();
     #[cfg(feature = "remote")]
-    let found = match root.to_str().filter(|r| crate::remote::is_url(r)) {
+    let walked = match root.to_str().filter(|r| crate::remote::is_url(r)) {
         Some(url) => {
             if let Some(e) = entry_as_root(Path::new(url.trim_end_matches('/'))) {
                 return Err(e);
@@ -264,15 +328,26 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
         None => find(root, &mut errors)?,
     };
     #[cfg(not(feature = "remote"))]
-    let found = find(root, &mut errors)?;
-    let mut entries: Vec<CacheEntry> = found
+    let walked = find(root, &mut errors)?;
+    if walked.found.is_empty() && !walked.layout && errors.is_empty() {
+        return Err(Error::refused(
+            "holds no compile cache of any layout: no neuronxcc-*/ or MODULE_*/ (the compiler \
+             wrapper's), no <32 hex key>/ (vLLM's Neuron cache, the LNL stack's)",
+        ));
+    }
+    let mut entries: Vec<CacheEntry> = walked
+        .found
         .into_par_iter()
         .map_init(Scratch::default, |scratch, f| judge(f, scratch))
         .collect();
     entries.sort_by(|a, b| {
         era::order(a.compiler.as_deref(), b.compiler.as_deref()).then(a.path.cmp(&b.path))
     });
-    Ok(CacheStatus { entries, errors })
+    Ok(CacheStatus {
+        entries,
+        errors,
+        notes: walked.notes,
+    })
 }
 
 /// What an `ok` entry's NEFF needs.
@@ -309,38 +384,16 @@ fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
 /// Judges one entry found by the walk; an entry that cannot even be
 /// listed is `unreadable`.
 fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
-    let era = if f.vllm {
-        era::Era::Vllm
-    } else {
-        era::era(f.compiler.as_deref())
+    let era = match f.kind {
+        Kind::Wrapper => era::era(f.compiler.as_deref()),
+        _ => era::Era::Vllm,
     };
-    let read = |neff: &Path| read_neff(neff, scratch);
-    #[cfg(feature = "remote")]
-    let judged = match f.objects {
-        Some(first) => {
-            let url = f.dir.display().to_string();
-            let mut first = Some(first);
-            let mut read = read;
-            entry::judge_with(
-                || match first.take() {
-                    Some(objects) => Ok(super::bucket::listing(&objects)),
-                    None => super::bucket::relist(&url).map(|o| super::bucket::listing(&o)),
-                },
-                era,
-                |name| read(Path::new(&format!("{url}/{name}"))),
-                || super::bucket::log_line(&url),
-            )
-        }
-        None => local(&f, era, read),
-    };
-    #[cfg(not(feature = "remote"))]
-    let judged = local(&f, era, read);
     let mut e = CacheEntry {
         path_bytes: spelled(&f.dir),
-        path: f.dir,
-        compiler: f.compiler,
-        graph_hash: f.graph_hash,
-        flags_hash: f.flags_hash,
+        path: f.dir.clone(),
+        compiler: f.compiler.clone(),
+        graph_hash: f.graph_hash.clone(),
+        flags_hash: f.flags_hash.clone(),
         state: State::Unreadable,
         reason: None,
         bytes: 0,
@@ -354,6 +407,39 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
         cc_world_size: None,
         locks: Vec::new(),
     };
+    if matches!(f.kind, Kind::Aside(_) | Kind::NotAKey) {
+        set_aside(&f, &mut e);
+        return e;
+    }
+    let key = match f.kind {
+        Kind::Wrapper => "",
+        _ => f.graph_hash.as_str(),
+    };
+    let read = |neff: &Path| read_neff(neff, scratch);
+    #[cfg(feature = "remote")]
+    let judged = match &f.objects {
+        Some(first) => {
+            let url = f.dir.display().to_string();
+            let mut first = Some(first.clone());
+            let mut read = read;
+            entry::judge_with(
+                || match first.take() {
+                    Some(objects) => Ok(super::bucket::listing(&objects)),
+                    None => super::bucket::relist(&url).map(|o| super::bucket::listing(&o)),
+                },
+                era,
+                key,
+                entry::Readers {
+                    read: |name: &str| read(Path::new(&format!("{url}/{name}"))),
+                    log_line: || super::bucket::log_line(&url),
+                    marker: || super::bucket::marker_text(&url),
+                },
+            )
+        }
+        None => local(&f, era, read),
+    };
+    #[cfg(not(feature = "remote"))]
+    let judged = local(&f, era, read);
     match judged {
         Ok(j) => {
             if let Some(n) = j.read {
@@ -365,17 +451,69 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
             e.modified = j.listing.newest;
             e.changed = j.listing.changed;
             e.lock_modified = j.lock_time;
+            let times = match f.kind {
+                Kind::Wrapper => j.listing.neff_times,
+                _ => entry::loader(&j.listing, key)
+                    .map(|g| g.times)
+                    .unwrap_or_default(),
+            };
+            e.neff_modified = times.modified;
+            e.neff_accessed = times.accessed;
             e.locks = j.listing.locks;
-            e.neff_modified = j.listing.neff_times.modified;
-            e.neff_accessed = j.listing.neff_times.accessed;
         }
         Err(err) => e.reason = Some(format!("the entry cannot be listed: {err}")),
     }
     e
 }
 
+/// Judges a directory under a vLLM root that is no entry of its own: one
+/// a fetch set aside beside an entry (by whether its process lives on this
+/// host; in a bucket that cannot be told), or one whose name is no key
+/// (`unknown`). Its bytes and times are listed; nothing in it is read.
+fn set_aside(f: &Found, e: &mut CacheEntry) {
+    #[cfg(feature = "remote")]
+    let listed = match &f.objects {
+        Some(objects) => Ok(super::bucket::listing(objects)),
+        None => local_listing(f),
+    };
+    #[cfg(not(feature = "remote"))]
+    let listed = local_listing(f);
+    let l = match listed {
+        Ok(l) => l,
+        Err(err) => {
+            e.reason = Some(format!("the entry cannot be listed: {err}"));
+            return;
+        }
+    };
+    (e.bytes, e.modified, e.changed) = (l.bytes, l.newest, l.changed);
+    let (state, why) = match (&l.odd, f.kind) {
+        (Some(odd), _) => odd.judged(),
+        (None, Kind::Aside(a)) => {
+            vllm::aside_state(a, f.objects.is_none().then(|| vllm::alive(a.pid)))
+        }
+        _ => (
+            State::Unknown,
+            vllm::not_a_key(&f.dir.file_name().unwrap_or_default().to_string_lossy()),
+        ),
+    };
+    (e.state, e.reason) = (state, Some(why));
+}
+
+/// The listing of an entry on disk (an entry that is a link: that alone).
+fn local_listing(f: &Found) -> std::io::Result<Listing> {
+    match &f.odd {
+        // The entry itself is a link: nothing below it is looked at.
+        Some(odd) => {
+            let mut l = Listing::default();
+            l.note(odd.clone());
+            Ok(l)
+        }
+        None => Listing::walk(&f.dir, true),
+    }
+}
+
 /// Judges an entry on disk: walked whole (no link followed), its log
-/// read only when it is a regular file.
+/// and marker read only when they are regular files.
 fn local(
     f: &Found,
     era: era::Era,
@@ -383,29 +521,31 @@ fn local(
 ) -> std::io::Result<entry::Judged<Needs>> {
     let log = f.dir.join(entry::LOG);
     let list = || {
-        let mut l = match &f.odd {
-            // The entry itself is a link: nothing below it is looked at.
-            Some(odd) => {
-                let mut l = Listing::default();
-                l.note(odd.clone());
-                return Ok(l);
+        let mut l = local_listing(f)?;
+        if f.odd.is_none() && f.kind == Kind::Key {
+            let lock = match &f.parent {
+                Some(p) => vllm_lock_in(p, &f.graph_hash),
+                None => vllm_lock(&f.dir),
+            };
+            if let Some(lock) = lock {
+                l.add_lock(lock);
             }
-            None => Listing::walk(&f.dir, true)?,
-        };
-        let lock = match &f.parent {
-            Some(p) => vllm_lock_in(p, &f.graph_hash),
-            None => vllm_lock(&f.dir),
-        };
-        if let Some(lock) = lock.filter(|_| f.vllm) {
-            l.add_lock(lock);
         }
         Ok(l)
+    };
+    let key = match f.kind {
+        Kind::Wrapper => "",
+        _ => f.graph_hash.as_str(),
     };
     entry::judge_with(
         list,
         era,
-        |name| read(&f.dir.join(name)),
-        || entry::last_error_line(&log),
+        key,
+        entry::Readers {
+            read: |name: &str| read(&f.dir.join(name)),
+            log_line: || entry::last_error_line(&log),
+            marker: || entry::marker_text(&f.dir),
+        },
     )
 }
 
@@ -420,7 +560,7 @@ pub(super) fn rejudge(
 ) -> CacheEntry {
     let name = e.path.file_name().unwrap_or_default();
     let f = Found::named(e.path.clone(), name, e.compiler.clone())
-        .or_else(|| Found::vllm(e.path.clone(), name))
+        .or_else(|| Found::vllm(e.path.clone(), name, true))
         .map(|mut f| {
             f.objects = objects;
             if let Some((dir, parent)) = at {

@@ -304,16 +304,18 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
     }
     r.compiler = cache::compiler_of(entry);
     let own = (entry != path).then(|| (r.ok, r.error.clone()));
-    let read = || match &own {
-        Some((true, _)) => cache::Read::Ok(()),
+    let read = |name: &str| match &own {
+        // The NEFF scanned: the record's own answer.
+        Some((true, _)) if name == file => cache::Read::Ok(()),
         // A NEFF the caller may not read says nothing of the entry.
-        Some((false, e)) if unreadable(path) => {
-            cache::Read::Unreadable(format!("model.neff: {}", e.clone().unwrap_or_default()))
+        Some((false, e)) if name == file && unreadable(path) => {
+            cache::Read::Unreadable(format!("{name}: {}", e.clone().unwrap_or_default()))
         }
-        Some((false, e)) => cache::Read::Refused(e.clone().unwrap_or_default()),
-        // An entry listed bare: its NEFF appeared since the walk.
-        None => {
-            let neff = entry.join("model.neff");
+        Some((false, e)) if name == file => cache::Read::Refused(e.clone().unwrap_or_default()),
+        // Another NEFF of the entry (a vLLM entry's other graph*.neff), or
+        // an entry listed bare whose NEFF appeared since the walk.
+        _ => {
+            let neff = entry.join(name);
             match Neff::open_with(&neff, open).and_then(|n| n.check_unchanged()) {
                 Ok(()) => cache::Read::Ok(()),
                 Err(e) => cache::read_error(e),

@@ -687,7 +687,7 @@ pub(super) fn meet_object(
         if cache::is_entry_name(part) && at <= o.url.len() {
             met.entry(o.url[..at - 1].into())
                 .or_default()
-                .object(&o.url[at..], o.modified);
+                .object(&o.url[at..], o.size, o.modified);
         }
     }
 }

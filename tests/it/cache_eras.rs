@@ -533,7 +533,7 @@ fn a_cache_root_is_read_wherever_the_environment_names_it_and_an_entry_is_not_on
     );
     // NEURON_CC_FLAGS split as a shell splits it.
     let spaced = c._tmp.path().join("a b");
-    fs::create_dir_all(&spaced).unwrap();
+    fs::create_dir_all(spaced.join("neuronxcc-2.15.0+a")).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_neff"))
         .args(["cache", "status"])
         .env(

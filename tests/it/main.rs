@@ -10,6 +10,7 @@ mod ambiguity;
 mod architecture;
 mod cache;
 mod cache_eras;
+mod cache_layouts;
 #[cfg(feature = "catalog")]
 mod catalog;
 #[cfg(feature = "catalog")]

@@ -15,11 +15,18 @@ use crate::{shown, stdout_err, AtPath, Failure};
 pub(crate) enum CacheCmd {
     /// Every entry's state (ok, corrupt, failed, locked, incomplete, empty,
     /// unreadable, unknown) and a summary per compiler version. Exit 0 when
-    /// every entry is ok, 1 when some entry is not, 3 when part of the
-    /// cache could not be read
+    /// every entry is ok, 1 when some entry is not (or the root holds no
+    /// compile cache), 3 when part of the cache could not be read
     Status {
         /// The cache [default: --cache_dir= in $NEURON_CC_FLAGS, else
-        /// $NEURON_COMPILE_CACHE_URL, else /var/tmp/neuron-compile-cache]
+        /// $NEURON_COMPILE_CACHE_URL, else /var/tmp/neuron-compile-cache;
+        /// and each of vLLM's and the LNL stack's roots that exists:
+        /// $VLLM_CACHE_ROOT/neuron/compile_cache or
+        /// ~/.cache/vllm/neuron/compile_cache and
+        /// /tmp/vllm_neuron_wdir_$USER/neuron/compile_cache,
+        /// $NEURON_LIBTORCH_REMOTE_CACHE,
+        /// $NEURON_LIBTORCH_CACHE_ROOT/neuron/compile_cache or
+        /// ~/.cache/neuron_libtorch/neuron/compile_cache]
         root: Option<PathBuf>,
         /// One JSON object per entry (NDJSON) instead of the summary:
         /// --format ndjson
@@ -34,8 +41,9 @@ pub(crate) enum CacheCmd {
     /// and what --apply will do, unless --apply. Never an entry holding a
     /// fresh lock or one a live process holds, one that changed within
     /// --min-age, one that is unreadable or unknown, or one behind a link
-    /// or a mount. Exit 0 when every selected entry went (or would, or was
-    /// already gone), 1 when one was (or would be) left, 3 when part of the
+    /// or a mount; never in / or a home directory. Exit 0 when every
+    /// selected entry went (or would, or was already gone), 1 when one was
+    /// (or would be) left (or the root is refused), 3 when part of the
     /// cache could not be read
     Prune {
         root: PathBuf,
@@ -180,24 +188,65 @@ fn exit(status: &CacheStatus, otherwise: bool) -> u8 {
 }
 
 /// `neff cache status`: exit 0 when every entry is ok, 1 when some entry
-/// is not, 3 when part of the cache could not be read.
+/// is not, 3 when part of the cache could not be read. Without a root,
+/// every default root ([`neff::cache::default_roots`]) is read in turn: one
+/// that does not exist or holds no cache is said so in one line on stderr
+/// and passed over, unless no root could be read (then the first one's
+/// failure is the answer); the exit code is the worst of the roots read.
 pub(crate) fn status(root: Option<PathBuf>, format: Format) -> Result<u8, Failure> {
-    let path = root_of(root);
-    let status = neff::cache::status(&path).at(&path)?;
+    let roots = match root {
+        Some(r) => vec![root_of(Some(r))],
+        None => neff::cache::default_roots(),
+    };
+    let mut read = Vec::new();
+    let mut first_failure = None;
+    for path in roots {
+        match neff::cache::status(&path).at(&path) {
+            Ok(s) => read.push((path, s)),
+            Err(f) => {
+                if first_failure.is_none() {
+                    first_failure = Some(f);
+                } else {
+                    eprintln!(
+                        "neff: {}: {} (passed over)",
+                        shown(&f.path),
+                        crate::one_line(&f.err)
+                    );
+                }
+            }
+        }
+    }
+    match first_failure {
+        Some(f) if read.is_empty() => return Err(f),
+        Some(f) => eprintln!(
+            "neff: {}: {} (passed over)",
+            shown(&f.path),
+            crate::one_line(&f.err)
+        ),
+        None => {}
+    }
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let written = if format == Format::Table {
-        table(&status, &path, &mut out)
+        read.iter().enumerate().try_for_each(|(i, (path, status))| {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            table(status, path, &mut out)
+        })
     } else {
         let mut w = Rows::new(format, &mut out);
-        status
-            .entries
-            .iter()
+        read.iter()
+            .flat_map(|(_, s)| &s.entries)
             .try_for_each(|e| w.row(e))
             .and_then(|()| w.finish().map(drop))
     };
     written.and_then(|()| out.flush()).map_err(stdout_err)?;
-    report_errors(&status);
-    Ok(exit(&status, !status.all_ok()))
+    let mut code = 0;
+    for (_, status) in &read {
+        report_errors(status);
+        code = code.max(exit(status, !status.all_ok()));
+    }
+    Ok(code)
 }
 
 /// How long ago `t` was, as people read it (`3d ago`).
@@ -213,9 +262,10 @@ fn ago(t: Option<SystemTime>) -> String {
 
 /// An entry's reason for a person: its lock's age where it is locked.
 fn reason(e: &CacheEntry) -> String {
-    match (e.state, e.lock_modified) {
-        (State::Locked, Some(t)) => format!("locked, lock last modified {}", ago(Some(t))),
-        _ => crate::line(e.reason.as_deref().unwrap_or("")).into_owned(),
+    match (e.state, e.lock_modified, e.reason.as_deref()) {
+        (State::Locked, Some(t), _) => format!("locked, lock last modified {}", ago(Some(t))),
+        (State::Empty, _, None) => "none of the compiler's output".into(),
+        (_, _, r) => crate::line(r.unwrap_or("")).into_owned(),
     }
 }
 
@@ -253,7 +303,7 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
     let bad: Vec<_> = status
         .entries
         .iter()
-        .filter(|e| !matches!(e.state, State::Ok | State::Empty))
+        .filter(|e| e.state != State::Ok)
         .collect();
     if !bad.is_empty() {
         writeln!(out, "\nnot ok:")?;
@@ -267,6 +317,26 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
             )?;
         }
     }
+    // Ok entries with a note (a NEFF beside the loader's that is refused),
+    // and the parts of the layout that are not entries.
+    let noted: Vec<_> = status
+        .entries
+        .iter()
+        .filter(|e| e.state == State::Ok && e.reason.is_some())
+        .map(|e| (shown(&e.path), reason(e)))
+        .chain(
+            status
+                .notes
+                .iter()
+                .map(|n| (shown(&n.path), crate::line(&n.what).into_owned())),
+        )
+        .collect();
+    if !noted.is_empty() {
+        writeln!(out, "\nnotes:")?;
+        for (path, what) in noted {
+            writeln!(out, "  {path}: {what}")?;
+        }
+    }
     Ok(())
 }
 
@@ -277,6 +347,7 @@ pub(crate) fn prune(root: PathBuf, opts: &PruneOptions, format: Format) -> Resul
     let json = format != Format::Table;
     let path = root_of(Some(root));
     opts.check().at(&path)?;
+    neff::cache::refuse_pruning(&path).at(&path)?;
     let status = neff::cache::status(&path).at(&path)?;
     report_errors(&status);
     let done = neff::cache::prune(&path, &status, opts).at(&path)?;
