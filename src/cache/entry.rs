@@ -289,12 +289,14 @@ impl Listing {
 /// What reading an entry's NEFF said: `Ok` with what the caller keeps of
 /// it, the refusal, or that it could not be read (permissions, a bucket's
 /// 403); a NEFF that vanished under the reading is [`Read::Vanished`] (the
-/// entry is listed again).
+/// entry is listed again); one left unread so as not to move its access
+/// time is [`Read::Unread`] (the entry is `unknown`).
 pub(crate) enum Read<T> {
     Ok(T),
     Refused(String),
     Unreadable(String),
     Vanished,
+    Unread(String),
 }
 
 /// An entry's judged state, with its reason and what was read.
@@ -361,6 +363,7 @@ pub(super) fn judge_with<T>(
                 Read::Refused(w) => Read::Refused(w),
                 Read::Unreadable(w) => Read::Unreadable(w),
                 Read::Vanished => Read::Vanished,
+                Read::Unread(w) => Read::Unread(w),
             },
             &mut log_line,
         );
@@ -422,6 +425,7 @@ fn decide(
             Read::Refused(_) if l.log => failed(),
             Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
             Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Unread(why) => Verdict::Is(State::Unknown, Some(why)),
             Read::Vanished => Verdict::Again,
         },
         Era::Marked if l.done => {
@@ -470,6 +474,7 @@ fn decide(
                 ),
             },
             Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Unread(why) => Verdict::Is(State::Unknown, Some(why)),
             Read::Vanished => Verdict::Again,
         },
     }
@@ -486,6 +491,7 @@ fn vllm(l: &Listing, read: &mut dyn FnMut() -> Read<()>, locked: impl Fn() -> Ve
             Read::Ok(()) => Verdict::Is(State::Ok, None),
             Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
             Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Unread(why) => Verdict::Is(State::Unknown, Some(why)),
             Read::Vanished => Verdict::Again,
         },
         (true, false) => Verdict::Is(
