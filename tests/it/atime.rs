@@ -42,14 +42,16 @@ fn run(who: As, program: &Path, args: &[&str]) -> Output {
     c.args(args).output().expect("run")
 }
 
-/// A cache of four `ok` entries, readable by everyone, in a directory of
-/// a file system that keeps access times by `relatime`, with the `neff`
-/// binary [`OTHER`] runs; `None` (said why) where the test cannot run.
+/// A cache of five `ok` entries (the fourth of vLLM's layout), readable
+/// by everyone, in a directory of a file system that keeps access times
+/// by `relatime`, with the `neff` binary [`OTHER`] runs; `None` (said
+/// why) where the test cannot run.
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
     neff: PathBuf,
-    entries: Vec<PathBuf>,
+    /// Each entry's directory and its NEFF's name.
+    entries: Vec<(PathBuf, String)>,
 }
 
 fn fixture() -> Option<Fixture> {
@@ -75,14 +77,29 @@ fn fixture() -> Option<Fixture> {
     let good = std::fs::read(crate::common::root().join("fixtures/acc/cc-replica-groups-gz.neff"))
         .unwrap();
     let mut entries = Vec::new();
-    for k in 0..4 {
-        let e = root.join(VERSION).join(format!("MODULE_{k}+{k:08x}"));
+    for k in 0..5 {
+        let vllm = "a".repeat(32);
+        let (e, name, done) = match k {
+            3 => (
+                root.join(&vllm),
+                format!("graph_{vllm}.neff"),
+                ".compilation_complete",
+            ),
+            _ => (
+                root.join(VERSION).join(format!("MODULE_{k}+{k:08x}")),
+                "model.neff".into(),
+                "model.done",
+            ),
+        };
         std::fs::create_dir_all(&e).unwrap();
-        std::fs::write(e.join("model.neff"), &good).unwrap();
-        std::fs::write(e.join("model.done"), b"").unwrap();
-        entries.push(e);
+        std::fs::write(e.join(&name), &good).unwrap();
+        std::fs::write(e.join(done), b"").unwrap();
+        entries.push((e, name));
     }
-    for p in [&root, &root.join(VERSION)].into_iter().chain(&entries) {
+    for p in [&root, &root.join(VERSION)]
+        .into_iter()
+        .chain(entries.iter().map(|e| &e.0))
+    {
         mode(p, 0o755);
     }
     // The binary where the other user can run it.
@@ -141,8 +158,8 @@ impl Fixture {
         use std::os::unix::fs::MetadataExt;
         self.entries
             .iter()
-            .map(|e| {
-                let m = std::fs::metadata(e.join("model.neff")).unwrap();
+            .map(|(e, name)| {
+                let m = std::fs::metadata(e.join(name)).unwrap();
                 (m.atime(), m.atime_nsec())
             })
             .collect()
@@ -171,28 +188,27 @@ impl Fixture {
     }
 }
 
-/// Sets the NEFFs' times: modified ten days ago; accessed 5, 4 and 3 days
-/// ago (a read would move those: a day old, and not after the status
-/// change setting them makes), and the last a minute from now, after that
-/// change (a read would not move it).
+/// Sets the NEFFs' times: modified ten days ago; accessed 5, 4, 3 and 2
+/// days ago (a read would move those: a day old, and not after the
+/// status change setting them makes), and the last a minute from now,
+/// after that change (a read would not move it).
 fn age(f: &Fixture) {
     let now = SystemTime::now();
-    let accessed = [
-        now - 5 * DAY,
-        now - 4 * DAY,
-        now - 3 * DAY,
-        now + Duration::from_secs(60),
-    ];
-    for (e, a) in f.entries.iter().zip(accessed) {
+    let accessed = [5, 4, 3, 2].map(|d| now - d * DAY);
+    let accessed = accessed.into_iter().chain([now + Duration::from_secs(60)]);
+    for ((e, name), a) in f.entries.iter().zip(accessed) {
         let t = std::fs::FileTimes::new()
             .set_accessed(a)
             .set_modified(now - 10 * DAY);
-        std::fs::File::open(e.join("model.neff"))
+        std::fs::File::open(e.join(name))
             .unwrap()
             .set_times(t)
             .unwrap();
     }
 }
+
+/// How many of the fixture's NEFFs [`age`] makes a read move.
+const MOVED: usize = 4;
 
 fn ndjson(out: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(out)
@@ -203,22 +219,24 @@ fn ndjson(out: &[u8]) -> Vec<Value> {
 
 /// What `cache status` and `scan` (as `who`) say of each entry, in the
 /// fixture's order: (state, reason) and (ok, error, cache state, cache
-/// reason).
+/// reason). A dry-run prune runs too: it judges the cache as status does.
 fn judged(f: &Fixture, who: As) -> (Vec<(Value, Value)>, Vec<[Value; 4]>) {
     let status = ndjson(&f.neff(who, &["cache", "status", f.root(), "--json"]).stdout);
     let scan = ndjson(
         &f.neff(who, &["scan", f.root(), "--json", "--no-progress"])
             .stdout,
     );
+    let prune = ["cache", "prune", f.root(), "--max-size", "1", "--json"];
+    assert!(f.neff(who, &prune).status.code().is_some());
     let mut by_status = Vec::new();
     let mut by_scan = Vec::new();
-    for e in &f.entries {
+    for (e, name) in &f.entries {
         let s = status
             .iter()
             .find(|r| r["path"] == e.to_str().unwrap())
             .unwrap();
         by_status.push((s["state"].clone(), s["reason"].clone()));
-        let neff = e.join("model.neff");
+        let neff = e.join(name);
         let r = scan
             .iter()
             .find(|r| r["path"] == neff.to_str().unwrap())
@@ -234,7 +252,7 @@ fn cache_status_and_scan_by_another_user_leave_every_atime_and_the_max_size_plan
     let Some(f) = fixture() else { return };
     age(&f);
     let (atimes, plan) = (f.atimes(), f.plan());
-    assert_eq!(plan.lines().count(), 4, "{plan}");
+    assert_eq!(plan.lines().count(), f.entries.len(), "{plan}");
     let (status, scan) = judged(&f, As::Other);
     assert_eq!(
         f.atimes(),
@@ -242,36 +260,35 @@ fn cache_status_and_scan_by_another_user_leave_every_atime_and_the_max_size_plan
         "another user's status and scan moved an access time"
     );
     assert_eq!(f.plan(), plan);
-    // The three NEFFs a read would touch are not read, and say so; the
-    // fourth is read (its time stays: the kernel would not move it).
-    let why = format!("model.neff not read: reading it as uid {OTHER} would move its access time");
-    for (k, (state, reason)) in status.iter().enumerate() {
-        if k < 3 {
-            assert_eq!(state, "unknown");
-            let reason = reason.as_str().unwrap();
-            assert!(reason.starts_with(&why), "{reason}");
-            assert!(
-                reason.contains("--max-size") && reason.contains("uid 0"),
-                "{reason}"
-            );
-        } else {
+    // The NEFFs a read would touch are not read, and say so, by their
+    // names; the last is read (its time stays: the kernel would not move
+    // it).
+    let why = format!("not read: reading it as uid {OTHER} would move its access time");
+    for (k, ((state, reason), [ok, error, cache_state, cache_reason])) in
+        status.iter().zip(&scan).enumerate()
+    {
+        if k == MOVED {
             assert_eq!((state, reason), (&Value::from("ok"), &Value::Null));
+            assert_eq!((ok, cache_state), (&Value::from(true), &Value::from("ok")));
+            continue;
         }
-    }
-    for (k, [ok, error, state, reason]) in scan.iter().enumerate() {
-        if k < 3 {
-            assert_eq!((ok, state), (&Value::from(false), &Value::from("unknown")));
-            assert!(
-                error
-                    .as_str()
-                    .unwrap()
-                    .starts_with(&why["model.neff ".len()..]),
-                "{error}"
-            );
-            assert!(reason.as_str().unwrap().starts_with(&why), "{reason}");
-        } else {
-            assert_eq!((ok, state), (&Value::from(true), &Value::from("ok")));
-        }
+        let named = format!("{} {why}", f.entries[k].1);
+        assert_eq!(
+            (state, cache_state),
+            (&Value::from("unknown"), &Value::from("unknown"))
+        );
+        let reason = reason.as_str().unwrap();
+        assert!(reason.starts_with(&named), "{reason}");
+        assert!(
+            reason.contains("--max-size") && reason.contains("uid 0"),
+            "{reason}"
+        );
+        assert_eq!(ok, false);
+        assert!(error.as_str().unwrap().starts_with(&why), "{error}");
+        assert!(
+            cache_reason.as_str().unwrap().starts_with(&named),
+            "{cache_reason}"
+        );
     }
     // Root reads them all, and moves nothing either.
     let (status, scan) = judged(&f, As::Root);
@@ -288,7 +305,8 @@ fn cache_status_and_scan_by_another_user_leave_every_atime_and_the_max_size_plan
     assert_eq!(f.plan(), plan);
     // What the test guards against: any other read by the other user
     // moves the oldest time, and the plan with it.
-    let neff = f.entries[0].join("model.neff");
+    let (e, name) = &f.entries[0];
+    let neff = e.join(name);
     assert!(
         run(As::Other, Path::new("/bin/cat"), &[neff.to_str().unwrap()])
             .status
@@ -321,7 +339,7 @@ fn a_scan_index_keeps_no_record_of_a_cache_neff_left_unread() {
     let other = scan(As::Other);
     assert_eq!(
         other.iter().filter(|r| r["ok"] == false).count(),
-        3,
+        MOVED,
         "{other:?}"
     );
     let root = scan(As::Root);
