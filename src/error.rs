@@ -13,6 +13,10 @@
 
 use std::io;
 
+/// How the text of [`Error::AtimeKept`] begins: a record that keeps only
+/// the text (a scan's) is known by it.
+pub(crate) const ATIME_KEPT: &str = "not read: reading it as uid ";
+
 /// Convenience alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -151,6 +155,19 @@ pub enum Error {
         /// The ETag the read was pinned to.
         etag: String,
     },
+    /// The file was not read: the caller may not read it without moving
+    /// its access time (the kernel refuses `O_NOATIME` to all but the
+    /// file's owner and the privileged, and the file's mount would update
+    /// the time on this read). Only a read asked to leave access times
+    /// alone ([`Options::keep_atime`](crate::Options::keep_atime)) is
+    /// refused so: a compile cache's `--max-size` evicts by them.
+    #[error("{ATIME_KEPT}{reader} would move its access time, which `neff cache prune --max-size` orders by (run as its owner, uid {owner}, or as root)")]
+    AtimeKept {
+        /// The file's owner.
+        owner: u32,
+        /// The caller's effective user.
+        reader: u32,
+    },
     /// A usage error detected by the library (for example a bad regular expression).
     #[error("{reason}")]
     Usage {
@@ -192,7 +209,7 @@ pub enum ErrorKind {
     UnsafePath,
     /// [`Error::Catalog`].
     Catalog,
-    /// [`Error::Refused`].
+    /// [`Error::Refused`] and [`Error::AtimeKept`].
     Refused,
     /// [`Error::Usage`].
     Usage,
@@ -228,7 +245,7 @@ impl Error {
             Error::Hash { .. } => ErrorKind::Hash,
             Error::UnsafePath { .. } => ErrorKind::UnsafePath,
             Error::Catalog { .. } => ErrorKind::Catalog,
-            Error::Refused { .. } => ErrorKind::Refused,
+            Error::Refused { .. } | Error::AtimeKept { .. } => ErrorKind::Refused,
             Error::Usage { .. } => ErrorKind::Usage,
             Error::Remote { .. } => ErrorKind::Io,
             Error::ObjectChanged { .. } => ErrorKind::Changed,

@@ -22,6 +22,15 @@
 //! Files are opened non-blocking and checked to be regular files on the
 //! open descriptor ([`open_regular`]): a FIFO, a device or a socket named
 //! like a NEFF is refused without a read that could block or never end.
+//!
+//! # Access times
+//!
+//! Files are opened with `O_NOATIME` where the kernel allows it (the
+//! caller owns the file, or holds `CAP_FOWNER`), so reading a NEFF does
+//! not count as using it. Where it does not, a reader that must leave the
+//! access time alone (a compile cache's judgement: `--max-size` evicts by
+//! it) asks [`atime`] whether the read would move it, and reads nothing
+//! if so ([`Error::AtimeKept`]).
 
 use std::fs::File;
 use std::ops::Deref;
@@ -30,6 +39,8 @@ use std::path::Path;
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+
+mod atime;
 
 /// The whole file's bytes, however they were obtained.
 #[derive(Debug)]
@@ -56,30 +67,37 @@ impl Deref for FileBytes {
 /// a FIFO between a directory walk and the open cannot hang the caller).
 /// A directory is the I/O error the OS gives for reading one.
 pub fn open_regular(path: &Path) -> Result<File> {
-    open_sized(path).map(|(file, _)| file)
+    open_sized(path, false).map(|(file, _)| file)
 }
 
 /// [`open_regular`], with the file's size from the same `fstat`.
-fn open_sized(path: &Path) -> Result<(File, u64)> {
+/// `keep_atime`: refuse ([`Error::AtimeKept`]) a file the caller may not
+/// open with `O_NOATIME` whose access time a read would move (judged from
+/// that same `fstat`, and the mount's options: see [`atime`]).
+fn open_sized(path: &Path, keep_atime: bool) -> Result<(File, u64)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     // Reading a NEFF to describe it is not a use of it: where the caller
     // may (it owns the file, or is root), the read leaves the file's access
     // time alone, which is what a compile cache's least-recently-used
     // eviction (`neff cache prune --max-size`) goes by. Elsewhere the open
-    // is refused (EPERM) and made again without.
+    // is refused (EPERM) and made again without; opening reads nothing,
+    // so the time is still the file's own when `keep_atime` looks at it.
     let open = |noatime: libc::c_int| {
         std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | noatime)
             .open(path)
     };
-    let file = match open(libc::O_NOATIME) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0)?,
-        r => r?,
+    let (file, noatime) = match open(libc::O_NOATIME) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => (open(0)?, false),
+        r => (r?, true),
     };
     let meta = file.metadata()?;
     let t = meta.file_type();
     if t.is_file() {
+        if keep_atime && !noatime {
+            atime::untouched(path, &meta)?;
+        }
         return Ok((file, meta.len()));
     }
     if t.is_dir() {
@@ -120,13 +138,21 @@ pub const MAP_THRESHOLD: u64 = 64 << 10;
 impl FileBytes {
     /// Opens `path` and returns its bytes (mapped or read, per `mode`).
     pub fn open(path: &Path, mode: ReadMode) -> Result<FileBytes> {
-        FileBytes::open_reusing(path, mode, Vec::new())
+        FileBytes::open_reusing(path, mode, false, Vec::new())
     }
 
     /// [`open`](Self::open), reading into `buf` (cleared first) when the
     /// file is read rather than mapped, so a scan can reuse one buffer.
-    pub fn open_reusing(path: &Path, mode: ReadMode, buf: Vec<u8>) -> Result<FileBytes> {
-        let (file, len) = open_sized(path)?;
+    /// `keep_atime`: a file whose access time the read would move, and
+    /// that the caller may not open with `O_NOATIME`, is not read
+    /// ([`Error::AtimeKept`]).
+    pub fn open_reusing(
+        path: &Path,
+        mode: ReadMode,
+        keep_atime: bool,
+        buf: Vec<u8>,
+    ) -> Result<FileBytes> {
+        let (file, len) = open_sized(path, keep_atime)?;
         FileBytes::from_open(file, len, mode, buf)
     }
 

@@ -378,12 +378,14 @@ impl Listing {
 /// What reading an entry's NEFF said: `Ok` with what the caller keeps of
 /// it, the refusal, or that it could not be read (permissions, a bucket's
 /// 403); a NEFF that vanished under the reading is [`Read::Vanished`] (the
-/// entry is listed again).
+/// entry is listed again); one left unread so as not to move its access
+/// time is [`Read::Unread`] (the entry is `unknown`).
 pub(crate) enum Read<T> {
     Ok(T),
     Refused(String),
     Unreadable(String),
     Vanished,
+    Unread(String),
 }
 
 /// An entry's judged state, with its reason and what was read.
@@ -465,6 +467,7 @@ where
                 Read::Refused(w) => Read::Refused(w),
                 Read::Unreadable(w) => Read::Unreadable(w),
                 Read::Vanished => Read::Vanished,
+                Read::Unread(w) => Read::Unread(w),
             },
             &mut r.log_line,
             &mut r.marker,
@@ -529,6 +532,7 @@ fn decide(
             Read::Refused(_) if l.log => failed(),
             Read::Refused(why) => Verdict::Is(State::Corrupt, Some(why)),
             Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Unread(why) => Verdict::Is(State::Unknown, Some(why)),
             Read::Vanished => Verdict::Again,
         },
         Era::Marked if l.done => {
@@ -577,6 +581,7 @@ fn decide(
                 ),
             },
             Read::Unreadable(why) => Verdict::Is(State::Unreadable, Some(why)),
+            Read::Unread(why) => Verdict::Is(State::Unknown, Some(why)),
             Read::Vanished => Verdict::Again,
         },
     }
@@ -635,6 +640,7 @@ pub(super) fn decide_vllm(
                 Read::Ok(()) => {}
                 Read::Refused(why) => return is(State::Corrupt, format!("{}: {why}", g.name)),
                 Read::Unreadable(why) => return is(State::Unreadable, why),
+                Read::Unread(why) => return is(State::Unknown, why),
                 Read::Vanished => return Verdict::Again,
             }
             Verdict::Is(State::Ok, others(l, &g.name, read))
@@ -671,6 +677,7 @@ fn others(l: &Listing, loaded: &str, read: &mut dyn FnMut(&str) -> Read<()>) -> 
                 "{} beside it is refused ({why}); the loader reads {loaded}",
                 g.name
             )),
+            Read::Unread(why) => notes.push(format!("{} beside it: {why}", g.name)),
             Read::Ok(()) | Read::Vanished => {}
         }
     }

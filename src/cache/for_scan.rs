@@ -61,9 +61,11 @@ pub(crate) fn compiler_of(dir: &Path) -> Option<String> {
 }
 
 /// How reading a NEFF failed, as a judgement takes it: gone (list the
-/// entry again), not readable by the caller (an I/O failure), or refused.
+/// entry again), not readable by the caller (an I/O failure), left unread
+/// so as not to move its access time, or refused.
 pub(crate) fn read_error<T>(e: Error) -> Read<T> {
     match e {
+        e @ Error::AtimeKept { .. } => Read::Unread(format!("{NEFF} {e}")),
         Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => Read::Vanished,
         Error::Remote {
             io: std::io::ErrorKind::NotFound,

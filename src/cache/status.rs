@@ -360,10 +360,18 @@ struct Needs {
 
 /// Reads the NEFF at `path` whole (payload, tar) and what it needs; a
 /// refusal as `neff scan` words it, an I/O failure (permissions) as
-/// unreadable.
+/// unreadable. A NEFF whose access time the read would move, where the
+/// caller may not read it without (it is not its owner, nor root), is not
+/// read: `--max-size` evicts by that time ([`Options::keep_atime`]).
 fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
-    let neff = match Neff::open_scratch(path, &Options::default(), scratch) {
+    let opts = Options::default().keep_atime(true);
+    let neff = match Neff::open_scratch(path, &opts, scratch) {
         Ok(n) => n,
+        // Named as it is (vLLM's `graph*.neff` too).
+        Err(e @ Error::AtimeKept { .. }) => {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            return Read::Unread(format!("{name} {e}"));
+        }
         Err(e) => return super::for_scan::read_error(e),
     };
     let needs = Needs {

@@ -297,6 +297,9 @@ impl Lookup<'_> {
         let scanned_at = now_utc();
         let (record, rows) =
             scan::record_with(p, self.opts, scratch, met, |n| Box::new(Rows::of(n)));
+        // A NEFF left unread so as not to move its access time: its record
+        // says who scanned, not what the file is, and is not kept.
+        let stat = stat.filter(|_| !scan::left_unread(&record));
         Visit {
             key,
             row,

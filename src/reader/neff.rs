@@ -63,6 +63,15 @@ pub struct Options {
     /// not one after the other. Off by default (a scan already keeps every
     /// CPU busy).
     pub early_cc: bool,
+    /// Leave the file's access time alone: where the kernel refuses
+    /// `O_NOATIME` (the caller neither owns the file nor is privileged)
+    /// and the read would move the access time (by the mount's `noatime`,
+    /// `relatime` or `strictatime` rule), the file is not read:
+    /// [`Error::AtimeKept`](crate::Error::AtimeKept). A compile cache's
+    /// judgements set it: `neff cache prune --max-size` evicts the least
+    /// recently used entries by that time. Off by default (a read of a
+    /// file named to be read is a use of it). No effect on a URL.
+    pub keep_atime: bool,
 }
 
 impl Options {
@@ -84,6 +93,13 @@ impl Options {
     #[must_use]
     pub fn early_cc(mut self, v: bool) -> Self {
         self.early_cc = v;
+        self
+    }
+
+    /// Sets `keep_atime`: leave the file's access time alone, not reading a file whose access time the read would move where the kernel refuses `O_NOATIME`.
+    #[must_use]
+    pub fn keep_atime(mut self, v: bool) -> Self {
+        self.keep_atime = v;
         self
     }
 }
@@ -142,7 +158,8 @@ impl Neff {
         if let Some(url) = path.as_ref().to_str().filter(|p| remote::is_url(p)) {
             return Neff::open_url(url, opts);
         }
-        let file = FileBytes::open(path.as_ref(), opts.read_mode)?;
+        let file =
+            FileBytes::open_reusing(path.as_ref(), opts.read_mode, opts.keep_atime, Vec::new())?;
         Neff::from_file_bytes(file, opts, None)
     }
 
@@ -208,6 +225,7 @@ impl Neff {
         let file = FileBytes::open_reusing(
             path.as_ref(),
             opts.read_mode,
+            opts.keep_atime,
             std::mem::take(&mut scratch.file),
         )?;
         Neff::from_file_bytes(file, opts, Some(std::mem::take(&mut scratch.tar)))

@@ -33,7 +33,7 @@ pub use walk::{list, list_with, path_list, Walked};
 #[cfg(all(feature = "remote", feature = "catalog"))]
 pub(crate) use listing::read_while_listing;
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use record::{cache_entry, record_with};
+pub(crate) use record::{cache_entry, left_unread, record_with};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
 pub(crate) use run::{by_shown, hold_sorted, scan_ordered, scan_with, streamed_prefixes};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accessors;
 use crate::cache::{self, State};
-use crate::error::Error;
+use crate::error::{Error, ATIME_KEPT};
 use crate::header::hex;
 use crate::json::views::{Def, VarType};
 use crate::reader::{Neff, Options, Scratch};
@@ -142,7 +142,14 @@ pub(crate) fn record_with<T>(
         return (r, None);
     }
     let bytes = std::fs::metadata(path).ok().map(|m| m.len());
-    let (mut r, t) = match Neff::open_scratch(path, &opts.open, scratch) {
+    // A compile-cache entry's NEFF is read as `cache status` reads it: not
+    // at all where that would move its access time, which `cache prune
+    // --max-size` orders the entries by.
+    let open = match cache::entry_dir(path) {
+        Some(entry) if entry != path => opts.open.keep_atime(true),
+        _ => opts.open,
+    };
+    let (mut r, t) = match Neff::open_scratch(path, &open, scratch) {
         Err(e) => (failed(path, &e, bytes), None),
         Ok(neff) => {
             let bytes = bytes.or(Some(neff.file_len()));
@@ -262,6 +269,16 @@ pub(super) fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOpti
     r
 }
 
+/// Whether `r` is of a NEFF left unread so as not to move its access
+/// time ([`Error::AtimeKept`]): it says who scanned, not what the file is
+/// (the catalogue does not keep it).
+pub(crate) fn left_unread(r: &Record) -> bool {
+    !r.ok
+        && r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(ATIME_KEPT))
+}
+
 /// Whether the file at `path` (a local one) exists and the caller may not
 /// read it.
 pub(super) fn unreadable(path: &Path) -> bool {
@@ -304,9 +321,13 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
     }
     r.compiler = cache::compiler_of(entry);
     let own = (entry != path).then(|| (r.ok, r.error.clone()));
+    let unread = left_unread(r);
     let read = |name: &str| match &own {
         // The NEFF scanned: the record's own answer.
         Some((true, _)) if name == file => cache::Read::Ok(()),
+        Some((false, e)) if name == file && unread => {
+            cache::Read::Unread(format!("{file} {}", e.clone().unwrap_or_default()))
+        }
         // A NEFF the caller may not read says nothing of the entry.
         Some((false, e)) if name == file && unreadable(path) => {
             cache::Read::Unreadable(format!("{name}: {}", e.clone().unwrap_or_default()))
@@ -316,7 +337,7 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
         // an entry listed bare whose NEFF appeared since the walk.
         _ => {
             let neff = entry.join(name);
-            match Neff::open_with(&neff, open).and_then(|n| n.check_unchanged()) {
+            match Neff::open_with(&neff, &open.keep_atime(true)).and_then(|n| n.check_unchanged()) {
                 Ok(()) => cache::Read::Ok(()),
                 Err(e) => cache::read_error(e),
             }

@@ -8,6 +8,7 @@ mod common;
 
 mod ambiguity;
 mod architecture;
+mod atime;
 mod cache;
 mod cache_eras;
 mod cache_layouts;
