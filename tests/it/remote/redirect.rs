@@ -281,3 +281,29 @@ fn a_redirect_on_the_same_origin_keeps_every_header_and_the_read_works() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(o.stdout, local_cc());
 }
+
+#[test]
+fn a_usage_error_never_prints_a_urls_password_or_signature() {
+    let url = "https://user:PWSECRET@h.example/x.neff?X-Amz-Credential=CREDSECRET\
+               &X-Amz-Signature=SIGSECRET";
+    for args in [
+        vec!["get", "arch", url],
+        vec!["get", url, "no-such-accessor"],
+        vec!["get", url],
+        vec!["ls", url, url],
+        vec!["scan", "--shard", url, url],
+        vec!["info", "--no-such-flag", url],
+    ] {
+        let o = crate::common::neff(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.is_empty(), "{args:?}");
+        for s in SECRETS {
+            assert!(!err.contains(s), "{args:?} printed {s}: {err}");
+        }
+    }
+    // A help text still prints (to stdout, exit 0).
+    let o = crate::common::neff(&["get", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ACCESSOR"));
+}
