@@ -66,6 +66,7 @@ mod ranges;
 mod redact;
 mod redirect;
 mod scheme;
+mod signed;
 mod store;
 mod version;
 
@@ -83,6 +84,7 @@ pub(crate) use ranges::Listing;
 pub use redact::{redact, redact_text};
 pub(crate) use scheme::key_part;
 pub use scheme::{is_listable, is_url};
+pub(crate) use signed::unsigned_query;
 pub use store::set_access;
 
 /// The bytes one object walked alone reads on in the time of a request

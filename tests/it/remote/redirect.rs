@@ -5,6 +5,7 @@
 //! line and headers) and answer as each case needs; `neff` reaches them
 //! through its real client.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -306,4 +307,106 @@ fn a_usage_error_never_prints_a_urls_password_or_signature() {
     let o = crate::common::neff(&["get", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("ACCESSOR"));
+}
+
+/// Two raw NEFFs of one size whose `cc-world-size` differ (4 and 8).
+fn two_versions() -> [Vec<u8>; 2] {
+    use neff::pack::{pack, PackEntry, PackOptions};
+    let make = |groups: &str| {
+        let def = format!(r#"{{"replica_groups":[[{groups}]],"var":{{}}}}"#);
+        let entries = vec![
+            PackEntry::file("neff.json", br#"{"tvm":[]}"#.to_vec(), 0),
+            PackEntry::file("sg00/def.json", def.into_bytes(), 0),
+        ];
+        pack(
+            &entries,
+            &PackOptions::default().no_gzip(true).mtime(Some(0)),
+        )
+        .unwrap()
+    };
+    let v = [make("[0,1,2,3]"), make("[0,1,2,3,4,5,6,7]")];
+    assert_eq!(v[0].len(), v[1].len());
+    v
+}
+
+/// `neff scan --index db --json url`'s `cc_world_size`.
+fn scanned_cc(db: &std::path::Path, url: &str) -> serde_json::Value {
+    let o = run_env(
+        &["scan", "--index", db.to_str().unwrap(), "--json", url],
+        "http://127.0.0.1:9",
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recs = super::ndjson(&o.stdout);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    recs[0]["cc_world_size"].clone()
+}
+
+fn row_keys(db: &std::path::Path) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut st = c.prepare("SELECT key FROM neffs ORDER BY key").unwrap();
+    let rows = st.query_map([], |r| r.get::<_, String>(0)).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+#[test]
+fn urls_differing_in_a_selector_get_rows_of_their_own_and_a_signature_is_no_part_of_a_key() {
+    let [four, eight] = two_versions();
+    // `?versionId=a|b` chooses the version; `/etag/` answers with an
+    // ETag, `/bare/` with no validator at all; `swap` serves `a` as `b`.
+    let swap = Arc::new(Mutex::new(false));
+    let swapped = swap.clone();
+    let versions: HashMap<&str, Vec<u8>> = HashMap::from([("a", four), ("b", eight)]);
+    let (base, seen) = serve("127.0.0.1", move |req| {
+        let mut v = if req.target().contains("versionId=b") {
+            "b"
+        } else {
+            "a"
+        };
+        if *swapped.lock().unwrap() {
+            v = "b";
+        }
+        let validators = if req.target().starts_with("/etag/") {
+            format!("ETag: \"{v}\"\r\n")
+        } else {
+            String::new()
+        };
+        file(req, &versions[v], &validators)
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("zoo.db");
+    let bare = |v: &str| format!("{base}/bare/x.neff?versionId={v}");
+    // Same size, no validator: each its own answer, and no row to trust.
+    assert_eq!(scanned_cc(&db, &bare("a")), 4);
+    assert_eq!(scanned_cc(&db, &bare("b")), 8);
+    assert_eq!(row_keys(&db), Vec::<String>::new());
+    // Changed since (same size): the scan says so.
+    *swap.lock().unwrap() = true;
+    assert_eq!(scanned_cc(&db, &bare("a")), 8);
+    *swap.lock().unwrap() = false;
+    // With an ETag: a row per version, keyed with its selector, not its
+    // signature...
+    let signed = |v: &str, sig: &str| {
+        format!(
+            "{base}/etag/x.neff?versionId={v}&X-Amz-Credential=CREDSECRET&X-Amz-Date={sig}\
+             &X-Amz-Expires=60&X-Amz-Security-Token=TOKSECRET&X-Amz-Signature={sig}SIGSECRET"
+        )
+    };
+    assert_eq!(scanned_cc(&db, &signed("a", "1")), 4);
+    assert_eq!(scanned_cc(&db, &signed("b", "1")), 8);
+    let keys = row_keys(&db);
+    let key = |v: &str| format!("{base}/etag/x.neff?versionId={v}");
+    assert_eq!(keys, [key("a"), key("b")]);
+    // ... so a URL signed again is answered from its row: one request,
+    // the first byte, for the ETag.
+    let before = seen.lock().unwrap().len();
+    assert_eq!(scanned_cc(&db, &signed("a", "2")), 4);
+    let again: Vec<Req> = seen.lock().unwrap()[before..].to_vec();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].header("range"), Some("bytes=0-0"));
+    assert_eq!(row_keys(&db), keys);
+    let dump = format!("{keys:?}");
+    for s in SECRETS {
+        assert!(!dump.contains(s), "{dump}");
+    }
 }
