@@ -86,10 +86,12 @@ pub(super) fn plain_policy() -> reqwest::redirect::Policy {
     })
 }
 
-/// The connector every store is built with: [`ClientOptions`] as
-/// `object_store` applies them (timeouts, plain HTTP, the user agent),
-/// `headers` sent with every request (the hub's token), and redirects
-/// followed as the module says.
+/// The connector every store is built with: of [`ClientOptions`], those
+/// this crate sets or `object_store` sets for its credential clients (the
+/// timeouts, plain HTTP, the user agent), applied as `object_store` would
+/// (the others, a proxy or certificates, are set nowhere here and not
+/// read); `headers` sent with every request (the hub's token); and
+/// redirects followed as the module says.
 #[derive(Debug, Default)]
 pub(super) struct Guarded {
     pub(super) headers: HeaderMap,
