@@ -47,16 +47,19 @@ pub(super) fn options_from_v1(text: &str) -> String {
 
 /// The key of a file's row: its canonical path (symlinks and `.`/`..`
 /// resolved, as realpath gives it), or for a URL the URL normalised (scheme
-/// and host in lower case, dot segments resolved) without its query,
-/// fragment or userinfo (a presigned URL's signature, a password: never
-/// kept, and the object is the same whatever signs the request); a path
-/// that cannot be resolved (gone) is made absolute as it stands.
+/// and host in lower case, dot segments resolved) with its query but
+/// without the parameters that sign it ([`crate::remote::unsigned_query`]:
+/// `versionId` and the like choose the object and stay, a presigned URL's
+/// signature is never kept, and the object is the same whatever signs the
+/// request), without fragment or userinfo (a password); a path that
+/// cannot be resolved (gone) is made absolute as it stands.
 pub(crate) fn key_of(p: &Path) -> String {
     #[cfg(feature = "remote")]
     if let Some(u) = p.to_str().filter(|s| crate::remote::is_url(s)) {
         return match url::Url::parse(u) {
             Ok(mut u) => {
-                u.set_query(None);
+                let query = u.query().and_then(crate::remote::unsigned_query);
+                u.set_query(query.as_deref());
                 u.set_fragment(None);
                 let _ = u.set_username("");
                 let _ = u.set_password(None);

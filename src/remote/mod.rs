@@ -16,7 +16,9 @@
 //! read). The client is the `object_store` crate (S3 with the
 //! standard AWS environment and credential chain; plain HTTP(S) with Range
 //! support); its requests are retried with backoff on 5xx, throttling and
-//! timeouts, a bounded number of times, and each has a timeout.
+//! timeouts, a bounded number of times, and each has a timeout. Its
+//! redirects are followed here ([`redirect`]): one to another origin is
+//! handed no credential, header or `Referer`.
 //!
 //! The object is pinned by the ETag of the first response: every later
 //! range is asked for with `If-Match`, so an object replaced while it is
@@ -62,7 +64,9 @@ mod object;
 mod profile;
 mod ranges;
 mod redact;
+mod redirect;
 mod scheme;
+mod signed;
 mod store;
 mod version;
 
@@ -80,6 +84,7 @@ pub(crate) use ranges::Listing;
 pub use redact::{redact, redact_text};
 pub(crate) use scheme::key_part;
 pub use scheme::{is_listable, is_url};
+pub(crate) use signed::unsigned_query;
 pub use store::set_access;
 
 /// The bytes one object walked alone reads on in the time of a request

@@ -86,9 +86,17 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
         let start = rest[..at]
             .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
             .map_or(0, |i| i + 1);
-        let mut end = rest[at..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
-            .map_or(rest.len(), |i| at + i);
+        let stop = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`');
+        let mut end = at;
+        loop {
+            end = rest[end..].find(stop).map_or(rest.len(), |i| end + i);
+            // A URL made printable already goes on past its `<redacted>`
+            // (so that a message is redacted once, however often shown).
+            match rest[end..].strip_prefix(REDACTED) {
+                Some(_) => end += REDACTED.len(),
+                None => break,
+            }
+        }
         // A URL in parentheses ends before the closing one.
         if rest[..start].ends_with('(') && rest[..end].ends_with(')') {
             end -= 1;
@@ -145,5 +153,12 @@ mod tests {
             "a \"https://h/x?a=<redacted>\" and https://h/y"
         );
         assert_eq!(redact_text("no url here"), "no url here");
+        // Redacted once, whatever the number of passes.
+        let once = redact_text("see http://u:pw@h/x?a=1&b&c=3#f gone").into_owned();
+        assert_eq!(
+            once,
+            "see http://h/x?a=<redacted>&<redacted>&c=<redacted>#<redacted> gone"
+        );
+        assert_eq!(redact_text(&once), once);
     }
 }

@@ -11,6 +11,7 @@ use object_store::path::Path as ObjPath;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
 use super::failure::*;
+use super::redirect::{plain_policy, Guarded};
 use super::scheme::*;
 use super::{hf, link, profile};
 use crate::error::{Error, Result};
@@ -70,11 +71,15 @@ pub(super) async fn backoff(tries: u64) {
 }
 
 /// The plain HTTP client of the requests `object_store` does not make (the
-/// hub's listing pages, the SSO portal), one for the process.
+/// hub's listing pages, the SSO portal), one for the process: it follows
+/// redirects on the same origin only, and sends no `Referer`
+/// ([`super::redirect`]).
 pub(super) fn http_client() -> Result<&'static reqwest::Client> {
     static C: OnceLock<std::result::Result<reqwest::Client, String>> = OnceLock::new();
     C.get_or_init(|| {
         reqwest::Client::builder()
+            .redirect(plain_policy())
+            .referer(false)
             .timeout(timeout())
             .connect_timeout(timeout().min(Duration::from_secs(10)))
             .build()
@@ -303,6 +308,7 @@ fn s3_store(
         .with_skip_signature(unsigned)
         .with_request_payer(payer)
         .with_client_options(client)
+        .with_http_connector(Guarded::default())
         .with_retry(retry);
     Ok(Arc::new(b.build().map_err(|e| remote(one_line(&e)))?))
 }
@@ -325,6 +331,7 @@ fn gs_store(
     let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
         .with_url(url)
         .with_client_options(client)
+        .with_http_connector(Guarded::default())
         .with_retry(retry);
     if access().0 {
         // --no-sign-request; else the environment's setting.
@@ -356,6 +363,7 @@ fn az_store(
     let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
         .with_url(url)
         .with_client_options(client)
+        .with_http_connector(Guarded::default())
         .with_retry(retry);
     if access().0 {
         // --no-sign-request; else the environment's setting.
@@ -392,22 +400,22 @@ fn http_store(
             &parsed[url::Position::BeforeHost..url::Position::BeforePath]
         )
     };
-    let mut client = plain_http_if(client, parsed.scheme() == "http");
-    // The hub's token, to the hub only (a redirect to its CDN
-    // drops it, as reqwest does for another host).
+    let client = plain_http_if(client, parsed.scheme() == "http");
+    // The hub's token, to the hub only (a redirect to its CDN, another
+    // origin, drops it: super::redirect).
+    let mut guarded = Guarded::default();
     if base.starts_with(&hf::endpoint()) {
         if let Some(t) = hf::token() {
-            let mut h = http::HeaderMap::new();
             let v = http::HeaderValue::from_str(&format!("Bearer {t}"))
                 .map_err(|_| remote("the hub token is not a valid header value"))?;
-            h.insert(http::header::AUTHORIZATION, v);
-            client = client.with_default_headers(h);
+            guarded.headers.insert(http::header::AUTHORIZATION, v);
         }
     }
     Ok(Arc::new(
         object_store::http::HttpBuilder::new()
             .with_url(base)
             .with_client_options(client)
+            .with_http_connector(guarded)
             .with_retry(retry)
             .build()
             .map_err(|e| remote(one_line(&e)))?,

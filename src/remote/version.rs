@@ -3,17 +3,23 @@
 
 use object_store::{GetOptions, GetRange, ObjectStoreExt};
 
+use super::failure::remote;
 use super::link;
 use super::object::{ignores_range, Object};
 use super::store::{describe, runtime, store_for, Timeout};
 use crate::error::Result;
+
+/// Why an object has no version to key a row on.
+const NO_VALIDATOR: &str = "the server names no ETag or Last-Modified to know the object by";
 
 impl Object {
     /// The size and version of the object at `url`: its `ETag`, else its
     /// `Last-Modified` (as a listing gives them: what a catalogue compares
     /// to answer from its row), from one GET of its first byte (a URL
     /// presigned for GET allows no HEAD), or a HEAD from a server that
-    /// ignores Range.
+    /// ignores Range. An answer with neither is an error: nothing tells
+    /// this object from another of its size, and a catalogue reads it
+    /// again each time rather than trust a row.
     pub fn version_of(url: &str) -> Result<(u64, String)> {
         let (store, path) = store_for(url, Timeout::PerRequest)?;
         let opts = GetOptions {
@@ -30,9 +36,13 @@ impl Object {
                 }
                 Err(e) => return Err(describe(&e, None)),
             };
-            let version = meta
-                .e_tag
-                .unwrap_or_else(|| meta.last_modified.to_rfc3339());
+            // (object_store dates an answer without Last-Modified at 0.)
+            let dated = meta.last_modified.timestamp_nanos_opt() != Some(0);
+            let version = match meta.e_tag {
+                Some(tag) => tag,
+                None if dated => meta.last_modified.to_rfc3339(),
+                None => return Err(remote(NO_VALIDATOR)),
+            };
             Ok((meta.size, version))
         })
     }

@@ -28,7 +28,7 @@ use crate::error::Result;
 pub use options::{ScanOptions, Walk};
 pub use record::{Record, Tensors};
 pub use run::scan;
-pub use walk::{list, list_with, path_list, Walked};
+pub use walk::{list, list_with, path_list, Walked, LIST_LINE_MAX};
 
 #[cfg(all(feature = "remote", feature = "catalog"))]
 pub(crate) use listing::read_while_listing;

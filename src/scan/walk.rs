@@ -13,33 +13,63 @@ use super::options::*;
 use super::record::*;
 use super::run::*;
 
+/// The longest path a list may hold, in bytes: Linux's `PATH_MAX` (4096,
+/// its ending NUL included) less that NUL. A longer line names no file
+/// the system could open, so the list is refused instead of read on.
+pub const LIST_LINE_MAX: usize = 4095;
+
 /// The paths of a list, one a line (`find -print`) or, with `nul`, each
 /// ended by a NUL byte (`find -print0`, for names holding newlines): as
 /// `neff scan --files-from FILE` (or `-`, standard input) takes them. Empty
-/// entries are skipped; names need not be UTF-8.
+/// entries are skipped; names need not be UTF-8. The list is read a line
+/// at a time: a line longer than [`LIST_LINE_MAX`] bytes (a `\r` before
+/// its newline aside) is an `InvalidData` error, read no further than its
+/// limit, whatever the length of the stream.
 ///
 /// ```
 /// let got = neff::scan::path_list(&b"a.neff\0dir/\nname.neff\0"[..], true)?;
 /// assert_eq!(got, ["a.neff", "dir/\nname.neff"].map(std::path::PathBuf::from));
+/// let long = vec![b'a'; neff::scan::LIST_LINE_MAX + 1];
+/// assert!(neff::scan::path_list(&long[..], false).is_err());
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn path_list(mut r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<PathBuf>> {
+pub fn path_list(r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<PathBuf>> {
+    use std::io::{BufRead, Read};
     use std::os::unix::ffi::OsStrExt;
-    let mut bytes = Vec::new();
-    r.read_to_end(&mut bytes)?;
     let sep = if nul { 0 } else { b'\n' };
-    Ok(bytes
-        .split(|&b| b == sep)
-        .map(|p| {
-            if nul {
-                p
-            } else {
-                p.strip_suffix(b"\r").unwrap_or(p)
-            }
-        })
-        .filter(|p| !p.is_empty())
-        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
-        .collect())
+    // A line's bytes, its `\r` and its separator.
+    let most = LIST_LINE_MAX + 2;
+    let mut r = std::io::BufReader::new(r);
+    let mut out = Vec::new();
+    let mut line = Vec::new();
+    for n in 1.. {
+        line.clear();
+        let got = (&mut r).take(most as u64).read_until(sep, &mut line)?;
+        if got == 0 {
+            break;
+        }
+        let ended = line.last() == Some(&sep);
+        if ended {
+            line.pop();
+        }
+        let p = if nul {
+            &line[..]
+        } else {
+            line.strip_suffix(b"\r").unwrap_or(&line)
+        };
+        if p.len() > LIST_LINE_MAX || !ended && got == most {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "entry {n} of the list is longer than a path may be ({LIST_LINE_MAX} bytes)"
+                ),
+            ));
+        }
+        if !p.is_empty() {
+            out.push(PathBuf::from(std::ffi::OsStr::from_bytes(p)));
+        }
+    }
+    Ok(out)
 }
 
 /// Lists every `*.neff` under `roots` (files named directly are kept

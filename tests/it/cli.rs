@@ -443,6 +443,63 @@ fn scan_reads_a_list_of_paths_from_a_file_or_stdin_one_a_line_or_nul_separated()
     assert_eq!(neff(&["scan"]).status.code(), Some(2));
 }
 
+#[test]
+fn a_path_list_line_longer_than_path_max_is_one_line_naming_the_list_never_read_on() {
+    use std::io::Write;
+    let good = fixture("fixtures/acc/kelf-0-gz.neff");
+    // In a file: the line is named, nothing is scanned.
+    let tmp = tempfile::tempdir().unwrap();
+    let list = tmp.path().join("list");
+    let long = "a".repeat(neff::scan::LIST_LINE_MAX + 1);
+    std::fs::write(&list, format!("{good}\n{long}\n")).unwrap();
+    let o = neff(&["scan", "--json", "--files-from", list.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "neff: {}: entry 2 of the list is longer than",
+            list.display()
+        )),
+        "{err}"
+    );
+    // A line of the longest length is a path (one that does not exist).
+    let longest = "b".repeat(neff::scan::LIST_LINE_MAX);
+    std::fs::write(&list, format!("{good}\r\n{longest}\r\n")).unwrap();
+    let o = neff(&["scan", "--json", "--files-from", list.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
+    // On standard input, a line with no end: refused once past the
+    // limit, the rest of the stream never read (the writer finds the
+    // pipe closed long before its 256 MiB).
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["scan", "--json", "--files-from", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 1 << 20];
+        let mut sent = 0usize;
+        while sent < 256 << 20 && stdin.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+        }
+        sent
+    });
+    let o = child.wait_with_output().unwrap();
+    let sent = writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("neff: <stdin>: entry 1 of the list is longer than"),
+        "{err}"
+    );
+    assert!(sent < 64 << 20, "{sent} bytes were read");
+}
+
 /// Rows of CSV text, as Python's csv module reads them (a reader nobody
 /// here wrote), as JSON: a list of {column: text}.
 fn csv_rows(text: &[u8]) -> Vec<serde_json::Map<String, serde_json::Value>> {

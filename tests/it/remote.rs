@@ -15,6 +15,10 @@ use crate::common::{neffs, noise, root};
 /// Secrets in URLs, client failures in words, catalogue rows (issue 49).
 mod trust;
 
+/// No credential handed on by a redirect, a usage error or a catalogue
+/// key (issue 56).
+mod redirect;
+
 struct Servers {
     s3: String,
     http: String,

@@ -354,8 +354,25 @@ impl<T> AtPath<T> for Result<T, Error> {
     }
 }
 
+/// The command line parsed, or clap's usage error printed as the rest of
+/// the tool prints a URL (a password, a query's values hidden:
+/// [`neff::redact_urls_in`]) and the process ended with its code (2).
+fn parse_args() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            #[cfg(feature = "remote")]
+            let text = neff::redact_urls_in(&text);
+            eprint!("{text}");
+            std::process::exit(e.exit_code())
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_args();
     init_log(cli.verbose);
     if let Some(n) = cli.threads {
         neff::set_threads(n);
@@ -384,7 +401,7 @@ fn main() -> ExitCode {
             if matches!(&f.err, Error::Io(e) if e.kind() == io::ErrorKind::BrokenPipe) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("neff: {}: {}", shown(&f.path), one_line(&f.err));
+            eprintln!("neff: {}: {}", shown(&f.path), printable_error(&f.err));
             ExitCode::from(exit_code(&f.err))
         }
     }
@@ -396,7 +413,16 @@ fn one_line(e: &Error) -> String {
     line(&e.to_string()).into_owned()
 }
 
-/// A path as one line of text (see [`one_line`]).
+/// An error as `main` prints it: one line ([`one_line`]), any URL in it
+/// made printable ([`neff::redact_urls_in`]) whatever put it there (a
+/// usage error quoting an argument, a message from a library).
+fn printable_error(e: &Error) -> String {
+    let text = one_line(e);
+    #[cfg(feature = "remote")]
+    let text = neff::redact_urls_in(&text).into_owned();
+    text
+}
+
 /// A path as output prints it where the format escapes it (JSON) or the
 /// caller does: a URL made printable ([`neff::redact_url`]), else as it is.
 fn printable(p: &Path) -> String {
