@@ -42,7 +42,7 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Walked> {
         .any(|r| top(r).is_some_and(|t| t.starts_with("MODULE_") || t.starts_with(VERSION_PREFIX)));
     let vllm_root = root_version.is_none()
         && rels().any(|r| match top(r) {
-            Some(t) => vllm::child(&t) != Child::Other,
+            Some(t) => !matches!(vllm::child(&t), Child::Other | Child::Sync),
             None => vllm::is_root_file(r),
         });
     let mut w = Walked {

@@ -213,6 +213,8 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Walked> {
                      not judged, never removed"
                         .into(),
                 ));
+            } else if let Some(s) = name.to_str().and_then(super::staging::parse) {
+                w.notes.push(CacheNote::new(&path, staging_note(&s)));
             } else if let Some(v) = version_dir(&name) {
                 // Version directories sit directly under the root only.
                 if i != 1 || version.is_some() {
@@ -241,6 +243,16 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Walked> {
         }
     }
     Ok(w)
+}
+
+/// What a status says of a staging copy of `neff cache sync`.
+fn staging_note(s: &super::staging::Staging) -> String {
+    format!(
+        "a copy of {} that `neff cache sync` (process {} on {}) makes before it renames it \
+         into place, or one a killed sync left: not an entry, never judged or pruned; the next \
+         sync removes it once its process is gone",
+        s.entry, s.pid, s.host
+    )
 }
 
 /// One directory's children: name, path, kind, sorted by name; `None`
@@ -290,6 +302,7 @@ impl Shape {
             s.vllm |= match text.map_or(Child::Other, vllm::child) {
                 Child::Other if kind.is_dir() => vllm::holds_entry_files(path),
                 Child::Other => text.is_some_and(vllm::is_root_file),
+                Child::Sync => false,
                 _ => dirlike,
             };
         }

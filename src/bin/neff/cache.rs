@@ -91,11 +91,21 @@ pub(crate) enum CacheCmd {
         #[arg(long, value_enum)]
         format: Option<Format>,
     },
+    /// Copy every ok entry of SRC that DST lacks into DST, each under a
+    /// staging name, checked, then renamed into place (a reader never sees
+    /// half an entry); nothing not ok, no lock, no link is ever copied, and
+    /// nothing at DST is ever overwritten: an entry already there is
+    /// skipped when it is the same, a conflict (untouched) when it differs,
+    /// left alone when locked. Exit 0 when every selected entry is at DST,
+    /// 1 when one is not (a conflict, locked, left), 3 when reading or
+    /// writing failed
+    Sync(crate::cache_sync::SyncArgs),
 }
 
-/// `neff cache`: runs `status` or `prune`.
+/// `neff cache`: runs `status`, `prune` or `sync`.
 pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
     match what {
+        CacheCmd::Sync(args) => crate::cache_sync::sync(args),
         CacheCmd::Status { root, json, format } => {
             status(root, crate::format::chosen(format, json, Format::Ndjson))
         }
@@ -146,7 +156,7 @@ fn root_of(root: Option<PathBuf>) -> PathBuf {
 }
 
 /// Bytes as people read them.
-fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
     let mut u = 0;
@@ -162,7 +172,7 @@ fn bytes(n: u64) -> String {
 }
 
 /// `n entries` (or `1 entry`).
-fn entries(n: usize) -> String {
+pub(crate) fn entries(n: usize) -> String {
     if n == 1 {
         "1 entry".into()
     } else {

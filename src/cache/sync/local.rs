@@ -1,0 +1,287 @@
+//! A sync into a directory: the destination's root opened once, every
+//! directory below it opened relative to its parent with `O_NOFOLLOW |
+//! O_DIRECTORY` (made when missing), no link followed, no mount crossed.
+//! Each entry is written under its staging name beside its final one,
+//! every file created new, written, synced and its size checked; the copy
+//! is judged as `cache status` judges an entry (it must be `ok`: its NEFF
+//! read whole, vLLM's `neff_size` compared) and renamed into place with
+//! `RENAME_NOREPLACE`, so a reader sees the whole entry or nothing. Before
+//! anything is written, the staging copies a killed sync left in the
+//! directories this sync writes into are removed (by descriptors) once
+//! their process is gone.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::files::{self, SrcFile};
+use super::plan::Planned;
+use super::{Action, SyncEntry, SyncOptions};
+use crate::cache::descend;
+use crate::cache::staging;
+use crate::cache::status::rejudge;
+use crate::cache::State;
+use crate::error::{Error, Result};
+
+/// What became of one entry, and why.
+pub(super) type Outcome = (Action, Option<String>);
+
+/// Why an entry is not copied.
+pub(super) type Stop = (Action, String);
+
+/// The destination's root, opened once.
+pub(super) struct Dest {
+    pub(super) root: OwnedFd,
+    pub(super) path: PathBuf,
+    pub(super) host: String,
+}
+
+/// Copies the `planned` entries into `dst`, `opts.io_depth` at once; the
+/// record of each, in order.
+pub(super) fn sync(dst: &Path, planned: &[Planned], opts: &SyncOptions) -> Result<Vec<SyncEntry>> {
+    let dest = Dest::open(dst, opts.dry_run)?;
+    if let (Some(d), false) = (&dest, opts.dry_run) {
+        d.clean(planned);
+    }
+    let out: Vec<Mutex<Option<SyncEntry>>> = planned.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = opts.depth().min(planned.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = planned.get(i) else { break };
+                let (action, reason) = match (&p.trouble, &dest) {
+                    (Some((a, r)), _) => (*a, Some(r.clone())),
+                    (None, None) => (Action::Copy, None),
+                    (None, Some(d)) => d.one(p, opts.dry_run),
+                };
+                let e = SyncEntry::new(p, dst.join(&p.rel), action, reason);
+                log::debug!("{}: {}", e.dest.display(), e.action);
+                *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            });
+        }
+    });
+    Ok(out
+        .into_iter()
+        .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect())
+}
+
+pub(super) fn dir_flags() -> OFlags {
+    OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC
+}
+
+/// A path naming what `fd` opened (`/proc/self/fd/N`).
+pub(super) fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// An I/O failure as a stop, naming `what`.
+pub(super) fn failed(what: &Path, e: impl std::fmt::Display) -> Stop {
+    (Action::Error, format!("{}: {e}", what.display()))
+}
+
+impl Dest {
+    /// Opens the root `dst` (followed should it be a link), made when it
+    /// does not exist; `None` in a dry run where it does not exist.
+    fn open(dst: &Path, dry: bool) -> Result<Option<Dest>> {
+        if !dry {
+            std::fs::create_dir_all(dst).map_err(Error::Io)?;
+        }
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+        let root = match rustix::fs::open(dst, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if dry => return Ok(None),
+            Err(e) => return Err(Error::Io(e.into())),
+        };
+        Ok(Some(Dest {
+            root,
+            path: dst.to_path_buf(),
+            host: staging::host(),
+        }))
+    }
+
+    /// The directory `rel` below the root, each part opened relative to
+    /// the one before and made when missing (with `create`); `None` when
+    /// it does not exist and is not to be made.
+    pub(super) fn dir(
+        &self,
+        rel: &Path,
+        create: bool,
+    ) -> std::result::Result<Option<OwnedFd>, Stop> {
+        let here = |at: &Path| self.path.join(at);
+        let mut fd = rustix::fs::openat(&self.root, ".", dir_flags(), Mode::empty())
+            .map_err(|e| failed(&self.path, e))?;
+        let mut at = PathBuf::new();
+        for n in rel.iter() {
+            at.push(n);
+            let open = || rustix::fs::openat(&fd, n, dir_flags(), Mode::empty());
+            let next = match open() {
+                Err(Errno::NOENT) if !create => return Ok(None),
+                Err(Errno::NOENT) => {
+                    match rustix::fs::mkdirat(&fd, n, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => open(),
+                        Err(e) => return Err(failed(&here(&at), e)),
+                    }
+                }
+                r => r,
+            };
+            fd = match next {
+                Ok(fd) => fd,
+                Err(Errno::LOOP | Errno::NOTDIR) => {
+                    return Err((
+                        Action::Left,
+                        format!(
+                            "{} is a link or not a directory at the destination: not followed",
+                            here(&at).display()
+                        ),
+                    ))
+                }
+                Err(e) => return Err(failed(&here(&at), e)),
+            };
+            if descend::mount_root_fd(fd.as_fd())
+                .map_err(|e| failed(&here(&at), e))?
+                .0
+                == Some(true)
+            {
+                return Err((
+                    Action::Left,
+                    format!(
+                        "{} is a mount point at the destination: not crossed",
+                        here(&at).display()
+                    ),
+                ));
+            }
+        }
+        Ok(Some(fd))
+    }
+
+    /// Syncs one entry: copied when the destination lacks it, else
+    /// compared with what is there.
+    fn one(&self, p: &Planned, dry: bool) -> Outcome {
+        let above = p.rel.parent().unwrap_or(Path::new(""));
+        let parent = match self.dir(above, !dry) {
+            Ok(Some(fd)) => fd,
+            Ok(None) => return (Action::Copy, None),
+            Err((a, r)) => return (a, Some(r)),
+        };
+        let name = p.name();
+        match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::NOENT) if dry => (Action::Copy, None),
+            Err(Errno::NOENT) => match self.copy(p, &parent, above) {
+                Ok(()) => (Action::Copied, None),
+                Err((a, r)) => (a, Some(r)),
+            },
+            Err(e) => (Action::Error, Some(failed(&self.path.join(&p.rel), e).1)),
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => existing(p, &parent),
+                FileType::Symlink => (
+                    Action::Conflict,
+                    Some("a link stands under its name at the destination: not followed, untouched".into()),
+                ),
+                _ => (
+                    Action::Conflict,
+                    Some("a file that is not a directory stands under its name at the destination: untouched".into()),
+                ),
+            },
+        }
+    }
+}
+
+/// What the destination's entry `p` (in `parent`) is to the source's: the
+/// same (skipped), locked, or a conflict. Nothing in it is changed.
+pub(super) fn existing(p: &Planned, parent: &OwnedFd) -> Outcome {
+    let fd = match rustix::fs::openat(parent, p.name(), dir_flags(), Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => {
+            return (
+                Action::Left,
+                Some("the destination's entry went while it was looked at: not copied".into()),
+            )
+        }
+        Err(Errno::LOOP | Errno::NOTDIR) => {
+            return (
+                Action::Conflict,
+                Some(
+                    "a link stands under its name at the destination: not followed, untouched"
+                        .into(),
+                ),
+            )
+        }
+        Err(e) => return (Action::Error, Some(format!("the destination's entry: {e}"))),
+    };
+    let judged = rejudge(&p.entry, None, Some((fd_path(&fd), fd_path(parent))));
+    match judged.state {
+        State::Ok => match same(p, &fd_path(&fd)) {
+            Ok(()) => (Action::Skipped, None),
+            Err(s) => (s.0, Some(s.1)),
+        },
+        State::Locked => (
+            Action::Locked,
+            Some("a compile holds a lock in the destination's entry: left alone".into()),
+        ),
+        s => (
+            Action::Conflict,
+            Some(format!(
+                "the destination's entry is {s}{}: untouched",
+                judged.reason.map(|r| format!(" ({r})")).unwrap_or_default()
+            )),
+        ),
+    }
+}
+
+/// `Ok` when the destination's entry at `dir` holds the same files as the
+/// source's (names, sizes, SHA-256), else how it differs.
+fn same(p: &Planned, dir: &Path) -> std::result::Result<(), Stop> {
+    let theirs = files::list(dir)?;
+    let names = |f: &[SrcFile]| {
+        f.iter()
+            .map(|f| (f.rel.clone(), f.size))
+            .collect::<Vec<_>>()
+    };
+    if names(&theirs) != names(&p.files) {
+        let differs = p
+            .files
+            .iter()
+            .find(|f| !theirs.iter().any(|t| t.rel == f.rel && t.size == f.size))
+            .or_else(|| {
+                theirs
+                    .iter()
+                    .find(|t| !p.files.iter().any(|f| f.rel == t.rel))
+            });
+        let what = differs.map_or_else(String::new, |f| format!(" ({})", f.rel.display()));
+        return Err((
+            Action::Conflict,
+            format!("the destination holds another entry under its name: its files or sizes differ{what}; untouched"),
+        ));
+    }
+    for f in &p.files {
+        let ours = files::open(&p.entry.path, &f.rel)
+            .and_then(files::hash)
+            .map_err(|e| failed(&p.entry.path.join(&f.rel), e))?;
+        let theirs = files::open(dir, &f.rel)
+            .and_then(files::hash)
+            .map_err(|e| {
+                (
+                    Action::Error,
+                    format!("the destination's {}: {e}", f.rel.display()),
+                )
+            })?;
+        if ours != theirs {
+            return Err((
+                Action::Conflict,
+                format!(
+                    "the destination holds another entry under its name: {} differs (same size, \
+                     another SHA-256); untouched",
+                    f.rel.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
