@@ -214,6 +214,9 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Walked> {
                         .into(),
                 ));
             } else if let Some(s) = name.to_str().and_then(super::staging::parse) {
+                // A root a sync writes into is a cache, its first entry not
+                // yet in place.
+                w.layout = true;
                 w.notes.push(CacheNote::new(&path, staging_note(&s)));
             } else if let Some(v) = version_dir(&name) {
                 // Version directories sit directly under the root only.

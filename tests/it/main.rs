@@ -12,6 +12,7 @@ mod atime;
 mod cache;
 mod cache_eras;
 mod cache_layouts;
+mod cache_sync;
 #[cfg(feature = "catalog")]
 mod catalog;
 #[cfg(feature = "catalog")]

@@ -42,7 +42,7 @@ use super::found::{lossy, spelled, CacheError};
 use crate::error::{Error, Result};
 
 /// Which entries [`sync`] copies, and whether it does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SyncOptions {
     /// Say what would be done, and write nothing.
@@ -59,18 +59,6 @@ pub struct SyncOptions {
     /// Entries copied at once (at least 1); `None`: the process's I/O
     /// depth ([`crate::set_io_depth`], 32 by default).
     pub io_depth: Option<usize>,
-}
-
-impl Default for SyncOptions {
-    fn default() -> Self {
-        SyncOptions {
-            dry_run: false,
-            versions: Vec::new(),
-            globs: Vec::new(),
-            since: None,
-            io_depth: None,
-        }
-    }
 }
 
 impl SyncOptions {
