@@ -36,7 +36,7 @@ fn sync(src: &Path, dst: &Path, more: &[&str]) -> Output {
     neff(&args)
 }
 
-fn put(dir: &Path, name: &str, bytes: &[u8]) {
+pub(crate) fn put(dir: &Path, name: &str, bytes: &[u8]) {
     let p = dir.join(name);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, bytes).unwrap();
@@ -50,7 +50,7 @@ fn key(c: char) -> String {
 /// 2.12 entry (no model.done) with a nested file and a lock, and a vLLM
 /// cache beside it: one entry ok (with neff_size), one locked beside it,
 /// one unmarked. Returns the two roots.
-fn caches(top: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn caches(top: &Path) -> (PathBuf, PathBuf) {
     let wrapper = top.join("src");
     crate::cache::cache(&wrapper);
     let good = std::fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap();
@@ -88,7 +88,7 @@ fn caches(top: &Path) -> (PathBuf, PathBuf) {
 
 /// Every file under `dir` (no link followed) by its path below it, with
 /// its bytes; `*.lock` files left out when `locks` is false.
-fn tree(dir: &Path, locks: bool) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn tree(dir: &Path, locks: bool) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(dir)
         .follow_links(false)
         .into_iter()
@@ -103,7 +103,7 @@ fn tree(dir: &Path, locks: bool) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// The `cache status` records of `root`, by path below it.
-fn states(root: &Path) -> BTreeMap<PathBuf, String> {
+pub(crate) fn states(root: &Path) -> BTreeMap<PathBuf, String> {
     let o = neff(&["cache", "status", s(root), "--json"]);
     ndjson(&o.stdout)
         .iter()

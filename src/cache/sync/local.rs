@@ -12,8 +12,6 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -47,29 +45,11 @@ pub(super) fn sync(dst: &Path, planned: &[Planned], opts: &SyncOptions) -> Resul
     if let (Some(d), false) = (&dest, opts.dry_run) {
         d.clean(planned);
     }
-    let out: Vec<Mutex<Option<SyncEntry>>> = planned.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let workers = opts.depth().min(planned.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = planned.get(i) else { break };
-                let (action, reason) = match (&p.trouble, &dest) {
-                    (Some((a, r)), _) => (*a, Some(r.clone())),
-                    (None, None) => (Action::Copy, None),
-                    (None, Some(d)) => d.one(p, opts.dry_run),
-                };
-                let e = SyncEntry::new(p, dst.join(&p.rel), action, reason);
-                log::debug!("{}: {}", e.dest.display(), e.action);
-                *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-            });
-        }
-    });
-    Ok(out
-        .into_iter()
-        .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect())
+    let at = |p: &Planned| dst.join(&p.rel);
+    Ok(super::each(planned, opts, at, |p| match &dest {
+        None => (Action::Copy, None),
+        Some(d) => d.one(p, opts.dry_run),
+    }))
 }
 
 pub(super) fn dir_flags() -> OFlags {
@@ -261,11 +241,10 @@ fn same(p: &Planned, dir: &Path) -> std::result::Result<(), Stop> {
         ));
     }
     for f in &p.files {
-        let ours = files::open(&p.entry.path, &f.rel)
-            .and_then(files::hash)
-            .map_err(|e| failed(&p.entry.path.join(&f.rel), e))?;
+        let ours = files::hash_of(&p.entry.path, f).map_err(|e| failed(&p.entry.path, e))?;
         let theirs = files::open(dir, &f.rel)
             .and_then(files::hash)
+            .map(|h| h.0)
             .map_err(|e| {
                 (
                     Action::Error,

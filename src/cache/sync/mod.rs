@@ -28,6 +28,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "remote")]
+mod bucket;
 mod files;
 mod local;
 mod plan;
@@ -228,6 +230,12 @@ pub fn sync(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<Synced> {
     let status = super::status(src)?;
     let (planned, passed_over) = plan::select(src, &status, opts)?;
     let before = requests();
+    #[cfg(feature = "remote")]
+    let entries = match url_of(dst) {
+        Some(url) => bucket::sync(url, &planned, opts),
+        None => local::sync(dst, &planned, opts)?,
+    };
+    #[cfg(not(feature = "remote"))]
     let entries = local::sync(dst, &planned, opts)?;
     Ok(Synced {
         entries,
@@ -237,16 +245,33 @@ pub fn sync(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<Synced> {
     })
 }
 
-/// Refuses a source or destination this build cannot sync.
+/// Refuses what is not synced: a URL other than `s3://` (`gs://`, `az://`,
+/// `hf://`, `http(s)://` are not yet), a bucket on both sides.
 fn check(src: &Path, dst: &Path) -> Result<()> {
-    let url = |p: &Path| p.to_str().is_some_and(is_url);
-    if url(src) || url(dst) {
-        return Err(Error::Usage {
-            reason: "a bucket on either side is not synced by this build: give two directories"
-                .into(),
-        });
+    fn url(p: &Path) -> Option<&str> {
+        p.to_str().filter(|s| is_url(s))
     }
-    Ok(())
+    let s3 = |u: &str| u.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("s3://"));
+    let refuse = |reason: &str| {
+        Err(Error::Usage {
+            reason: reason.into(),
+        })
+    };
+    match (url(src), url(dst)) {
+        (Some(_), Some(_)) => {
+            refuse("a bucket on both sides is not synced: one side must be a directory")
+        }
+        (Some(u), None) | (None, Some(u)) if !s3(u) => refuse(
+            "only s3:// prefixes and directories are synced (not gs://, az://, hf://, http://)",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The URL `p` spells, when it is one.
+#[cfg(feature = "remote")]
+fn url_of(p: &Path) -> Option<&str> {
+    p.to_str().filter(|s| crate::remote::is_url(s))
 }
 
 #[cfg(feature = "remote")]
@@ -268,6 +293,40 @@ fn requests() -> u64 {
 #[cfg(not(feature = "remote"))]
 fn requests() -> u64 {
     0
+}
+
+/// Runs `one` on every planned entry without trouble, `opts.io_depth` at
+/// once: the record of each (where it goes, `dest`; what became of it), in
+/// order.
+fn each(
+    planned: &[plan::Planned],
+    opts: &SyncOptions,
+    dest: impl Fn(&plan::Planned) -> PathBuf + Sync,
+    one: impl Fn(&plan::Planned) -> (Action, Option<String>) + Sync,
+) -> Vec<SyncEntry> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let out: Vec<Mutex<Option<SyncEntry>>> = planned.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = opts.depth().min(planned.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = planned.get(i) else { break };
+                let (action, reason) = match &p.trouble {
+                    Some((a, r)) => (*a, Some(r.clone())),
+                    None => one(p),
+                };
+                let e = SyncEntry::new(p, dest(p), action, reason);
+                log::debug!("{}: {}", e.dest.display(), e.action);
+                *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            });
+        }
+    });
+    out.into_iter()
+        .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
 }
 
 impl SyncEntry {

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write as _};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -157,6 +157,16 @@ fn write(p: &Planned, stage: &OwnedFd) -> Result<(), Stop> {
             .map_err(|e| failed(&f.rel, e))?;
         let mut out = File::from(out);
         let src_path = p.entry.path.join(&f.rel);
+        #[cfg(feature = "remote")]
+        if super::url_of(&p.entry.path).is_some() {
+            files::read(&p.entry.path, f, &mut |c| out.write_all(c))
+                .map_err(|e| failed(&f.rel, e))?;
+            if let Some(m) = f.modified {
+                out.set_modified(m).map_err(|e| failed(&f.rel, e))?;
+            }
+            out.sync_all().map_err(|e| failed(&f.rel, e))?;
+            continue;
+        }
         let mut src = files::open(&p.entry.path, &f.rel).map_err(|e| failed(&src_path, e))?;
         let n = io::copy(&mut src, &mut out).map_err(|e| failed(&f.rel, e))?;
         let now = src.metadata().map(|m| m.len()).unwrap_or(n);
