@@ -158,13 +158,13 @@ fn read_object(
     if f.size == 0 {
         return Ok(());
     }
-    let err = |e: crate::Error| io::Error::other(e.to_string());
+    let err = |e: crate::error::Error| io::Error::other(e.to_string());
     let (object, first) = crate::remote::Object::open(&url).map_err(err)?;
     if object.size() != f.size {
         return Err(changed(Path::new(dir), f, object.size()));
     }
     sink(&first)?;
-    let mut sunk = |c: &[u8]| sink(c).map_err(crate::Error::Io);
+    let mut sunk = |c: &[u8]| sink(c).map_err(crate::error::Error::Io);
     object
         .stream(first.len() as u64..f.size, &mut sunk)
         .map_err(err)
