@@ -221,6 +221,15 @@ fn filters_select_by_version_name_and_time() {
     assert_eq!(o.status.code(), Some(2));
     // A dry run wrote nothing: not even the destination's root.
     assert!(!dst.exists());
+    // A cache onto itself, a bucket other than S3's: usage errors.
+    for (from, to) in [
+        (s(&wrapper), s(&wrapper)),
+        (s(&wrapper), "gs://b/cache"),
+        ("hf://org/repo", s(&dst)),
+    ] {
+        let o = neff(&["cache", "sync", from, to]);
+        assert_eq!(o.status.code(), Some(2), "{from} {to}");
+    }
 }
 
 #[test]
@@ -475,7 +484,13 @@ fn a_sync_killed_mid_copy_leaves_only_ok_entries_and_the_next_one_finishes() {
         std::thread::sleep(Duration::from_millis(1));
     }
     child.kill().unwrap();
-    child.wait().unwrap();
+    let killed = child.wait().unwrap().code().is_none();
+    // Killed while it wrote a NEFF of 48 MiB: its staging copy stays.
+    let stage = walkdir::WalkDir::new(&dst)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().starts_with(".neff-sync."));
+    assert!(!killed || stage, "killed, and no staging copy left");
     assert!(
         states(&dst).values().all(|st| st == "ok"),
         "{:?}",

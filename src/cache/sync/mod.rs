@@ -257,6 +257,12 @@ fn check(src: &Path, dst: &Path) -> Result<()> {
             reason: reason.into(),
         })
     };
+    let same = |a: &Path, b: &Path| {
+        std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+    };
+    if same(src, dst) {
+        return refuse("SRC and DST are the same cache");
+    }
     match (url(src), url(dst)) {
         (Some(_), Some(_)) => {
             refuse("a bucket on both sides is not synced: one side must be a directory")
@@ -295,8 +301,8 @@ fn requests() -> u64 {
     0
 }
 
-/// Runs `one` on every planned entry without trouble, `opts.io_depth` at
-/// once: the record of each (where it goes, `dest`; what became of it), in
+/// Lists the files of every planned entry and runs `one` on each that
+/// lists, `opts.io_depth` at once: the record of each (where it goes, `dest`; what became of it), in
 /// order.
 fn each(
     planned: &[plan::Planned],
@@ -314,6 +320,8 @@ fn each(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = planned.get(i) else { break };
+                // Listed by the worker: a bucket's entries, io_depth at once.
+                let p = &p.listed();
                 let (action, reason) = match &p.trouble {
                     Some((a, r)) => (*a, Some(r.clone())),
                     None => one(p),

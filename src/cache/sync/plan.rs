@@ -9,8 +9,9 @@ use super::{Action, SyncOptions};
 use crate::cache::{CacheEntry, CacheStatus, State};
 use crate::error::{Error, Result};
 
-/// An `ok` entry of the source selected: its path below the root, and its
-/// files (or what stopped them being listed).
+/// An `ok` entry of the source selected: its path below the root, and,
+/// once [`Planned::listed`], its files (or what stopped them being
+/// listed).
 pub(super) struct Planned {
     pub(super) entry: CacheEntry,
     /// Its path below the source's root (`neuronxcc-<v>/MODULE_…`, a vLLM
@@ -23,6 +24,21 @@ pub(super) struct Planned {
 }
 
 impl Planned {
+    /// The entry with its files listed now (in a bucket, one listing of
+    /// its keys), or what stopped the listing.
+    pub(super) fn listed(&self) -> Planned {
+        let (files, trouble) = match files::list(&self.entry.path) {
+            Ok(f) => (f, None),
+            Err(t) => (Vec::new(), Some(t)),
+        };
+        Planned {
+            entry: self.entry.clone(),
+            rel: self.rel.clone(),
+            files,
+            trouble,
+        }
+    }
+
     /// Bytes of its files.
     pub(super) fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
@@ -62,15 +78,11 @@ pub(super) fn select(
             log::warn!("{}: not below the root: passed over", e.path.display());
             continue;
         };
-        let (files, trouble) = match files::list(&e.path) {
-            Ok(f) => (f, None),
-            Err(t) => (Vec::new(), Some(t)),
-        };
         out.push(Planned {
             entry: e.clone(),
             rel,
-            files,
-            trouble,
+            files: Vec::new(),
+            trouble: None,
         });
     }
     Ok((out, passed_over))
