@@ -88,7 +88,7 @@ pub(crate) fn sync(a: SyncArgs) -> Result<u8, Failure> {
     }
     let mut out = BufWriter::new(io::stdout().lock());
     if format == Format::Table {
-        table(&done, &mut out).map_err(stdout_err)?;
+        table(&done, a.dry_run, &mut out).map_err(stdout_err)?;
     } else {
         let mut w = Rows::new(format, &mut out);
         done.entries
@@ -105,8 +105,9 @@ pub(crate) fn sync(a: SyncArgs) -> Result<u8, Failure> {
     })
 }
 
-/// One line per entry not copied as asked, then the summary.
-fn table(done: &Synced, out: &mut impl Write) -> io::Result<()> {
+/// One line per entry not copied or skipped, then the summary (`dry`:
+/// what would be copied).
+fn table(done: &Synced, dry: bool, out: &mut impl Write) -> io::Result<()> {
     for e in &done.entries {
         if matches!(e.action, SyncAction::Copied | SyncAction::Skipped) {
             continue;
@@ -119,7 +120,6 @@ fn table(done: &Synced, out: &mut impl Write) -> io::Result<()> {
         let (n, b) = done.count(a);
         format!("{}, {}", crate::cache::entries(n), crate::cache::bytes(b))
     };
-    let dry = done.entries.iter().any(|e| e.action == SyncAction::Copy);
     let copied = if dry {
         format!("{} would be copied", part(SyncAction::Copy))
     } else {
