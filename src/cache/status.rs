@@ -345,6 +345,26 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
     };
     #[cfg(not(feature = "remote"))]
     let walked = find(root, &mut errors)?;
+    judged(walked, errors, true)
+}
+
+/// The entries under the bucket prefix (or hub repository) `url` judged
+/// from one listing alone, no object read: an entry whose listing says it
+/// finished (its marker and NEFF there, no lock) is `ok` until its NEFF is
+/// read ([`rejudge`] reads it). With that listing.
+#[cfg(feature = "remote")]
+pub(super) fn listed(url: &str) -> Result<(CacheStatus, Vec<crate::remote::Listed>)> {
+    if let Some(e) = entry_as_root(Path::new(url.trim_end_matches('/'))) {
+        return Err(e);
+    }
+    let mut errors = Vec::new();
+    let (walked, listing) = super::bucket::find_listed(url, &mut errors)?;
+    Ok((judged(walked, errors, false)?, listing))
+}
+
+/// Every entry `walked` found, judged (`reads`: a bucket's NEFFs, logs
+/// and markers read; else from its listing alone), sorted.
+fn judged(walked: Walked, errors: Vec<CacheError>, reads: bool) -> Result<CacheStatus> {
     if walked.found.is_empty() && !walked.layout && errors.is_empty() {
         return Err(Error::refused(
             "holds no compile cache of any layout: no neuronxcc-*/ or MODULE_*/ (the compiler \
@@ -354,7 +374,7 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
     let mut entries: Vec<CacheEntry> = walked
         .found
         .into_par_iter()
-        .map_init(Scratch::default, |scratch, f| judge(f, scratch))
+        .map_init(Scratch::default, |scratch, f| judge(f, scratch, reads))
         .collect();
     entries.sort_by(|a, b| {
         era::order(a.compiler.as_deref(), b.compiler.as_deref()).then(a.path.cmp(&b.path))
@@ -407,7 +427,7 @@ fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
 
 /// Judges one entry found by the walk; an entry that cannot even be
 /// listed is `unreadable`.
-fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
+fn judge(f: Found, scratch: &mut Scratch, reads: bool) -> CacheEntry {
     let era = match f.kind {
         Kind::Wrapper => era::era(f.compiler.as_deref()),
         _ => era::Era::Vllm,
@@ -454,16 +474,28 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
                 era,
                 key,
                 entry::Readers {
-                    read: |name: &str| read(Path::new(&format!("{url}/{name}"))),
-                    log_line: || super::bucket::log_line(&url),
-                    marker: || super::bucket::marker_text(&url),
+                    read: |name: &str| match reads {
+                        true => read(Path::new(&format!("{url}/{name}"))),
+                        false => Read::Ok(Needs::default()),
+                    },
+                    log_line: || match reads {
+                        true => super::bucket::log_line(&url),
+                        false => Ok("(the log not read)".into()),
+                    },
+                    marker: || match reads {
+                        true => super::bucket::marker_text(&url),
+                        false => Ok(String::new()),
+                    },
                 },
             )
         }
         None => local(&f, era, read),
     };
     #[cfg(not(feature = "remote"))]
-    let judged = local(&f, era, read);
+    let judged = {
+        let _ = reads;
+        local(&f, era, read)
+    };
     match judged {
         Ok(j) => {
             if let Some(n) = j.read {
@@ -594,7 +626,7 @@ pub(super) fn rejudge(
             f
         });
     match f {
-        Some(f) => judge(f, &mut Scratch::default()),
+        Some(f) => judge(f, &mut Scratch::default(), true),
         None => CacheEntry {
             state: State::Unknown,
             ..e.clone()

@@ -72,6 +72,7 @@ mod store;
 mod version;
 
 pub use delete::delete;
+pub(crate) use hf::canonical;
 pub use link::{
     cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
 };

@@ -221,15 +221,35 @@ fn filters_select_by_version_name_and_time() {
     assert_eq!(o.status.code(), Some(2));
     // A dry run wrote nothing: not even the destination's root.
     assert!(!dst.exists());
-    // A cache onto itself, a bucket other than S3's: usage errors.
-    for (from, to) in [
-        (s(&wrapper), s(&wrapper)),
-        (s(&wrapper), "gs://b/cache"),
-        ("hf://org/repo", s(&dst)),
+    // A cache onto itself, a side that cannot be written or listed,
+    // --since of the hub (which lists no times): usage errors, one line
+    // saying why, nothing read or written.
+    let same = format!("{}/", s(&wrapper));
+    for (from, to, more, why) in [
+        (s(&wrapper), same.as_str(), "", "the same cache"),
+        ("s3://b/c", "S3://b/c/", "", "the same cache"),
+        (
+            "hf://org/r/c",
+            "hf://models/org/r@main/c",
+            "",
+            "the same cache",
+        ),
+        (s(&wrapper), "hf://org/repo", "", "never written"),
+        (s(&wrapper), "https://h/c", "", "cannot be written"),
+        ("http://h/c", s(&dst), "", "cannot be listed"),
+        ("hf://org/repo", s(&dst), "--since=1h", "no times"),
     ] {
-        let o = neff(&["cache", "sync", from, to]);
-        assert_eq!(o.status.code(), Some(2), "{from} {to}");
+        let mut args = vec!["cache", "sync", from, to];
+        if !more.is_empty() {
+            args.push(more);
+        }
+        let o = neff(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{from} {to}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(why), "{from} {to}: {err}");
     }
+    assert!(!dst.exists());
 }
 
 #[test]

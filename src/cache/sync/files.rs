@@ -1,23 +1,31 @@
-//! The files of a source entry a sync copies (every regular file but its
-//! `*.lock` files, no link followed), read, and hashed to tell the same
-//! entry from a different one.
+//! The files of an entry a sync copies (every regular file but its
+//! `*.lock` files, no link followed; in a store, every object but those),
+//! listed and read.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use sha2::{Digest, Sha256};
+#[cfg(feature = "remote")]
+use crate::cache::entry::Obj;
+#[cfg(feature = "remote")]
+use crate::remote::Listed;
 
+use super::same::Print;
 use super::Action;
 
-/// One file of a source entry.
+/// One file of an entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct SrcFile {
     /// Its path below the entry.
     pub(super) rel: PathBuf,
     pub(super) size: u64,
+    /// When it was last modified (`None` where the listing does not say:
+    /// the hub's).
     pub(super) modified: Option<SystemTime>,
+    /// The digest of its bytes its store's listing gave, if any.
+    pub(super) print: Option<Print>,
 }
 
 /// Whether a file named so is a lock (never copied).
@@ -39,22 +47,67 @@ pub(super) fn list(dir: &Path) -> Result<Vec<SrcFile>, (Action, String)> {
     list_local(dir)
 }
 
-/// The objects of the entry at `url`, locks left out, sorted by name.
+/// The objects of the entry at `url` as listed now, locks left out,
+/// sorted by name.
 #[cfg(feature = "remote")]
 fn list_objects(url: &str) -> Result<Vec<SrcFile>, (Action, String)> {
-    let objects =
-        crate::cache::bucket::relist(url).map_err(|e| (Action::Error, format!("{url}: {e}")))?;
-    let mut out: Vec<SrcFile> = objects
+    let dir = url.trim_end_matches('/');
+    let objects = crate::remote::list_all(&format!("{dir}/"))
+        .map_err(|e| (Action::Error, format!("{url}: {e}")))?;
+    Ok(of_objects(dir, &objects))
+}
+
+/// The objects of the entry at `dir` (a URL) among `listing` (sorted by
+/// URL, as [`crate::remote::list_all`] gives it): every one, locks too.
+#[cfg(feature = "remote")]
+pub(super) fn under<'a>(listing: &'a [Listed], dir: &str) -> &'a [Listed] {
+    let pre = format!("{}/", dir.trim_end_matches('/'));
+    let start = listing.partition_point(|o| o.url.as_str() < pre.as_str());
+    let n = listing[start..]
+        .iter()
+        .take_while(|o| o.url.starts_with(&pre))
+        .count();
+    &listing[start..start + n]
+}
+
+/// The files of the entry at `dir` (a URL) from its `objects`: locks left
+/// out, sorted by path, each with the digest its listing gave.
+#[cfg(feature = "remote")]
+pub(super) fn of_objects(dir: &str, objects: &[Listed]) -> Vec<SrcFile> {
+    let mut out: Vec<SrcFile> = objs(dir, objects)
         .into_iter()
-        .map(|(name, size, modified)| SrcFile {
+        .zip(objects)
+        .map(|((name, size, modified), o)| SrcFile {
             rel: PathBuf::from(crate::remote::key_part(&name).into_owned()),
             size,
-            modified: Some(modified),
+            // The hub's listing gives no time (the epoch stands for it).
+            modified: (modified != SystemTime::UNIX_EPOCH).then_some(modified),
+            print: Print::of(&o.url, &o.version),
         })
         .filter(|f| !is_lock(&f.rel))
         .collect();
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok(out)
+    out
+}
+
+/// The `objects` of the entry at `dir` (a URL) as a judgement takes them:
+/// each one's name below the entry (as its URL spells it), size and time.
+#[cfg(feature = "remote")]
+pub(super) fn objs(dir: &str, objects: &[Listed]) -> Vec<Obj> {
+    let pre = format!("{}/", dir.trim_end_matches('/'));
+    objects
+        .iter()
+        .map(|o| {
+            let name = o.url.strip_prefix(&pre).unwrap_or(&o.url).to_string();
+            (name, o.size, o.modified)
+        })
+        .collect()
+}
+
+/// Whether any of `objects` is a lock.
+#[cfg(feature = "remote")]
+pub(super) fn has_lock(objects: &[Listed]) -> bool {
+    objects.iter().any(|o| is_lock(Path::new(&o.url)))
 }
 
 fn list_local(dir: &Path) -> Result<Vec<SrcFile>, (Action, String)> {
@@ -89,6 +142,7 @@ fn list_local(dir: &Path) -> Result<Vec<SrcFile>, (Action, String)> {
             rel,
             size: meta.len(),
             modified: meta.modified().ok(),
+            print: None,
         });
     }
     Ok(out)
@@ -175,33 +229,4 @@ fn read_object(
 #[cfg(feature = "remote")]
 pub(super) fn url_of_file(dir: &str, rel: &Path) -> String {
     crate::remote::object_url(dir.trim_end_matches('/'), &rel.to_string_lossy())
-}
-
-/// The SHA-256 of the file `f` of the entry `dir` (on disk, or a bucket's).
-pub(super) fn hash_of(dir: &Path, f: &SrcFile) -> io::Result<[u8; 32]> {
-    let mut h = Sha256::new();
-    read(dir, f, &mut |c| {
-        h.update(c);
-        Ok(())
-    })?;
-    Ok(h.finalize().into())
-}
-
-/// The SHA-256 of what `r` reads, and its length.
-pub(super) fn hash(mut r: impl Read) -> io::Result<([u8; 32], u64)> {
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut n = 0u64;
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(k) => {
-                h.update(&buf[..k]);
-                n += k as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((h.finalize().into(), n))
 }

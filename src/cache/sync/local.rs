@@ -16,17 +16,14 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::files::{self, SrcFile};
+use super::files;
 use super::plan::Planned;
-use super::{Action, SyncEntry, SyncOptions};
+use super::{Action, Outcome, SyncEntry, SyncOptions};
 use crate::cache::descend;
 use crate::cache::staging;
 use crate::cache::status::rejudge;
 use crate::cache::State;
 use crate::error::{Error, Result};
-
-/// What became of one entry, and why.
-pub(super) type Outcome = (Action, Option<String>);
 
 /// Why an entry is not copied.
 pub(super) type Stop = (Action, String);
@@ -39,15 +36,20 @@ pub(super) struct Dest {
 }
 
 /// Copies the `planned` entries into `dst`, `opts.io_depth` at once; the
-/// record of each, in order.
-pub(super) fn sync(dst: &Path, planned: &[Planned], opts: &SyncOptions) -> Result<Vec<SyncEntry>> {
+/// record of each, in order, and how many were passed over (not `ok`
+/// once read whole).
+pub(super) fn sync(
+    dst: &Path,
+    planned: &[Planned],
+    opts: &SyncOptions,
+) -> Result<(Vec<SyncEntry>, usize)> {
     let dest = Dest::open(dst, opts.dry_run)?;
     if let (Some(d), false) = (&dest, opts.dry_run) {
         d.clean(planned);
     }
     let at = |p: &Planned| dst.join(&p.rel);
     Ok(super::each(planned, opts, at, |p| match &dest {
-        None => (Action::Copy, None),
+        None => p.ok_read_whole().then_some((Action::Copy, None)),
         Some(d) => d.one(p, opts.dry_run),
     }))
 }
@@ -142,19 +144,21 @@ impl Dest {
     }
 
     /// Syncs one entry: copied when the destination lacks it, else
-    /// compared with what is there.
+    /// compared with what is there; `None` when the source's entry, read
+    /// whole, is not `ok` after all.
     fn one(&self, p: &Planned, dry: bool) -> Outcome {
         let above = p.rel.parent().unwrap_or(Path::new(""));
         let parent = match self.dir(above, !dry) {
             Ok(Some(fd)) => fd,
-            Ok(None) => return (Action::Copy, None),
-            Err((a, r)) => return (a, Some(r)),
+            Ok(None) => return p.ok_read_whole().then_some((Action::Copy, None)),
+            Err((a, r)) => return Some((a, Some(r))),
         };
         let name = p.name();
-        match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Err(Errno::NOENT) if dry => (Action::Copy, None),
+        let (action, why) = match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::NOENT) if dry => return p.ok_read_whole().then_some((Action::Copy, None)),
             Err(Errno::NOENT) => match self.copy(p, &parent, above) {
-                Ok(()) => (Action::Copied, None),
+                Ok(true) => (Action::Copied, None),
+                Ok(false) => return None,
                 Err((a, r)) => (a, Some(r)),
             },
             Err(e) => (Action::Error, Some(failed(&self.path.join(&p.rel), e).1)),
@@ -169,13 +173,18 @@ impl Dest {
                     Some("a file that is not a directory stands under its name at the destination: untouched".into()),
                 ),
             },
-        }
+        };
+        // An entry of a store judged by its listing alone is read whole
+        // (its copy was, in staging) only when it is not in place: one
+        // that is not `ok` then is passed over, whatever stood in its way.
+        let done = matches!(action, Action::Copied | Action::Skipped);
+        (done || p.ok_read_whole()).then_some((action, why))
     }
 }
 
 /// What the destination's entry `p` (in `parent`) is to the source's: the
 /// same (skipped), locked, or a conflict. Nothing in it is changed.
-pub(super) fn existing(p: &Planned, parent: &OwnedFd) -> Outcome {
+pub(super) fn existing(p: &Planned, parent: &OwnedFd) -> (Action, Option<String>) {
     let fd = match rustix::fs::openat(parent, p.name(), dir_flags(), Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => {
@@ -216,51 +225,14 @@ pub(super) fn existing(p: &Planned, parent: &OwnedFd) -> Outcome {
 }
 
 /// `Ok` when the destination's entry at `dir` holds the same files as the
-/// source's (names, sizes, SHA-256), else how it differs.
+/// source's (names, sizes, bytes), else how it differs.
 fn same(p: &Planned, dir: &Path) -> std::result::Result<(), Stop> {
     let theirs = files::list(dir)?;
-    let names = |f: &[SrcFile]| {
-        f.iter()
-            .map(|f| (f.rel.clone(), f.size))
-            .collect::<Vec<_>>()
-    };
-    if names(&theirs) != names(&p.files) {
-        let differs = p
-            .files
-            .iter()
-            .find(|f| !theirs.iter().any(|t| t.rel == f.rel && t.size == f.size))
-            .or_else(|| {
-                theirs
-                    .iter()
-                    .find(|t| !p.files.iter().any(|f| f.rel == t.rel))
-            });
-        let what = differs.map_or_else(String::new, |f| format!(" ({})", f.rel.display()));
-        return Err((
+    match super::same::differs(&p.entry.path, &p.files, dir, &theirs)? {
+        None => Ok(()),
+        Some(how) => Err((
             Action::Conflict,
-            format!("the destination holds another entry under its name: its files or sizes differ{what}; untouched"),
-        ));
+            format!("the destination holds another entry under its name: {how}; untouched"),
+        )),
     }
-    for f in &p.files {
-        let ours = files::hash_of(&p.entry.path, f).map_err(|e| failed(&p.entry.path, e))?;
-        let theirs = files::open(dir, &f.rel)
-            .and_then(files::hash)
-            .map(|h| h.0)
-            .map_err(|e| {
-                (
-                    Action::Error,
-                    format!("the destination's {}: {e}", f.rel.display()),
-                )
-            })?;
-        if ours != theirs {
-            return Err((
-                Action::Conflict,
-                format!(
-                    "the destination holds another entry under its name: {} differs (same size, \
-                     another SHA-256); untouched",
-                    f.rel.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
 }

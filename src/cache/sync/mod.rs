@@ -3,9 +3,20 @@
 //! sees half an entry under its final name; nothing else ever is (failed,
 //! locked, incomplete, corrupt, unknown or unreadable entries, links,
 //! locks). An entry the destination already holds is skipped when it is the
-//! same (every file's size and SHA-256), reported as a conflict and left
-//! untouched when it differs, and left alone when a compile holds a lock
-//! in it. Nothing at the destination is ever overwritten.
+//! same (every file's size and bytes: [`same`]), reported as a conflict and
+//! left untouched when it differs, and left alone when a compile holds a
+//! lock in it. Nothing at the destination is ever overwritten.
+//!
+//! Each side is a directory or a store's prefix (`s3://`, `gs://`,
+//! `az://`, all through `object_store`'s one interface); the source may
+//! also be a hub repository (`hf://`). A store's cache is listed once and
+//! its entries judged from that listing ([`super::status()`]'s rules, no
+//! object read); an entry is read whole only where it is copied or
+//! compared with a different one (its copy judged in staging, or the
+//! entry itself), and one not `ok` then is passed over. An unchanged entry
+//! is found the same by the listings' digests (an ETag that is an MD5, the
+//! hub's SHA-256 or git blob id) checked against the bytes on disk: a
+//! second sync of an unchanged cache reads no object's body.
 //!
 //! On disk ([`local`]): each entry is written under a staging name beside
 //! its final one ([`super::staging`]), checked (every size against the
@@ -13,7 +24,8 @@
 //! `neff_size` compared), then renamed into place with
 //! `RENAME_NOREPLACE`; the destination is reached by descriptors, no link
 //! followed. A sync killed at any point leaves at most a staging copy,
-//! which the next sync removes once its process is gone.
+//! which the next sync removes once its process is gone. In a store
+//! ([`bucket`]): conditional puts, the marker last.
 //!
 //! ```
 //! # let dir = tempfile::tempdir()?;
@@ -33,6 +45,7 @@ mod bucket;
 mod files;
 mod local;
 mod plan;
+mod same;
 mod stage;
 
 use std::path::{Path, PathBuf};
@@ -219,39 +232,61 @@ impl Synced {
 /// Copies every `ok` entry of the compile cache `src` that `dst` lacks
 /// into `dst`, keeping its path below the root, and reports every `ok`
 /// entry selected ([`SyncOptions`]): copied, skipped (the same is there),
-/// a conflict (a different entry is there: untouched), locked or left. The
-/// source is judged as [`super::status`] judges it; the destination is
-/// created when it does not exist.
+/// a conflict (a different entry is there: untouched), locked or left.
+/// Each side is a directory or a store's prefix (`s3://`, `gs://`,
+/// `az://`); `src` may also be a hub repository (`hf://`). The source is
+/// judged as [`super::status()`] judges it (a store's entries from its
+/// listing first, each read whole before it is copied or compared; one not
+/// `ok` then is passed over); the destination is created when it does
+/// not exist.
 ///
-/// `Err` when the source cannot be read as a cache ([`super::status`]'s
-/// refusals), or the destination cannot be opened or made.
+/// `Err` when the source cannot be read as a cache ([`super::status()`]'s
+/// refusals), the destination cannot be opened, made or listed, or the
+/// pair is not one that syncs (the same cache, an `hf://` or `http(s)://`
+/// destination: [`crate::ErrorKind::Usage`]).
 pub fn sync(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<Synced> {
-    check(src, dst)?;
-    let status = super::status(src)?;
-    let (planned, passed_over) = plan::select(src, &status, opts)?;
+    check(src, dst, opts)?;
     let before = requests();
+    let (root, status, listing) = source(src)?;
+    let (planned, passed_over) = plan::select(&root, &status, listing.as_ref(), opts)?;
     #[cfg(feature = "remote")]
-    let entries = match url_of(dst) {
-        Some(url) => bucket::sync(url, &planned, opts),
+    let (entries, not_ok) = match url_of(dst) {
+        Some(url) => bucket::sync(url, &planned, opts)?,
         None => local::sync(dst, &planned, opts)?,
     };
     #[cfg(not(feature = "remote"))]
-    let entries = local::sync(dst, &planned, opts)?;
+    let (entries, not_ok) = local::sync(dst, &planned, opts)?;
     Ok(Synced {
         entries,
-        passed_over,
+        passed_over: passed_over + not_ok,
         errors: status.errors,
         requests: requests() - before,
     })
 }
 
-/// Refuses what is not synced: a URL other than `s3://` (`gs://`, `az://`,
-/// `hf://`, `http(s)://` are not yet), a bucket on both sides.
-fn check(src: &Path, dst: &Path) -> Result<()> {
+/// The source's root (a store's URL spelled as its listing spells it),
+/// its entries judged (on disk, each NEFF read whole; in a store, from one
+/// listing: [`plan::Planned::ok_read_whole`] reads those it copies or
+/// compares), and, in a store, that listing.
+fn source(src: &Path) -> Result<(PathBuf, super::CacheStatus, Option<plan::Listing>)> {
+    #[cfg(feature = "remote")]
+    if let Some(url) = url_of(src) {
+        let root = crate::remote::canonical(url).into_owned();
+        let (status, listing) = super::status::listed(&root)?;
+        return Ok((PathBuf::from(root), status, Some(listing)));
+    }
+    Ok((src.to_path_buf(), super::status(src)?, None))
+}
+
+/// Refuses what does not sync: the same cache on both sides, a
+/// destination that cannot be written (`hf://`, `http(s)://`), a source
+/// that cannot be listed (`http(s)://`), `--since` of a hub repository
+/// (its listing gives no times).
+fn check(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<()> {
     fn url(p: &Path) -> Option<&str> {
         p.to_str().filter(|s| is_url(s))
     }
-    let s3 = |u: &str| u.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("s3://"));
+    let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     let refuse = |reason: &str| {
         Err(Error::Usage {
             reason: reason.into(),
@@ -260,16 +295,37 @@ fn check(src: &Path, dst: &Path) -> Result<()> {
     let same = |a: &Path, b: &Path| {
         std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
     };
-    if same(src, dst) {
+    let (s, d) = (url(src), url(dst));
+    let spelled = |u: &str| {
+        #[cfg(feature = "remote")]
+        let u = crate::remote::canonical(u).to_ascii_lowercase();
+        u.trim_end_matches('/').to_string()
+    };
+    if same(src, dst) || s.zip(d).is_some_and(|(s, d)| spelled(s) == spelled(d)) {
         return refuse("SRC and DST are the same cache");
     }
-    match (url(src), url(dst)) {
-        (Some(_), Some(_)) => {
-            refuse("a bucket on both sides is not synced: one side must be a directory")
+    if cfg!(not(feature = "remote")) && s.or(d).is_some() {
+        return refuse("this build reads no bucket or hub (built without the feature `remote`)");
+    }
+    match d.and_then(scheme).as_deref() {
+        Some("hf") => {
+            return refuse(
+                "a hub repository (hf://) is read, never written here: it can be SRC, not DST",
+            )
         }
-        (Some(u), None) | (None, Some(u)) if !s3(u) => refuse(
-            "only s3:// prefixes and directories are synced (not gs://, az://, hf://, http://)",
+        Some("http" | "https") => {
+            return refuse("an http(s):// server cannot be written: DST is a directory or an s3://, gs:// or az:// prefix")
+        }
+        _ => {}
+    }
+    match s.and_then(scheme).as_deref() {
+        Some("http" | "https") => refuse(
+            "an http(s):// server cannot be listed: SRC is a directory, an s3://, gs:// or az:// \
+             prefix, or an hf:// repository",
         ),
+        Some("hf") if opts.since.is_some() => {
+            refuse("--since: the hub's listing gives no times (an hf:// SRC)")
+        }
         _ => Ok(()),
     }
 }
@@ -301,30 +357,38 @@ fn requests() -> u64 {
     0
 }
 
-/// Lists the files of every planned entry and runs `one` on each that
-/// lists, `opts.io_depth` at once: the record of each (where it goes, `dest`; what became of it), in
-/// order.
+/// What became of one entry, and why; `None` when the source's entry,
+/// read whole, is not `ok` after all (passed over).
+type Outcome = Option<(Action, Option<String>)>;
+
+/// Runs `one` on each planned entry (its files listed first, on disk),
+/// `opts.io_depth` at once: the record of each (where it goes, `dest`;
+/// what became of it), in order, and how many were passed over.
 fn each(
     planned: &[plan::Planned],
     opts: &SyncOptions,
     dest: impl Fn(&plan::Planned) -> PathBuf + Sync,
-    one: impl Fn(&plan::Planned) -> (Action, Option<String>) + Sync,
-) -> Vec<SyncEntry> {
+    one: impl Fn(&plan::Planned) -> Outcome + Sync,
+) -> (Vec<SyncEntry>, usize) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let out: Vec<Mutex<Option<SyncEntry>>> = planned.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
+    let passed = AtomicUsize::new(0);
     let workers = opts.depth().min(planned.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = planned.get(i) else { break };
-                // Listed by the worker: a bucket's entries, io_depth at once.
                 let p = &p.listed();
-                let (action, reason) = match &p.trouble {
-                    Some((a, r)) => (*a, Some(r.clone())),
+                let done = match &p.trouble {
+                    Some((a, r)) => Some((*a, Some(r.clone()))),
                     None => one(p),
+                };
+                let Some((action, reason)) = done else {
+                    passed.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 };
                 let e = SyncEntry::new(p, dest(p), action, reason);
                 log::debug!("{}: {}", e.dest.display(), e.action);
@@ -332,9 +396,11 @@ fn each(
             });
         }
     });
-    out.into_iter()
+    let entries = out
+        .into_iter()
         .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect()
+        .collect();
+    (entries, passed.into_inner())
 }
 
 impl SyncEntry {

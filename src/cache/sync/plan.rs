@@ -6,36 +6,64 @@ use std::path::{Path, PathBuf};
 
 use super::files::{self, SrcFile};
 use super::{Action, SyncOptions};
+use crate::cache::entry::Obj;
+use crate::cache::status::rejudge;
 use crate::cache::{CacheEntry, CacheStatus, State};
 use crate::error::{Error, Result};
 
-/// An `ok` entry of the source selected: its path below the root, and,
-/// once [`Planned::listed`], its files (or what stopped them being
-/// listed).
+/// An `ok` entry of the source selected: its path below the root, and
+/// its files (on disk, once [`Planned::listed`]; in a store, from the
+/// listing the source was judged by), or what stopped them being listed.
+#[derive(Clone)]
 pub(super) struct Planned {
     pub(super) entry: CacheEntry,
     /// Its path below the source's root (`neuronxcc-<v>/MODULE_…`, a vLLM
-    /// key), kept at the destination.
+    /// key; a store's key as its bytes), kept at the destination.
     pub(super) rel: PathBuf,
     /// Its files, locks left out, sorted by name.
     pub(super) files: Vec<SrcFile>,
     /// Why it cannot be copied, found before anything is written.
     pub(super) trouble: Option<(Action, String)>,
+    /// In a store: every object the listing gave under it (locks too),
+    /// for [`Planned::ok_read_whole`]; `None` on disk.
+    pub(super) objects: Option<Vec<Obj>>,
 }
 
 impl Planned {
-    /// The entry with its files listed now (in a bucket, one listing of
-    /// its keys), or what stopped the listing.
+    /// The entry with its files listed now (on disk; a store's were, with
+    /// the source), or what stopped the listing.
     pub(super) fn listed(&self) -> Planned {
+        if self.objects.is_some() {
+            return self.clone();
+        }
         let (files, trouble) = match files::list(&self.entry.path) {
             Ok(f) => (f, None),
             Err(t) => (Vec::new(), Some(t)),
         };
         Planned {
-            entry: self.entry.clone(),
-            rel: self.rel.clone(),
             files,
             trouble,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the source's entry is `ok` with its NEFF read whole: on
+    /// disk it was judged so; a store's, judged by its listing alone so
+    /// far, is judged now (its NEFF and marker read).
+    pub(super) fn ok_read_whole(&self) -> bool {
+        match &self.objects {
+            None => true,
+            Some(objects) => {
+                let judged = rejudge(&self.entry, Some(objects.clone()), None);
+                if judged.state != State::Ok {
+                    log::info!(
+                        "{}: {} once read, not ok: passed over",
+                        self.entry.path.display(),
+                        judged.state
+                    );
+                }
+                judged.state == State::Ok
+            }
         }
     }
 
@@ -51,10 +79,13 @@ impl Planned {
 }
 
 /// The `ok` entries of `status` (the cache at `root`) the options select,
-/// and how many entries are passed over for not being `ok`.
+/// and how many entries are passed over for not being `ok`. `listing`:
+/// in a store, every object under the root, the entries' files taken
+/// from it.
 pub(super) fn select(
     root: &Path,
     status: &CacheStatus,
+    listing: Option<&Listing>,
     opts: &SyncOptions,
 ) -> Result<(Vec<Planned>, usize)> {
     for g in &opts.globs {
@@ -78,15 +109,34 @@ pub(super) fn select(
             log::warn!("{}: not below the root: passed over", e.path.display());
             continue;
         };
-        out.push(Planned {
+        #[cfg(not(feature = "remote"))]
+        let _ = listing;
+        #[cfg_attr(not(feature = "remote"), allow(unused_mut))]
+        let mut p = Planned {
             entry: e.clone(),
             rel,
             files: Vec::new(),
             trouble: None,
-        });
+            objects: None,
+        };
+        #[cfg(feature = "remote")]
+        if let (Some(listing), Some(dir)) = (listing, e.path.to_str()) {
+            let objects = files::under(listing, dir);
+            p.files = files::of_objects(dir, objects);
+            p.objects = Some(files::objs(dir, objects));
+            p.rel = PathBuf::from(crate::remote::key_part(&p.rel.to_string_lossy()).into_owned());
+        }
+        out.push(p);
     }
     Ok((out, passed_over))
 }
+
+/// Every object under a store's root, as its listing gave them.
+#[cfg(feature = "remote")]
+pub(super) type Listing = Vec<crate::remote::Listed>;
+
+#[cfg(not(feature = "remote"))]
+pub(super) type Listing = ();
 
 /// The path of `entry` below `root`, plain names only.
 fn below(root: &Path, entry: &Path) -> Option<PathBuf> {

@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Write as _};
+use std::io;
+#[cfg(feature = "remote")]
+use std::io::Write as _;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -24,9 +26,12 @@ use crate::cache::{vllm, State};
 
 impl Dest {
     /// Copies the entry `p` into `parent` (`above` below the root): under
-    /// its staging name, checked, renamed into place. `Err` when it is not
-    /// in place: the staging copy is gone then.
-    pub(super) fn copy(&self, p: &Planned, parent: &OwnedFd, above: &Path) -> Result<(), Stop> {
+    /// its staging name, checked, renamed into place. `Ok(false)` when the
+    /// copy of an entry a store's listing judged `ok` is not (its NEFF,
+    /// read whole in the copy, refused: the source's is the same bytes);
+    /// `Err` when it is not in place otherwise. Either way the staging copy
+    /// is gone.
+    pub(super) fn copy(&self, p: &Planned, parent: &OwnedFd, above: &Path) -> Result<bool, Stop> {
         let name = p.name().to_string_lossy();
         let stage = staging::name(&name, &self.host);
         let rel = above.join(&stage);
@@ -44,12 +49,18 @@ impl Dest {
             .map_err(|e| failed(&self.path.join(&rel), e))
             .and_then(|fd| {
                 write(p, &fd)?;
-                check(p, &fd, parent)?;
-                rename(parent, &stage, p.name())
+                match check(p, &fd, parent)? {
+                    true => rename(parent, &stage, p.name()).map(Some),
+                    false => Ok(None),
+                }
             });
         match done {
-            Ok(true) => Ok(()),
-            Ok(false) => {
+            Ok(Some(true)) => Ok(true),
+            Ok(None) => {
+                self.remove(&rel);
+                Ok(false)
+            }
+            Ok(Some(false)) => {
                 self.remove(&rel);
                 // Another writer put it there meanwhile: compared as any
                 // entry the destination holds.
@@ -192,8 +203,10 @@ fn write(p: &Planned, stage: &OwnedFd) -> Result<(), Stop> {
 }
 
 /// Checks the copy in `stage` (in `parent`): the files and sizes of the
-/// source, and judged `ok` as `cache status` judges the entry.
-fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<(), Stop> {
+/// source, and judged `ok` as `cache status` judges the entry. `Ok(false)`
+/// when it is not, and the source is a store's entry its listing judged
+/// (so the source's entry, of the same bytes, is not `ok` either).
+fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<bool, Stop> {
     let dir = fd_path(stage);
     let ours = files::list(&dir)?;
     let sized = |f: &[files::SrcFile]| {
@@ -208,6 +221,14 @@ fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<(), Stop> {
         ));
     }
     let judged = rejudge(&p.entry, None, Some((dir, fd_path(parent))));
+    if judged.state != State::Ok && p.objects.is_some() {
+        log::info!(
+            "{}: {} once read: passed over",
+            p.entry.path.display(),
+            judged.state
+        );
+        return Ok(false);
+    }
     if judged.state != State::Ok {
         return Err((
             Action::Left,
@@ -218,7 +239,7 @@ fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<(), Stop> {
             ),
         ));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Renames `stage` to `name` in `parent`, never over anything: `false`
