@@ -238,6 +238,18 @@ fn filters_select_by_version_name_and_time() {
         (s(&wrapper), "https://h/c", "", "cannot be written"),
         ("http://h/c", s(&dst), "", "cannot be listed"),
         ("hf://org/repo", s(&dst), "--since=1h", "no times"),
+        (
+            "s3://b/c/neuronxcc-2.15.0.0+ab/",
+            s(&dst),
+            "",
+            "SRC is the compiler version",
+        ),
+        (
+            s(&wrapper),
+            "/tmp/c/neuronxcc-2.15.0.0+ab",
+            "",
+            "DST is the compiler version",
+        ),
     ] {
         let mut args = vec!["cache", "sync", from, to];
         if !more.is_empty() {
@@ -250,6 +262,17 @@ fn filters_select_by_version_name_and_time() {
         assert!(err.contains(why), "{from} {to}: {err}");
     }
     assert!(!dst.exists());
+    // A destination that cannot be made: one line naming it, exit 3.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let o = neff(&["cache", "sync", s(&wrapper), s(&file.join("cache"))]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("the destination {}/cache: ", s(&file))),
+        "{err}"
+    );
 }
 
 #[test]
@@ -554,4 +577,63 @@ fn the_library_answers_as_the_binary() {
     assert!(!done.has_left() && !done.has_io_error());
     let e = neff::cache::sync(&tmp.path().join("nothing"), &dst, &opts).unwrap_err();
     assert_eq!(e.kind(), neff::ErrorKind::Io);
+    // A compiler version's directory into one of the same version: its
+    // entries directly under it, as the compiler looks them up.
+    let v = format!("neuronxcc-{V12}");
+    let one = tmp.path().join("one").join(&v);
+    let all = neff::cache::SyncOptions::default();
+    let done = neff::cache::sync(&wrapper.join(&v), &one, &all).unwrap();
+    assert_eq!(done.count(neff::cache::SyncAction::Copied).0, 1);
+    assert_eq!(
+        tree(&one.join("MODULE_9+9"), true),
+        tree(&wrapper.join(&v).join("MODULE_9+9"), false)
+    );
+}
+
+#[test]
+fn an_entry_vllm_compiles_at_the_destination_is_left_alone_until_its_lock_is_let_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, vllm) = caches(tmp.path());
+    let dst = tmp.path().join("dst");
+    // vLLM holds the lock beside the name of the entry it compiles (its
+    // directory not made yet); a lock file left by a finished compile is
+    // let go, and says nothing.
+    let held = dst.join(format!(".{}.compilation_metadata.lock", key('a')));
+    put(
+        &dst,
+        &format!(".{}.compilation_metadata.lock", key('a')),
+        b"",
+    );
+    put(
+        &dst,
+        &format!(".{}.compilation_metadata.lock", key('d')),
+        b"",
+    );
+    let lock = std::fs::File::open(&held).unwrap();
+    lock.lock().unwrap();
+    for dry in [true, false] {
+        let o = sync(&vllm, &dst, if dry { &["--dry-run"] } else { &[] });
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = ndjson(&o.stdout);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0]["action"], "locked");
+        assert!(r[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("held by a live process"));
+        assert!(!dst.join(key('a')).exists());
+    }
+    drop(lock);
+    let o = sync(&vllm, &dst, &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(ndjson(&o.stdout)[0]["action"], "copied");
+    assert_eq!(
+        tree(&dst.join(key('a')), true),
+        tree(&vllm.join(key('a')), true)
+    );
 }

@@ -111,7 +111,14 @@ pub(super) fn has_lock(objects: &[Listed]) -> bool {
 }
 
 fn list_local(dir: &Path) -> Result<Vec<SrcFile>, (Action, String)> {
+    list_local_locks(dir).map(|(files, _)| files)
+}
+
+/// The files of the entry `dir` on disk, locks left out, sorted by path,
+/// and whether it holds a lock.
+pub(super) fn list_local_locks(dir: &Path) -> Result<(Vec<SrcFile>, bool), (Action, String)> {
     let mut out = Vec::new();
+    let mut locks = false;
     let walk = walkdir::WalkDir::new(dir)
         .follow_links(false)
         .min_depth(1)
@@ -133,6 +140,7 @@ fn list_local(dir: &Path) -> Result<Vec<SrcFile>, (Action, String)> {
             ));
         }
         if is_lock(&rel) {
+            locks = true;
             continue;
         }
         let meta = e
@@ -145,7 +153,7 @@ fn list_local(dir: &Path) -> Result<Vec<SrcFile>, (Action, String)> {
             print: None,
         });
     }
-    Ok(out)
+    Ok((out, locks))
 }
 
 /// Opens the file `rel` of the entry `dir` for reading, never through a

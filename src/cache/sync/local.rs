@@ -20,6 +20,8 @@ use super::files;
 use super::plan::Planned;
 use super::{Action, Outcome, SyncEntry, SyncOptions};
 use crate::cache::descend;
+use crate::cache::found::vllm_lock_in;
+use crate::cache::host::lock_held;
 use crate::cache::staging;
 use crate::cache::status::rejudge;
 use crate::cache::State;
@@ -72,14 +74,19 @@ impl Dest {
     /// Opens the root `dst` (followed should it be a link), made when it
     /// does not exist; `None` in a dry run where it does not exist.
     fn open(dst: &Path, dry: bool) -> Result<Option<Dest>> {
+        // Named: the caller names the source.
+        let named = |e: std::io::Error| {
+            let why = format!("the destination {}: {e}", dst.display());
+            Error::Io(std::io::Error::new(e.kind(), why))
+        };
         if !dry {
-            std::fs::create_dir_all(dst).map_err(Error::Io)?;
+            std::fs::create_dir_all(dst).map_err(named)?;
         }
         let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
         let root = match rustix::fs::open(dst, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) if dry => return Ok(None),
-            Err(e) => return Err(Error::Io(e.into())),
+            Err(e) => return Err(named(e.into())),
         };
         Ok(Some(Dest {
             root,
@@ -155,12 +162,7 @@ impl Dest {
         };
         let name = p.name();
         let (action, why) = match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Err(Errno::NOENT) if dry => return p.ok_read_whole().then_some((Action::Copy, None)),
-            Err(Errno::NOENT) => match self.copy(p, &parent, above) {
-                Ok(true) => (Action::Copied, None),
-                Ok(false) => return None,
-                Err((a, r)) => (a, Some(r)),
-            },
+            Err(Errno::NOENT) => return self.absent(p, &parent, above, dry),
             Err(e) => (Action::Error, Some(failed(&self.path.join(&p.rel), e).1)),
             Ok(st) => match FileType::from_raw_mode(st.st_mode) {
                 FileType::Directory => existing(p, &parent),
@@ -179,6 +181,30 @@ impl Dest {
         // that is not `ok` then is passed over, whatever stood in its way.
         let done = matches!(action, Action::Copied | Action::Skipped);
         (done || p.ok_read_whole()).then_some((action, why))
+    }
+}
+
+impl Dest {
+    /// Syncs the entry `p`, which `parent` (`above` below the root) lacks:
+    /// copied, unless vLLM compiles it there now (the lock beside its
+    /// name held).
+    fn absent(&self, p: &Planned, parent: &OwnedFd, above: &Path, dry: bool) -> Outcome {
+        let lock = p
+            .name()
+            .to_str()
+            .and_then(|key| vllm_lock_in(&fd_path(parent), key));
+        if let Some(why) = lock.and_then(|l| lock_held(&l)) {
+            let why = format!("{why} at the destination: left alone");
+            return p.ok_read_whole().then_some((Action::Locked, Some(why)));
+        }
+        if dry {
+            return p.ok_read_whole().then_some((Action::Copy, None));
+        }
+        match self.copy(p, parent, above) {
+            Ok(true) => Some((Action::Copied, None)),
+            Ok(false) => None,
+            Err((a, r)) => p.ok_read_whole().then_some((a, Some(r))),
+        }
     }
 }
 
@@ -204,35 +230,36 @@ pub(super) fn existing(p: &Planned, parent: &OwnedFd) -> (Action, Option<String>
         }
         Err(e) => return (Action::Error, Some(format!("the destination's entry: {e}"))),
     };
-    let judged = rejudge(&p.entry, None, Some((fd_path(&fd), fd_path(parent))));
-    match judged.state {
-        State::Ok => match same(p, &fd_path(&fd)) {
-            Ok(()) => (Action::Skipped, None),
-            Err(s) => (s.0, Some(s.1)),
-        },
-        State::Locked => (
+    let dir = fd_path(&fd);
+    // The source's files, byte for byte, and no lock: the same entry,
+    // judged by the source's judgement (nothing of it read twice).
+    let how = files::list_local_locks(&dir).and_then(|(theirs, locks)| {
+        let how = super::same::differs(&p.entry.path, &p.files, &dir, &theirs)?;
+        Ok((how, locks))
+    });
+    if let Ok((None, false)) = how {
+        return (Action::Skipped, None);
+    }
+    let judged = rejudge(&p.entry, None, Some((dir, fd_path(parent))));
+    match (judged.state, how) {
+        (State::Ok, Ok((None, _))) => (Action::Skipped, None),
+        (State::Ok, Ok((Some(how), _))) => (
+            Action::Conflict,
+            Some(format!(
+                "the destination holds another entry under its name: {how}; untouched"
+            )),
+        ),
+        (State::Ok, Err((a, why))) => (a, Some(why)),
+        (State::Locked, _) => (
             Action::Locked,
             Some("a compile holds a lock in the destination's entry: left alone".into()),
         ),
-        s => (
+        (s, _) => (
             Action::Conflict,
             Some(format!(
                 "the destination's entry is {s}{}: untouched",
                 judged.reason.map(|r| format!(" ({r})")).unwrap_or_default()
             )),
         ),
-    }
-}
-
-/// `Ok` when the destination's entry at `dir` holds the same files as the
-/// source's (names, sizes, bytes), else how it differs.
-fn same(p: &Planned, dir: &Path) -> std::result::Result<(), Stop> {
-    let theirs = files::list(dir)?;
-    match super::same::differs(&p.entry.path, &p.files, dir, &theirs)? {
-        None => Ok(()),
-        Some(how) => Err((
-            Action::Conflict,
-            format!("the destination holds another entry under its name: {how}; untouched"),
-        )),
     }
 }
