@@ -307,6 +307,38 @@ fn check(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<()> {
     if cfg!(not(feature = "remote")) && s.or(d).is_some() {
         return refuse("this build reads no bucket or hub (built without the feature `remote`)");
     }
+    // A compiler version's directory holds its entries directly: one side
+    // that is one and the other not (or another's) puts them where the
+    // compiler does not look.
+    let version = |p: &Path| {
+        let name = p.to_str().map_or_else(
+            || {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            },
+            |t| {
+                t.trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            },
+        );
+        name.starts_with(super::found::VERSION_PREFIX)
+            .then_some(name)
+    };
+    if version(src) != version(dst) {
+        let (v, side) = match version(src) {
+            Some(v) => (v, "SRC"),
+            None => (version(dst).unwrap_or_default(), "DST"),
+        };
+        return refuse(&format!(
+            "{side} is the compiler version's directory {v}: give both sides as such a directory \
+             of the same version, or both as the cache roots above them"
+        ));
+    }
     match d.and_then(scheme).as_deref() {
         Some("hf") => {
             return refuse(
