@@ -13,9 +13,11 @@ use crate::{shown, stdout_err, AtPath, Failure};
 /// The arguments of `neff cache sync`.
 #[derive(clap::Args)]
 pub(crate) struct SyncArgs {
-    /// The cache copied from: a directory
+    /// The cache copied from: a directory, an s3://, gs:// or az:// prefix,
+    /// or an hf:// repository (hf://ORG/REPO[@REV]/PATH)
     src: PathBuf,
-    /// The cache copied into: a directory (made when missing)
+    /// The cache copied into: a directory (made when missing), or an s3://,
+    /// gs:// or az:// prefix
     dst: PathBuf,
     /// Print what would be copied, skipped or left; write nothing
     #[arg(long)]

@@ -366,3 +366,35 @@ fn in_a_bucket_nothing_is_overwritten_and_a_killed_sync_is_finished() {
     assert_eq!(st[&m2], "empty");
     assert_eq!(st.values().filter(|s| *s == "ok").count(), 3);
 }
+
+#[test]
+fn a_cache_in_one_store_or_the_hub_syncs_into_another_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wrapper, _) = caches(tmp.path());
+    let ok = states(&wrapper)
+        .into_iter()
+        .filter(|(_, st)| st == "ok")
+        .count();
+    let pid = std::process::id();
+    let from = prefix("store-to-store");
+    assert_eq!(sync(s(&wrapper), &from, &[]).0, Some(0));
+    // S3 into Azure, and the hub's cache into S3: the ok entries only (the
+    // hub's corrupt ones read, and passed over), each ok there.
+    for (src, dst, n) in [
+        (from.clone(), format!("az://zoo/sync-{pid}-from-s3"), ok),
+        (
+            "hf://neff/zoo/cache".to_string(),
+            format!("s3://zoo/sync-{pid}-from-hub"),
+            8,
+        ),
+    ] {
+        let (code, r) = sync(&src, &dst, &[]);
+        assert_eq!(code, Some(0), "{src} -> {dst}: {r:?}");
+        assert_eq!(actions(&r), vec!["copied"; n], "{src} -> {dst}");
+        let got = bucket_states(&dst);
+        assert_eq!(got.len(), n, "{dst}: {got:?}");
+        assert!(got.values().all(|st| st == "ok"), "{dst}: {got:?}");
+        let (code, r) = sync(&src, &dst, &[]);
+        assert_eq!((code, actions(&r)), (Some(0), vec!["skipped"; n]));
+    }
+}
