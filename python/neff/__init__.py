@@ -825,7 +825,9 @@ def cache_sync(
     io_depth: Optional[int] = None,
 ) -> List[Dict[str, Any]]:
     """Copies every ``ok`` entry of the compile cache ``src`` that ``dst``
-    lacks into ``dst``, as ``neff cache sync`` does: one dict per ``ok``
+    lacks into ``dst``, as ``neff cache sync`` does (each a directory or an
+    ``s3://``, ``gs://`` or ``az://`` prefix; ``src`` also an ``hf://`` hub
+    repository): one dict per ``ok``
     entry selected (the fields of ``neff cache sync --json``: ``path``,
     ``path_bytes``, ``dest``, ``compiler``, ``action``: ``copy`` in a dry
     run, ``copied``, ``skipped`` (the same entry is there), ``conflict`` (a
