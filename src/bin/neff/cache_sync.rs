@@ -76,11 +76,21 @@ pub(crate) fn sync(a: SyncArgs) -> Result<u8, Failure> {
     let bar =
         (!a.no_progress && format == Format::Table && io::stderr().is_terminal()).then(|| {
             let b = indicatif::ProgressBar::new_spinner();
-            b.set_message(format!("syncing {} into {}", shown(&a.src), shown(&a.dst)));
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {prefix} {msg}") {
+                b.set_style(style);
+            }
+            b.set_prefix(format!("syncing {} into {}", shown(&a.src), shown(&a.dst)));
             b.enable_steady_tick(std::time::Duration::from_millis(200));
             b
         });
+    // With a store on either side, its requests and bytes as they go.
+    let remote = crate::scan::is_url(&a.src) || crate::scan::is_url(&a.dst);
+    let ticker = bar
+        .as_ref()
+        .filter(|_| remote)
+        .map(|b| crate::scan::Ticker::start(b.clone()));
     let done = neff::cache::sync(&a.src, &a.dst, &opts).at(&a.src);
+    drop(ticker);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -398,3 +398,38 @@ fn a_cache_in_one_store_or_the_hub_syncs_into_another_store() {
         assert_eq!((code, actions(&r)), (Some(0), vec!["skipped"; n]));
     }
 }
+
+#[test]
+fn a_sync_on_a_terminal_shows_what_it_syncs_and_its_requests() {
+    // util-linux's `script` gives neff a terminal for stderr; what it drew
+    // comes back on our stdout. The bucket 50 ms away, through the proxy.
+    let servers = super::servers();
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("cache");
+    let command = format!(
+        "{} cache sync s3://zoo/cache {} > /dev/null",
+        env!("CARGO_BIN_EXE_neff"),
+        s(&dst)
+    );
+    let o = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("AWS_ENDPOINT_URL", format!("{}/s3/delay50", servers.proxy))
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .expect("script (util-linux)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let drawn = String::from_utf8_lossy(&o.stdout).replace('\r', "\n");
+    let lines: Vec<&str> = drawn
+        .lines()
+        .filter(|l| l.contains(&format!("syncing s3://zoo/cache into {}", s(&dst))))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains(" requests, ")),
+        "no progress line: {drawn}"
+    );
+    assert_eq!(states(&dst).len(), 8);
+}
