@@ -453,7 +453,7 @@ fn big_neff(mib: usize, seed: u64) -> Vec<u8> {
 }
 
 /// A cache of `n` entries, each a large NEFF.
-fn big_cache(root: &Path, n: usize, mib: usize) {
+pub(crate) fn big_cache(root: &Path, n: usize, mib: usize) {
     for i in 0..n {
         let e = root.join(format!("neuronxcc-2.20.0.0+abcdef01/MODULE_{i}+{i:04x}"));
         put(&e, "model.neff", &big_neff(mib, i as u64 + 1));

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{ndjson, run, upload};
-use crate::cache_sync::{caches, put, states, tree};
+use crate::cache_sync::{big_cache, caches, put, states, tree};
 
 /// A fresh prefix of the bucket `zoo` for one test.
 fn prefix(name: &str) -> String {
@@ -432,4 +432,52 @@ fn a_sync_on_a_terminal_shows_what_it_syncs_and_its_requests() {
         "no progress line: {drawn}"
     );
     assert_eq!(states(&dst).len(), 8);
+}
+
+#[test]
+fn a_reader_polling_the_bucket_during_a_push_never_sees_a_finished_entry_without_its_neff() {
+    // Six entries of 4 MiB NEFFs pushed one at a time to a bucket 25 ms
+    // away; `cache status` of the prefix meanwhile, again and again.
+    let servers = super::servers();
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    big_cache(&src, 6, 4);
+    let url = prefix("polled");
+    let endpoint = format!("{}/s3/delay25", servers.proxy);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let seen = std::thread::scope(|sc| {
+        let poll = sc.spawn(|| {
+            let mut seen = BTreeMap::<String, usize>::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let o = run(&["cache", "status", &url, "--json"]);
+                for r in ndjson(&o.stdout) {
+                    *seen
+                        .entry(r["state"].as_str().unwrap().to_string())
+                        .or_default() += 1;
+                }
+            }
+            seen
+        });
+        let args = ["cache", "sync", s(&src), &url, "--io-depth", "1", "--json"];
+        let o = super::run_env(&args, &endpoint, &[]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        poll.join().unwrap()
+    });
+    // Half there: no NEFF yet (`empty`) or no marker yet (`incomplete`);
+    // never a marker without its NEFF, nor a NEFF cut short.
+    assert!(
+        seen.keys()
+            .all(|st| ["ok", "empty", "incomplete"].contains(&st.as_str())),
+        "{seen:?}"
+    );
+    assert!(seen.get("ok").is_some_and(|n| *n > 0), "{seen:?}");
+    let got = bucket_states(&url);
+    assert_eq!(got.len(), 6);
+    assert!(got.values().all(|st| st == "ok"), "{got:?}");
 }
