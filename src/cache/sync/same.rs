@@ -13,73 +13,8 @@ use std::path::Path;
 use md5::Md5;
 use sha2::{Digest, Sha256};
 
-use super::files::{self, SrcFile};
+use super::files::{self, Print, SrcFile};
 use super::Action;
-
-/// A digest of a file's bytes, as a listing gave it or as computed here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-// (Only listings make one: a build without `remote` has none.)
-#[cfg_attr(not(feature = "remote"), allow(dead_code))]
-pub(super) enum Print {
-    /// MD5: an S3 or GCS ETag of 32 hex digits (or, from a GCS
-    /// emulator, its 24 base64 digits). Not always the bytes' MD5 (an
-    /// object put in parts, or encrypted with KMS, has another ETag of
-    /// that shape), so a mismatch is checked by the bytes.
-    Md5([u8; 16]),
-    /// SHA-256: a hub file kept in LFS (its `lfs.oid`).
-    Sha256([u8; 32]),
-    /// Git's blob id: SHA-1 of `blob <size>\0` and the bytes (a hub file
-    /// kept in git).
-    #[cfg(feature = "remote")]
-    Git([u8; 20]),
-}
-
-impl Print {
-    /// The digest the `version` a listing gave for the object at `url`
-    /// is, when it is one (`None`: an Azure ETag, a multipart ETag, a
-    /// time).
-    #[cfg(feature = "remote")]
-    pub(super) fn of(url: &str, version: &str) -> Option<Print> {
-        let scheme = url.split_once("://")?.0.to_ascii_lowercase();
-        let v = version.trim_matches('"');
-        match (scheme.as_str(), v.len()) {
-            ("s3" | "gs", 32) => hex(v).map(Print::Md5),
-            ("gs", 24) => {
-                use base64::Engine as _;
-                let b = base64::engine::general_purpose::STANDARD.decode(v).ok()?;
-                b.try_into().ok().map(Print::Md5)
-            }
-            ("hf", 64) => hex(v).map(Print::Sha256),
-            ("hf", 40) => hex(v).map(Print::Git),
-            _ => None,
-        }
-    }
-
-    /// Whether a mismatch proves the bytes differ (an ETag may not be the
-    /// bytes' MD5).
-    fn exact(self) -> bool {
-        !matches!(self, Print::Md5(_))
-    }
-
-    fn same_kind(self, other: Print) -> bool {
-        std::mem::discriminant(&self) == std::mem::discriminant(&other)
-    }
-}
-
-/// `N` bytes from `2N` hex digits.
-#[cfg(feature = "remote")]
-fn hex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    let b = s.as_bytes();
-    if b.len() != 2 * N {
-        return None;
-    }
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut out = [0u8; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = digit(b[2 * i])? << 4 | digit(b[2 * i + 1])?;
-    }
-    Some(out)
-}
 
 /// The digest of the kind of `like` of the file `f` of the entry `dir`
 /// (on disk, or a store's URL: its body read), from its bytes.
