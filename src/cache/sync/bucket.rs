@@ -44,8 +44,10 @@ pub(super) fn sync(
     planned: &[Planned],
     opts: &SyncOptions,
 ) -> Result<(Vec<SyncEntry>, usize)> {
+    // Spelled as its listing spells its keys.
+    let dst = crate::remote::canonical(dst);
     let root = dst.trim_end_matches('/');
-    let listing = list_all(&format!("{root}/")).map_err(|e| at_destination(dst, e))?;
+    let listing = list_all(&format!("{root}/")).map_err(|e| at_destination(&dst, e))?;
     let url = |p: &Planned| object_url(root, &p.rel.to_string_lossy());
     let at = |p: &Planned| PathBuf::from(url(p));
     Ok(super::each(planned, opts, at, |p| {
