@@ -485,3 +485,53 @@ fn a_reader_polling_the_bucket_during_a_push_never_sees_a_finished_entry_without
     assert_eq!(got.len(), 6);
     assert!(got.values().all(|st| st == "ok"), "{got:?}");
 }
+
+#[test]
+fn two_hosts_pushing_one_cache_at_once_both_end_well_and_the_bucket_holds_it_once() {
+    // Two syncs of the same cache into one prefix at once, each listing it
+    // empty, 25 ms away: their puts meet key by key. Neither overwrites;
+    // what the other put is the same bytes, so both finish (exit 0).
+    let servers = super::servers();
+    let tmp = tempfile::tempdir().unwrap();
+    let (wrapper, _) = caches(tmp.path());
+    let url = prefix("two-hosts");
+    let endpoint = format!("{}/s3/delay25", servers.proxy);
+    let outs: Vec<_> = std::thread::scope(|sc| {
+        let push = || {
+            let args = [
+                "cache",
+                "sync",
+                s(&wrapper),
+                &url,
+                "--io-depth",
+                "2",
+                "--json",
+            ];
+            super::run_env(&args, &endpoint, &[])
+        };
+        let (a, b) = (sc.spawn(push), sc.spawn(push));
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    for o in &outs {
+        let r = ndjson(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{r:?}");
+        assert!(
+            actions(&r)
+                .iter()
+                .all(|a| ["copied", "skipped"].contains(a)),
+            "{r:?}"
+        );
+    }
+    let back = tmp.path().join("back");
+    let (code, r) = sync(&url, s(&back), &[]);
+    assert_eq!(code, Some(0), "{r:?}");
+    for (rel, st) in states(&wrapper) {
+        assert_eq!(st == "ok", back.join(&rel).exists(), "{rel:?}");
+        if st == "ok" {
+            assert_eq!(
+                tree(&back.join(&rel), true),
+                tree(&wrapper.join(&rel), false)
+            );
+        }
+    }
+}
