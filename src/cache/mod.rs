@@ -51,7 +51,7 @@ pub use root::{
 };
 pub use state::State;
 pub use status::{root_version, status, CacheEntry, CacheStatus, VersionSummary};
-pub use time::human;
+pub use time::{human, human_bytes};
 
 #[cfg(test)]
 mod tests;

@@ -190,9 +190,9 @@ fn servers() -> &'static Servers {
     })
 }
 
-/// Runs `neff` with the S3 environment pointing at `endpoint`, failing the
-/// test if it has not finished within 60 s (nothing may hang).
-fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
+/// `neff ARGS` with S3's environment pointing at `endpoint`: test keys,
+/// plain HTTP, a 10 s timeout, no profile of the host's.
+fn s3_command(args: &[&str], endpoint: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neff"));
     cmd.args(args)
         .env("AWS_ENDPOINT_URL", endpoint)
@@ -201,7 +201,15 @@ fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ALLOW_HTTP", "true")
         .env("NEFF_REMOTE_TIMEOUT", "10")
-        .env("AZURE_STORAGE_USE_EMULATOR", "true")
+        .env_remove("AWS_PROFILE");
+    cmd
+}
+
+/// Runs `neff` with the S3 environment pointing at `endpoint`, failing the
+/// test if it has not finished within 60 s (nothing may hang).
+fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
+    let mut cmd = s3_command(args, endpoint);
+    cmd.env("AZURE_STORAGE_USE_EMULATOR", "true")
         .env("AZURITE_BLOB_STORAGE_URL", &servers().az)
         // fake-gcs-server, unsigned (object_store's GCS client otherwise
         // asks the instance's metadata server for a token).
@@ -209,7 +217,6 @@ fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
         .env("GOOGLE_SKIP_SIGNATURE", "true")
         .env("HF_ENDPOINT", &servers().hub)
         .env("HF_TOKEN", &servers().hub_token)
-        .env_remove("AWS_PROFILE")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in extra {

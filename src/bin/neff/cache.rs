@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use neff::cache::{CacheEntry, CacheStatus, PruneOptions, State};
+use neff::cache::{human_bytes, CacheEntry, CacheStatus, PruneOptions, State};
 
 use crate::format::{Format, Rows};
 use crate::{shown, stdout_err, AtPath, Failure};
@@ -145,22 +145,6 @@ fn root_of(root: Option<PathBuf>) -> PathBuf {
     neff::cache::root_or_default(root)
 }
 
-/// Bytes as people read them.
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 /// `n entries` (or `1 entry`).
 fn entries(n: usize) -> String {
     if n == 1 {
@@ -282,7 +266,7 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
         "{}{what}: {}, {}",
         shown(root),
         entries(status.entries.len()),
-        bytes(total)
+        human_bytes(total)
     )?;
     for v in status.by_version() {
         let (n, b) = v
@@ -293,10 +277,10 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
             || "(no compiler version)".into(),
             |c| format!("neuronxcc-{c}"),
         );
-        writeln!(out, "\n{name}: {}, {}", entries(n), bytes(b))?;
+        writeln!(out, "\n{name}: {}, {}", entries(n), human_bytes(b))?;
         for s in State::ALL {
             if let Some(&(en, eb)) = v.states.get(&s) {
-                writeln!(out, "  {:<11} {en:>6}  {:>10}", s.name(), bytes(eb))?;
+                writeln!(out, "  {:<11} {en:>6}  {:>10}", s.name(), human_bytes(eb))?;
             }
         }
     }
@@ -373,7 +357,7 @@ pub(crate) fn prune(root: PathBuf, opts: &PruneOptions, format: Format) -> Resul
             "{what} {} ({}, {}): {}",
             shown(&r.path),
             r.state.name(),
-            bytes(r.bytes),
+            human_bytes(r.bytes),
             r.why
         )
         .map_err(stdout_err)?;
@@ -422,7 +406,7 @@ impl Tally {
         } else {
             ("would be removed", "would be left")
         };
-        let part = |(n, b): (usize, u64)| format!("{}, {}", entries(n), bytes(b));
+        let part = |(n, b): (usize, u64)| format!("{}, {}", entries(n), human_bytes(b));
         write!(out, "{} {verb}", part(self.went))?;
         if self.left.0 > 0 {
             write!(out, "; {} {leave}", part(self.left))?;
