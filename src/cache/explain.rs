@@ -1,9 +1,10 @@
 //! Why a compile missed: given an entry (its directory or its
 //! `MODULE_<graph hash>+<flags hash>` name), a graph hash, or a job's
 //! flags, the entries of a cache that share the graph under other flags
-//! (with the difference of their `compile_flags.json`), the same key under
-//! other compiler releases, and the flags hash a job's flags give by each
-//! rule public logs show ([`HashRule`]). Entries are judged as
+//! (with the difference of their flags files, `compile_flags.json` or
+//! `compile_flags.txt`), the same key under other compiler releases, and
+//! the flags hash a job's flags give by each rule public caches show
+//! ([`HashRule`]). Entries are judged as
 //! [`status`](super::status) judges them.
 
 use std::path::{Path, PathBuf};
@@ -72,7 +73,8 @@ pub enum Relation {
     /// An entry of the graph asked about (no flags to compare with).
     SameGraph,
     /// An entry whose flags are the job's (its flags hash is one the job's
-    /// flags give, or its `compile_flags.json` lists the same flags).
+    /// flags give, or its flags file lists the same flags), not the same key
+    /// as the entry named.
     SameFlags,
 }
 
@@ -100,8 +102,9 @@ pub struct Related {
     pub entry: CacheEntry,
     /// How it relates to what was asked.
     pub relation: Relation,
-    /// Its `compile_flags.json`; `None` when it holds none (entries before
-    /// 2.15) or it could not be read ([`flags_error`](Self::flags_error)).
+    /// Its flags, from its `compile_flags.json` (or, in entries of 2.11 to
+    /// 2.14, `compile_flags.txt`); `None` when it holds neither or they
+    /// could not be read ([`flags_error`](Self::flags_error)).
     pub flags: Option<Vec<String>>,
     /// Why its flags could not be read (a link, a FIFO, too large, not a
     /// JSON list of strings).
@@ -124,7 +127,7 @@ pub struct Explanation {
     /// The flags hash of the entry named (its name's).
     pub flags_hash: Option<String>,
     /// The flags compared with: the job's, else the entry asked about's
-    /// `compile_flags.json` (or, where that entry is absent, one of the
+    /// flags (or, where that entry is absent, one of the
     /// same key's).
     pub flags: Option<Vec<String>>,
     /// For a job's flags: the flags hash they give by each rule.
@@ -141,7 +144,7 @@ pub struct Explanation {
 /// compiler release); with a graph hash, every entry of it; with a job's
 /// flags alone, every entry of the compiler wrapper's layout, each marked
 /// [`Relation::SameFlags`] or [`Relation::OtherFlags`]. Each comes with its
-/// `compile_flags.json` and the flags only one side holds.
+/// flags (from its flags file) and the flags only one side holds.
 ///
 /// `Err` as [`status`] fails, and [`Error::Usage`] for a query that names
 /// neither an entry, a graph nor flags, or an entry that is no
@@ -269,7 +272,8 @@ fn related_of(e: CacheEntry) -> Related {
 }
 
 /// How `r` relates to an entry named (`named`, of flags hash `flags_hash`,
-/// met under `compilers`), else to a `job`'s flags and the hashes they give.
+/// met under `compilers`) and to a `job`'s flags and the hashes they give:
+/// the same key first, then the job's flags, then other flags.
 fn relation(
     r: &Related,
     named: bool,
@@ -277,28 +281,33 @@ fn relation(
     compilers: &[Option<String>],
     job: Option<Job<'_>>,
 ) -> Relation {
-    if named {
-        let same_flags =
-            r.entry.flags_hash.is_some() && r.entry.flags_hash.as_deref() == flags_hash;
-        let other_compiler = compilers.is_empty() || !compilers.contains(&r.entry.compiler);
-        return match (same_flags, other_compiler) {
-            (true, _) => Relation::SameKey,
-            (false, false) => Relation::OtherFlags,
-            (false, true) => Relation::OtherFlagsOtherCompiler,
-        };
+    let same_key =
+        named && r.entry.flags_hash.is_some() && r.entry.flags_hash.as_deref() == flags_hash;
+    if same_key {
+        return Relation::SameKey;
     }
-    let Some((flags, hashes)) = job else {
-        return Relation::SameGraph;
-    };
+    if job.is_some_and(|j| has_flags_of(r, j)) {
+        return Relation::SameFlags;
+    }
+    // Absent from the cache, the entry asked about has no release to
+    // compare with.
+    let other_compiler = !compilers.is_empty() && !compilers.contains(&r.entry.compiler);
+    match (named, job, other_compiler) {
+        (false, None, _) => Relation::SameGraph,
+        (true, _, true) => Relation::OtherFlagsOtherCompiler,
+        _ => Relation::OtherFlags,
+    }
+}
+
+/// Whether `r` was compiled with the `job`'s flags: its flags hash is one
+/// they give, or its flags file lists them.
+fn has_flags_of(r: &Related, (flags, hashes): Job<'_>) -> bool {
     let by_hash = r
         .entry
         .flags_hash
         .as_ref()
         .is_some_and(|h| hashes.iter().any(|(_, x)| x.eq_ignore_ascii_case(h)));
-    match by_hash || r.flags.as_deref() == Some(flags) {
-        true => Relation::SameFlags,
-        false => Relation::OtherFlags,
-    }
+    by_hash || r.flags.as_deref() == Some(flags)
 }
 
 /// A usage error of [`explain`].
@@ -316,7 +325,7 @@ fn is_module(e: &CacheEntry) -> bool {
         .is_some_and(|n| n.starts_with("MODULE_"))
 }
 
-/// The flags of `e` (its `compile_flags.json`), or why they could not be
+/// The flags of `e` (from its flags file), or why they could not be
 /// read.
 fn flags_of(e: &CacheEntry) -> std::result::Result<Option<Vec<String>>, String> {
     #[cfg(feature = "remote")]

@@ -1,9 +1,9 @@
 //! The compile-cache columns of a row besides its record's: the graph
 //! hash and flags hash of the `MODULE_<graph hash>+<flags hash>` entry a
-//! NEFF (or a bare entry) belongs to, and that entry's
-//! `compile_flags.json` as JSON text, so that every flag set a graph was
-//! compiled with is one query (docs/GUIDE.md, "Why did it compile
-//! again?").
+//! NEFF (or a bare entry) belongs to, and that entry's flags (its
+//! `compile_flags.json` or `compile_flags.txt`) as a JSON list, so that
+//! every flag set a graph was compiled with is one query (docs/GUIDE.md,
+//! "Why did it compile again?").
 
 use std::path::Path;
 

@@ -131,7 +131,7 @@ CREATE TABLE neffs (
   -- compile-cache entries of the compiler wrapper (MODULE_<graph hash>+<flags hash>)
   graph_hash    TEXT,                  -- the graph hash of the entry's name
   flags_hash    TEXT,                  -- its flags hash (NULL: the name has none)
-  compile_flags TEXT                   -- JSON array: its compile_flags.json (2.15+; NULL in a bucket, or unread)
+  compile_flags TEXT                   -- JSON array: its compile_flags.json or .txt (NULL: neither, in a bucket, or unread)
 );
 -- Every tar entry of every readable NEFF, in archive order.
 CREATE TABLE members (

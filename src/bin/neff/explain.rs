@@ -171,7 +171,9 @@ fn spelled(flags: &[String]) -> String {
         .iter()
         .map(|f| match plain(f) {
             true => f.clone(),
-            false => shlex::try_quote(f).map_or_else(|_| format!("{f:?}"), |q| q.into_owned()),
+            // Quoted and escaped as Rust spells a string: no control
+            // character reaches the terminal.
+            false => format!("{f:?}"),
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -180,8 +182,10 @@ fn spelled(flags: &[String]) -> String {
 /// What a rule is, for the table.
 fn rule_said(r: HashRule) -> &'static str {
     match r {
-        HashRule::Joined => "the flags joined by spaces (wrappers of 2.7 to 2.15)",
-        HashRule::Json => "the flags as a JSON list (later wrappers)",
+        HashRule::Joined => {
+            "the flags joined by spaces (as 2.13-2.14 entries with compile_flags.txt)"
+        }
+        HashRule::Json => "the flags as a JSON list (as 2.15-2.16 entries with compile_flags.json)",
         _ => "another rule",
     }
 }
@@ -199,6 +203,7 @@ fn table(x: &Explanation, root: &Path, job: bool, out: &mut impl Write) -> io::R
         .filter(|r| r.relation != Relation::Asked)
         .count();
     let entries = if n == 1 { "entry" } else { "entries" };
+    let what = crate::line(&what);
     writeln!(out, "{what} in {}: {n} related {entries}", shown(root))?;
     if job {
         let flags = x.flags.as_deref().unwrap_or_default();
@@ -209,8 +214,8 @@ fn table(x: &Explanation, root: &Path, job: bool, out: &mut impl Write) -> io::R
         writeln!(
             out,
             "  (how a given wrapper forms the hash is not published: each rule is \
-             one public logs show; an entry's own rule is shown below where its \
-             compile_flags.json gives its hash)"
+             one public caches show; an entry's own rule is shown below where its \
+             flags give its hash)"
         )?;
     } else if let Some(f) = &x.flags {
         writeln!(out, "\nflags compared with: {}", spelled(f))?;
@@ -228,7 +233,7 @@ fn table(x: &Explanation, root: &Path, job: bool, out: &mut impl Write) -> io::R
 /// One entry's lines of the table.
 fn entry_lines(r: &Related, out: &mut impl Write) -> io::Result<()> {
     let e = &r.entry;
-    let compiler = e.compiler.as_deref().unwrap_or("(no compiler version)");
+    let compiler = crate::line(e.compiler.as_deref().unwrap_or("(no compiler version)"));
     writeln!(
         out,
         "\n{:<26} {compiler}  {}  {}",
@@ -239,7 +244,7 @@ fn entry_lines(r: &Related, out: &mut impl Write) -> io::Result<()> {
     match (&r.flags, &r.flags_error) {
         (Some(f), _) => writeln!(out, "  flags: {}", spelled(f))?,
         (None, Some(why)) => writeln!(out, "  flags unread: {}", crate::line(why))?,
-        (None, None) => writeln!(out, "  flags: unknown (no compile_flags.json)")?,
+        (None, None) => writeln!(out, "  flags: unknown (no compile_flags.json or .txt)")?,
     }
     if let (Some(h), Some(_)) = (&e.flags_hash, &r.flags) {
         match r.hash_rule {
