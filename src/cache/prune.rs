@@ -16,7 +16,6 @@ use super::entry::State;
 use super::era;
 use super::found::{lossy, spelled};
 use super::status::{CacheEntry, CacheStatus};
-use super::time::human;
 use crate::error::{Error, Result};
 
 /// The `--min-age` a prune keeps by default: an hour. A compile writes its
@@ -146,14 +145,15 @@ impl PruneOptions {
         let d = self.min_age?;
         match e.changed {
             Some(t) if since(now, t) >= d => None,
+            // The time, not the age: two dry runs print the same record.
             Some(t) => Some(format!(
-                "changed {} ago, within --min-age {}",
-                human(since(now, t)),
-                human(d)
+                "changed {}, within --min-age {}",
+                super::time::rfc3339(t),
+                humantime::format_duration(d)
             )),
             None => Some(format!(
                 "its change time is not known: kept by --min-age {}",
-                human(d)
+                humantime::format_duration(d)
             )),
         }
     }
@@ -517,14 +517,17 @@ fn selected(
         State::Locked => {
             if let (Some(d), Some(t)) = (opts.locked_older_than, e.lock_modified) {
                 if since(now, t) >= d {
-                    return Some(format!("lock older than {}", human(d)));
+                    return Some(format!("lock older than {}", humantime::format_duration(d)));
                 }
             }
         }
         State::Incomplete => {
             if let (Some(d), Some(t)) = (opts.incomplete_older_than, e.changed) {
                 if since(now, t) >= d {
-                    return Some(format!("incomplete, untouched for {}", human(d)));
+                    return Some(format!(
+                        "incomplete, untouched for {}",
+                        humantime::format_duration(d)
+                    ));
                 }
             }
         }
