@@ -46,8 +46,11 @@ mod status;
 mod time;
 mod vllm;
 
+// The catalogue's flag columns (`catalog::entry_cols`).
+#[cfg(feature = "catalog")]
 pub(crate) use entry::hashes as module_hashes;
 pub use explain::{explain, ExplainQuery, Explanation, Related, Relation};
+#[cfg(feature = "catalog")]
 pub(crate) use flags::read_flags;
 pub use flags::{flags_hashes, split_flags, HashRule};
 pub(crate) use for_scan::{
