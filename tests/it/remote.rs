@@ -1057,6 +1057,36 @@ fn cache_status_of_a_bucket_gives_every_entry_the_state_it_has_on_disk() {
 }
 
 #[test]
+fn cache_explain_of_a_bucket_reads_each_entrys_flags_as_on_disk() {
+    // Every entry holds compile_flags.json ["-O2"]: a job's -O1 differs
+    // from each, read in the bucket by one ranged request per entry.
+    let s = servers();
+    let local = s.seed.join("cache");
+    let explain = |root: &str| {
+        let o = run(&["cache", "explain", root, "--flags", "-O1", "--json"]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        ndjson(&o.stdout)
+    };
+    let (local, remote) = (explain(local.to_str().unwrap()), explain("s3://zoo/cache"));
+    assert_eq!(remote.len(), 49, "the job's line and 48 entries");
+    assert_eq!(local[0], remote[0]);
+    for (l, r) in local[1..].iter().zip(&remote[1..]) {
+        for k in [
+            "relation",
+            "flags",
+            "flags_error",
+            "only_asked",
+            "only_here",
+        ] {
+            assert_eq!(l[k], r[k], "{k} of {}", r["path"]);
+        }
+        assert_eq!(r["only_here"], serde_json::json!(["-O2"]));
+        assert_eq!(r["only_asked"], serde_json::json!(["-O1"]));
+    }
+}
+
+#[test]
 fn cache_prune_of_a_bucket_deletes_exactly_the_failed_entries_when_applied() {
     let o = run(&[
         "cache",

@@ -91,14 +91,21 @@ pub(crate) enum CacheCmd {
         #[arg(long, value_enum)]
         format: Option<Format>,
     },
+    /// Why a compile missed anyway: the entries of the same graph under
+    /// other flags (with the flags only one side holds) or other compiler
+    /// releases, and the flags hash a job's --flags give. Exit 0 when some
+    /// entry matched, 1 when none did, 3 when part of the cache could not
+    /// be read
+    Explain(crate::explain::ExplainArgs),
 }
 
-/// `neff cache`: runs `status` or `prune`.
+/// `neff cache`: runs `status`, `prune` or `explain`.
 pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
     match what {
         CacheCmd::Status { root, json, format } => {
             status(root, crate::format::chosen(format, json, Format::Ndjson))
         }
+        CacheCmd::Explain(args) => crate::explain::explain(args),
         CacheCmd::Prune {
             root,
             failed,

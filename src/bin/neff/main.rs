@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod cache;
 mod commands;
+mod explain;
 mod format;
 mod quote;
 mod scan;
