@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{ndjson, run, upload};
-use crate::cache_sync::{big_cache, caches, put, states, tree};
+use crate::cache_sync::{big_cache, caches, states, tree};
+use crate::common::put;
 
 /// A fresh prefix of the bucket `zoo` for one test.
 fn prefix(name: &str) -> String {

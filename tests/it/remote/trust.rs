@@ -98,6 +98,7 @@ fn no_secret_of_a_url_reaches_any_output_of_any_command_or_the_catalogue() {
             vec!["cache", "prune", "--failed", &url],
             vec!["cache", "sync", &url, out],
             vec!["cache", "sync", "--json", "--dry-run", cache, &url],
+            vec!["cache", "explain", &url, "--flags", ""],
         ];
         for args in commands {
             // Every request logged too (-vv), and the client's own log lines.
