@@ -12,7 +12,7 @@ Three ways in:
   record batches in bounded memory); ``index=`` keeps an SQLite catalogue
   that :class:`Catalog` queries; :mod:`neff.ray` fans a scan out on Ray
   Data.
-* :func:`verify`, :func:`cache_status`, :func:`cache_prune`: ``neff
+* :func:`verify`, :func:`cache_status`, :func:`cache_prune`, :func:`cache_sync`: ``neff
   verify`` and ``neff cache``; :class:`Limits` caps resources wherever a
   NEFF is read.
 
@@ -56,6 +56,7 @@ parse and scan, so Python threads run in parallel.
 """
 
 import base64 as _base64
+import datetime as _datetime
 import functools as _functools
 import json as _json
 import os as _os
@@ -115,6 +116,7 @@ __all__ = [
     "CacheStatus",
     "cache_status",
     "cache_prune",
+    "cache_sync",
     "cache_explain",
     "set_threads",
     "set_io_depth",
@@ -847,6 +849,66 @@ class _Removals(list):
 
     unreadable = False
     short: Optional[str] = None
+
+
+def cache_sync(
+    src: Union[str, bytes, "_os.PathLike[str]"],
+    dst: Union[str, bytes, "_os.PathLike[str]"],
+    *,
+    dry_run: bool = False,
+    version: Union[None, str, List[str]] = None,
+    glob: Union[None, str, List[str]] = None,
+    since: Union[None, float, _datetime.datetime] = None,
+    io_depth: Optional[int] = None,
+) -> List[Dict[str, Any]]:
+    """Copies every ``ok`` entry of the compile cache ``src`` that ``dst``
+    lacks into ``dst``, as ``neff cache sync`` does (each a directory or an
+    ``s3://``, ``gs://`` or ``az://`` prefix; ``src`` also an ``hf://`` hub
+    repository): one dict per ``ok``
+    entry selected (the fields of ``neff cache sync --json``: ``path``,
+    ``path_bytes``, ``dest``, ``compiler``, ``action``: ``copy`` in a dry
+    run, ``copied``, ``skipped`` (the same entry is there), ``conflict`` (a
+    different one is there: untouched), ``locked``, ``left`` or ``error``;
+    ``bytes``, ``files``, ``reason``). Each entry is written under a
+    staging name, checked and renamed into place; nothing is ever
+    overwritten, and nothing not ``ok`` is ever copied. ``version``: compiler
+    versions (``"2.15"``: every build of 2.15), ``glob``: entry name
+    patterns (``*``, ``?``), ``since``: entries modified at or after this
+    time (a ``datetime`` or POSIX seconds); ``dry_run`` writes nothing. The
+    return value's ``passed_over`` counts the source's entries that are
+    not ``ok``, ``errors`` lists the parts of the source that could not be
+    read, and ``requests`` counts bucket requests. Raises ``OSError`` when
+    a root cannot be read or made."""
+
+    def as_list(v: Union[None, str, List[str]]) -> List[str]:
+        return [] if v is None else [v] if isinstance(v, str) else list(v)
+
+    if since is not None and not isinstance(since, (int, float)):
+        since = since.timestamp()
+    entries, errors, passed_over, requests = _neff.cache_sync(
+        _os.fsdecode(src),
+        _os.fsdecode(dst),
+        dry_run,
+        as_list(version),
+        as_list(glob),
+        None if since is None else float(since),
+        io_depth,
+    )
+    out = _Synced(_bytes_path(_json.loads(e)) for e in entries)
+    out.errors = [_bytes_path(_json.loads(e)) for e in errors]
+    out.passed_over = passed_over
+    out.requests = requests
+    return out
+
+
+class _Synced(list):
+    """The entries ``cache_sync`` selected, with ``passed_over`` (the
+    source's entries that are not ``ok``), ``errors`` (the parts of the
+    source that could not be read) and ``requests`` (bucket requests)."""
+
+    passed_over = 0
+    requests = 0
+    errors: List[Dict[str, Any]] = []
 
 
 def set_threads(n: int) -> None:

@@ -124,3 +124,12 @@ def cache_prune(
     apply: bool = False,
     min_age: Optional[float] = None,
 ) -> Tuple[List[str], List[str], bool, Optional[str]]: ...
+def cache_sync(
+    src: str,
+    dst: str,
+    dry_run: bool = False,
+    versions: List[str] = ...,
+    globs: List[str] = ...,
+    since: Optional[float] = None,
+    io_depth: Optional[int] = None,
+) -> Tuple[List[str], List[str], int, int]: ...

@@ -11,12 +11,14 @@
 //! | [`open`] | the `Neff` class: one open NEFF |
 //! | [`scan`] | `scan()`: a streaming iterator of scan records |
 //! | [`cache`] | `cache_status()`, `cache_prune()`, `cache_explain()`: the compile cache's entries |
+//! | [`cache_sync`] | `cache_sync()`: one cache's ok entries copied into another |
 //! | [`catalog`] | `Catalog`: a scan catalogue, read-only |
 //! | [`options`] | `neff.Limits` and read modes as the library's `Options` |
 
 use pyo3::prelude::*;
 
 mod cache;
+mod cache_sync;
 mod catalog;
 mod errors;
 mod open;
@@ -43,6 +45,7 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_s3_access, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_prune, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_sync::cache_sync, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_explain, m)?)?;
     m.add(
         "ACCESSORS",

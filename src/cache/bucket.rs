@@ -28,7 +28,17 @@ fn dir_url(url: &str) -> String {
 /// every prefix). A `MODULE_*` key that is an object rather than a prefix
 /// is an error of its own.
 pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Walked> {
-    let base = dir_url(root);
+    find_listed(root, errors).map(|(w, _)| w)
+}
+
+/// [`find`], and the listing it found the entries in (every object under
+/// the root, in key order, with its size and version).
+pub(super) fn find_listed(
+    root: &str,
+    errors: &mut Vec<CacheError>,
+) -> Result<(Walked, Vec<remote::Listed>)> {
+    let root = remote::canonical(root);
+    let base = dir_url(&root);
     let objects = remote::list_all(&base)?;
     let root_version = base
         .trim_end_matches('/')
@@ -42,7 +52,7 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Walked> {
         .any(|r| top(r).is_some_and(|t| t.starts_with("MODULE_") || t.starts_with(VERSION_PREFIX)));
     let vllm_root = root_version.is_none()
         && rels().any(|r| match top(r) {
-            Some(t) => vllm::child(&t) != Child::Other,
+            Some(t) => !matches!(vllm::child(&t), Child::Other | Child::Sync),
             None => vllm::is_root_file(r),
         });
     let mut w = Walked {
@@ -116,7 +126,7 @@ pub(super) fn find(root: &str, errors: &mut Vec<CacheError>) -> Result<Walked> {
         }
     }
     w.found = entries.into_values().collect();
-    Ok(w)
+    Ok((w, objects))
 }
 
 /// The text of vLLM's `.compilation_complete` in the entry `dir` (its last

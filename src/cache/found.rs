@@ -156,7 +156,7 @@ impl Found {
             Child::Key => (Kind::Key, text.to_string()),
             Child::Aside(a) => (Kind::Aside(a), text[..32].to_string()),
             Child::Other if any => (Kind::NotAKey, text.to_string()),
-            Child::Other | Child::Nki => return None,
+            Child::Other | Child::Nki | Child::Sync => return None,
         };
         Some(Found {
             dir,

@@ -41,8 +41,10 @@ mod host;
 mod prune;
 mod remove;
 mod root;
+mod staging;
 mod state;
 mod status;
+mod sync;
 mod time;
 mod vllm;
 
@@ -63,6 +65,7 @@ pub use root::{
 };
 pub use state::State;
 pub use status::{root_version, status, CacheEntry, CacheStatus, VersionSummary};
+pub use sync::{sync, Action as SyncAction, SyncEntry, SyncOptions, Synced};
 pub use time::{human, human_bytes};
 
 #[cfg(test)]

@@ -213,6 +213,11 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Walked> {
                      not judged, never removed"
                         .into(),
                 ));
+            } else if let Some(s) = name.to_str().and_then(super::staging::parse) {
+                // A root a sync writes into is a cache, its first entry not
+                // yet in place.
+                w.layout = true;
+                w.notes.push(CacheNote::new(&path, staging_note(&s)));
             } else if let Some(v) = version_dir(&name) {
                 // Version directories sit directly under the root only.
                 if i != 1 || version.is_some() {
@@ -241,6 +246,16 @@ fn find(root: &Path, errors: &mut Vec<CacheError>) -> Result<Walked> {
         }
     }
     Ok(w)
+}
+
+/// What a status says of a staging copy of `neff cache sync`.
+fn staging_note(s: &super::staging::Staging) -> String {
+    format!(
+        "a copy of {} that `neff cache sync` (process {} on {}) makes before it renames it \
+         into place, or one a killed sync left: not an entry, never judged or pruned; the next \
+         sync removes it once its process is gone",
+        s.entry, s.pid, s.host
+    )
 }
 
 /// One directory's children: name, path, kind, sorted by name; `None`
@@ -290,6 +305,7 @@ impl Shape {
             s.vllm |= match text.map_or(Child::Other, vllm::child) {
                 Child::Other if kind.is_dir() => vllm::holds_entry_files(path),
                 Child::Other => text.is_some_and(vllm::is_root_file),
+                Child::Sync => false,
                 _ => dirlike,
             };
         }
@@ -329,6 +345,26 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
     };
     #[cfg(not(feature = "remote"))]
     let walked = find(root, &mut errors)?;
+    judged(walked, errors, true)
+}
+
+/// The entries under the bucket prefix (or hub repository) `url` judged
+/// from one listing alone, no object read: an entry whose listing says it
+/// finished (its marker and NEFF there, no lock) is `ok` until its NEFF is
+/// read ([`rejudge`] reads it). With that listing.
+#[cfg(feature = "remote")]
+pub(super) fn listed(url: &str) -> Result<(CacheStatus, Vec<crate::remote::Listed>)> {
+    if let Some(e) = entry_as_root(Path::new(url.trim_end_matches('/'))) {
+        return Err(e);
+    }
+    let mut errors = Vec::new();
+    let (walked, listing) = super::bucket::find_listed(url, &mut errors)?;
+    Ok((judged(walked, errors, false)?, listing))
+}
+
+/// Every entry `walked` found, judged (`reads`: a bucket's NEFFs, logs
+/// and markers read; else from its listing alone), sorted.
+fn judged(walked: Walked, errors: Vec<CacheError>, reads: bool) -> Result<CacheStatus> {
     if walked.found.is_empty() && !walked.layout && errors.is_empty() {
         return Err(Error::refused(
             "holds no compile cache of any layout: no neuronxcc-*/ or MODULE_*/ (the compiler \
@@ -340,7 +376,7 @@ pub fn status(root: &Path) -> Result<CacheStatus> {
         .into_par_iter()
         .map_init(Scratch::default, |scratch, f| {
             let on_disk = f.objects.is_none();
-            let e = judge(f, scratch);
+            let e = judge(f, scratch, reads);
             // Removed while it was read (by a prune, or the compiler's
             // own clean-up): it is no longer in the cache, so it is not
             // reported, rather than reported unreadable.
@@ -404,7 +440,7 @@ fn read_neff(path: &Path, scratch: &mut Scratch) -> Read<Needs> {
 
 /// Judges one entry found by the walk; an entry that cannot even be
 /// listed is `unreadable`.
-fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
+fn judge(f: Found, scratch: &mut Scratch, reads: bool) -> CacheEntry {
     let era = match f.kind {
         Kind::Wrapper => era::era(f.compiler.as_deref()),
         _ => era::Era::Vllm,
@@ -451,16 +487,28 @@ fn judge(f: Found, scratch: &mut Scratch) -> CacheEntry {
                 era,
                 key,
                 entry::Readers {
-                    read: |name: &str| read(Path::new(&format!("{url}/{name}"))),
-                    log_line: || super::bucket::log_line(&url),
-                    marker: || super::bucket::marker_text(&url),
+                    read: |name: &str| match reads {
+                        true => read(Path::new(&format!("{url}/{name}"))),
+                        false => Read::Ok(Needs::default()),
+                    },
+                    log_line: || match reads {
+                        true => super::bucket::log_line(&url),
+                        false => Ok("(the log not read)".into()),
+                    },
+                    marker: || match reads {
+                        true => super::bucket::marker_text(&url),
+                        false => Ok(String::new()),
+                    },
                 },
             )
         }
         None => local(&f, era, read),
     };
     #[cfg(not(feature = "remote"))]
-    let judged = local(&f, era, read);
+    let judged = {
+        let _ = reads;
+        local(&f, era, read)
+    };
     match judged {
         Ok(j) => {
             if let Some(n) = j.read {
@@ -591,7 +639,7 @@ pub(super) fn rejudge(
             f
         });
     match f {
-        Some(f) => judge(f, &mut Scratch::default()),
+        Some(f) => judge(f, &mut Scratch::default(), true),
         None => CacheEntry {
             state: State::Unknown,
             ..e.clone()

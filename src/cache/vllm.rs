@@ -31,6 +31,9 @@ pub(super) enum Child {
     Aside(Aside),
     /// The NKI kernel cache (`nki/`, or its staging copy `nki.tmp.*`).
     Nki,
+    /// A copy `neff cache sync` makes before it renames it into place
+    /// (`.neff-sync.<entry>.<pid>@<host>`): never an entry.
+    Sync,
     /// Anything else.
     Other,
 }
@@ -49,6 +52,9 @@ pub(super) struct Aside {
 pub(super) fn child(name: &str) -> Child {
     if is_vllm_key(name) {
         return Child::Key;
+    }
+    if super::staging::parse(name).is_some() {
+        return Child::Sync;
     }
     if name == "nki" || name.starts_with("nki.tmp.") {
         return Child::Nki;
@@ -213,6 +219,7 @@ mod tests {
         assert_eq!(child(&format!("{k}.trash.")), Child::Other);
         assert_eq!(child("nki"), Child::Nki);
         assert_eq!(child("nki.tmp.h.1"), Child::Nki);
+        assert_eq!(child(&format!(".neff-sync.{k}.12@host")), Child::Sync);
         assert_eq!(child(&k[..31]), Child::Other);
         assert_eq!(child(&k.to_uppercase()), Child::Other);
         assert!(is_root_file(&format!(".{k}.compilation_metadata.lock")));

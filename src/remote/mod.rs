@@ -62,6 +62,7 @@ mod link;
 mod listing;
 mod object;
 mod profile;
+mod put;
 mod ranges;
 mod redact;
 mod redirect;
@@ -71,6 +72,7 @@ mod store;
 mod version;
 
 pub use delete::delete;
+pub(crate) use hf::canonical;
 pub use link::{
     cap as byte_cap, set_cap as set_byte_cap, stats, through_below, whole_below, Stats,
 };
@@ -79,11 +81,12 @@ pub(crate) use listing::list_each;
 pub use object::read_tail;
 pub use object::{Object, RangeReader, ReadAhead, PART, STREAM_PART, WHOLE_BELOW};
 pub use profile::set_profile;
+pub(crate) use put::{put_new, Put};
 pub use ranges::Listed;
 pub(crate) use ranges::Listing;
 pub use redact::{redact, redact_text};
-pub(crate) use scheme::key_part;
 pub use scheme::{is_listable, is_url};
+pub(crate) use scheme::{key_part, object_url};
 pub(crate) use signed::unsigned_query;
 pub use store::set_access;
 

@@ -786,18 +786,31 @@ pub(super) async fn collect(
 }
 
 /// The last `n` bytes of the object at `url` (all of it when shorter), in
-/// one GET.
+/// one GET (two where the store takes no suffix range, as Azure's client:
+/// its size asked for first).
 pub fn read_tail(url: &str, n: u64) -> Result<Vec<u8>> {
     let (store, path) = store_for(url, Timeout::PerRequest)?;
-    let opts = GetOptions {
-        range: Some(GetRange::Suffix(n)),
+    let opts = |range| GetOptions {
+        range: Some(range),
         ..Default::default()
     };
     runtime()?.block_on(async {
-        let r = store
-            .get_opts(&path, opts)
-            .await
-            .map_err(|e| describe(&e, None))?;
+        let _counted = link::Request::start();
+        let got = match store.get_opts(&path, opts(GetRange::Suffix(n))).await {
+            Err(object_store::Error::NotSupported { .. }) => {
+                let _counted = link::Request::start();
+                let size = object_store::ObjectStoreExt::head(&store, &path)
+                    .await
+                    .map_err(|e| describe(&e, None))?
+                    .size;
+                let _counted = link::Request::start();
+                store
+                    .get_opts(&path, opts(GetRange::Bounded(size.saturating_sub(n)..size)))
+                    .await
+            }
+            r => r,
+        };
+        let r = got.map_err(|e| describe(&e, None))?;
         // At most the n bytes asked for, whatever range the answer claims.
         let want = r.range.end - r.range.start;
         if want > n {

@@ -10,8 +10,9 @@ does:
 
   GET /api/{models|datasets}/ORG/REPO/tree/REV/PATH?recursive=true
         the files and directories under PATH, as JSON, 25 per page, the next
-        page named by `Link: <…>; rel="next"`; files over 64 KiB have an
-        `lfs` object (oid = their SHA-256, size), as LFS files do
+        page named by `Link: <…>; rel="next"`; a file's `oid` is its git
+        blob id; files over 64 KiB have an `lfs` object (oid = their
+        SHA-256, size), as LFS files do
   GET /[datasets/]ORG/REPO/resolve/REV/PATH
         a small file's bytes; an LFS file answers 302 to /cdn/SHA256, which
         serves it (the hub's CDN); both honour one `Range: bytes=A-B` (206,
@@ -60,6 +61,14 @@ def sha256(path):
     with LOCK:
         SHAS[key] = h.hexdigest()
     return SHAS[key]
+
+
+def git_blob(path):
+    """The file's git blob id, as the hub gives a file kept in git: SHA-1
+    of `blob <size>\\0` and its bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def inside(rel):
@@ -123,7 +132,9 @@ class Hub(BaseHTTPRequestHandler):
             for n in sorted(files):
                 p = os.path.join(d, n)
                 size = os.path.getsize(p)
-                item = {"type": "file", "oid": hashlib.sha1(p.encode()).hexdigest(), "size": size,
+                # (an LFS file's own oid is its pointer's: a stand-in here)
+                oid = git_blob(p) if size < LFS_FROM else hashlib.sha1(p.encode()).hexdigest()
+                item = {"type": "file", "oid": oid, "size": size,
                         "path": os.path.relpath(p, SEED)}
                 if size >= LFS_FROM:
                     item["size"] = 134  # the pointer's size, as the hub gives it
@@ -155,7 +166,7 @@ class Hub(BaseHTTPRequestHandler):
             sha = sha256(p)
             return self.answer(302, b"", [("Location", f"/cdn/{sha}"), ("X-Linked-Etag", f'"{sha}"'),
                                           ("X-Linked-Size", str(os.path.getsize(p)))])
-        self.send_file(p, hashlib.sha1(p.encode()).hexdigest())
+        self.send_file(p, git_blob(p))
 
     def cdn(self, sha):
         for d, _, files in os.walk(SEED):

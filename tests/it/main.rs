@@ -13,6 +13,7 @@ mod cache;
 mod cache_eras;
 mod cache_explain;
 mod cache_layouts;
+mod cache_sync;
 #[cfg(feature = "catalog")]
 mod catalog;
 #[cfg(feature = "catalog")]

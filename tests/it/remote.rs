@@ -19,6 +19,9 @@ mod trust;
 /// key (issue 56).
 mod redirect;
 
+/// `neff cache sync` to an S3 prefix and back (issue 57).
+mod sync;
+
 struct Servers {
     s3: String,
     http: String,

@@ -91,6 +91,15 @@ pub(crate) enum CacheCmd {
         #[arg(long, value_enum)]
         format: Option<Format>,
     },
+    /// Copy every ok entry of SRC that DST lacks into DST, each under a
+    /// staging name, checked, then renamed into place (a reader never sees
+    /// half an entry); nothing not ok, no lock, no link is ever copied, and
+    /// nothing at DST is ever overwritten: an entry already there is
+    /// skipped when it is the same, a conflict (untouched) when it differs,
+    /// left alone when locked. Exit 0 when every selected entry is at DST,
+    /// 1 when one is not (a conflict, locked, left), 3 when reading or
+    /// writing failed
+    Sync(crate::cache_sync::SyncArgs),
     /// Why a compile missed anyway: the entries of the same graph under
     /// other flags (with the flags only one side holds) or other compiler
     /// releases, and the flags hash a job's --flags give. Exit 0 when some
@@ -99,9 +108,10 @@ pub(crate) enum CacheCmd {
     Explain(crate::explain::ExplainArgs),
 }
 
-/// `neff cache`: runs `status`, `prune` or `explain`.
+/// `neff cache`: runs `status`, `prune`, `sync` or `explain`.
 pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
     match what {
+        CacheCmd::Sync(args) => crate::cache_sync::sync(args),
         CacheCmd::Status { root, json, format } => {
             status(root, crate::format::chosen(format, json, Format::Ndjson))
         }
@@ -153,7 +163,7 @@ fn root_of(root: Option<PathBuf>) -> PathBuf {
 }
 
 /// `n entries` (or `1 entry`).
-fn entries(n: usize) -> String {
+pub(crate) fn entries(n: usize) -> String {
     if n == 1 {
         "1 entry".into()
     } else {

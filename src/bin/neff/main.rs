@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod cache;
+mod cache_sync;
 mod commands;
 mod explain;
 mod format;
@@ -70,7 +71,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "NAME")]
     profile: Option<String>,
     /// Remote objects a scan reads at once (each worker waits on its
-    /// requests, not on a core) [default: 32]
+    /// requests, not on a core), entries a cache sync copies at once
+    /// [default: 32]
     #[cfg(feature = "remote")]
     #[arg(long, global = true, value_name = "N")]
     io_depth: Option<usize>,

@@ -449,7 +449,7 @@ fn report_unopenable(roots: &[PathBuf]) -> bool {
 }
 
 /// Whether `root` names a remote object or prefix (not a local path).
-fn is_url(root: &Path) -> bool {
+pub(crate) fn is_url(root: &Path) -> bool {
     #[cfg(feature = "remote")]
     {
         root.to_str().is_some_and(neff::is_url)
@@ -463,13 +463,13 @@ fn is_url(root: &Path) -> bool {
 
 /// Updates a remote scan's progress line five times a second with the
 /// process's requests and bytes ([`neff::remote_stats`]), until dropped.
-struct Ticker {
+pub(crate) struct Ticker {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Ticker {
-    fn start(bar: indicatif::ProgressBar) -> Ticker {
+    pub(crate) fn start(bar: indicatif::ProgressBar) -> Ticker {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
