@@ -60,6 +60,7 @@ import datetime as _datetime
 import functools as _functools
 import json as _json
 import os as _os
+import shlex as _shlex
 from dataclasses import dataclass as _dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
@@ -116,6 +117,7 @@ __all__ = [
     "cache_status",
     "cache_prune",
     "cache_sync",
+    "cache_explain",
     "set_threads",
     "set_io_depth",
     "set_max_bytes_moved",
@@ -757,6 +759,41 @@ def cache_status(root: Union[None, str, bytes, "_os.PathLike[str]"] = None) -> C
         [_bytes_path(_json.loads(e)) for e in entries],
         [_bytes_path(_json.loads(e)) for e in errors],
     )
+
+
+def cache_explain(
+    root: Union[None, str, bytes, "_os.PathLike[str]"] = None,
+    *,
+    entry: Union[None, str, bytes, "_os.PathLike[str]"] = None,
+    graph: Optional[str] = None,
+    flags: Union[None, str, List[str]] = None,
+) -> Dict[str, Any]:
+    """Why a compile missed anyway, as ``neff cache explain`` says it: the
+    entries of the compile cache at ``root`` (default as
+    :func:`cache_status`) related to ``entry`` (an entry's directory or its
+    ``MODULE_<graph hash>+<flags hash>`` name), to ``graph`` (a graph hash),
+    or to a job's ``flags`` (a list, or a string split as a shell splits
+    ``NEURON_CC_FLAGS``). A dict: ``graph_hash`` and ``flags_hash`` asked
+    about, ``flags`` compared with, ``hashes`` (the flags hash the job's
+    flags give by each rule, ``joined`` and ``json``: ``{"joined":
+    "d41d8cd9", ...}`` for no flags), ``entries`` (one dict per entry: the
+    fields of :func:`cache_status`'s, then ``relation``, ``flags``,
+    ``flags_error``, ``hash_rule``, ``only_asked``, ``only_here``) and
+    ``errors``. Raises ``ValueError`` for a question that names nothing or
+    an entry not named ``MODULE_*``, ``OSError`` when the root cannot be
+    read."""
+    if isinstance(flags, str):
+        flags = _shlex.split(flags)
+    asked, entries, errors = _neff.cache_explain(
+        None if root is None else _os.fsdecode(root),
+        None if entry is None else _os.fsdecode(entry),
+        graph,
+        flags,
+    )
+    out: Dict[str, Any] = _json.loads(asked)
+    out["entries"] = [_bytes_path(_json.loads(e)) for e in entries]
+    out["errors"] = [_bytes_path(_json.loads(e)) for e in errors]
+    return out
 
 
 def cache_prune(

@@ -1,4 +1,4 @@
-//! `cache_status()` and `cache_prune()`: the library's compile-cache
+//! `cache_status()`, `cache_prune()` and `cache_explain()`: the library's compile-cache
 //! reports (`neff::cache`), each record the JSON object `neff cache
 //! status --json` (or `prune --json`) prints, with the GIL released while
 //! the cache is read.
@@ -35,6 +35,49 @@ pub fn cache_status(py: Python<'_>, root: Option<PathBuf>) -> PyResult<(Vec<Stri
         .allow_threads(|| neff::cache::status(&root))
         .map_err(to_py)?;
     Ok((lines(&status.entries)?, lines(&status.errors)?))
+}
+
+/// What [`cache_explain`] says beside its entries: the graph and flags
+/// hash asked about, the flags compared with, the job's flags hashes.
+#[derive(serde::Serialize)]
+struct Asked<'a> {
+    graph_hash: Option<&'a str>,
+    flags_hash: Option<&'a str>,
+    flags: Option<&'a [String]>,
+    hashes: std::collections::BTreeMap<&'static str, &'a str>,
+}
+
+/// Why a compile missed: `(asked, entries, errors)`, JSON texts (`asked`:
+/// [`Asked`]; each entry as `neff cache explain --json` prints it).
+#[pyfunction]
+#[pyo3(signature = (root = None, entry = None, graph = None, flags = None))]
+pub fn cache_explain(
+    py: Python<'_>,
+    root: Option<PathBuf>,
+    entry: Option<PathBuf>,
+    graph: Option<String>,
+    flags: Option<Vec<String>>,
+) -> PyResult<(String, Vec<String>, Vec<String>)> {
+    let root = root_of(root);
+    let mut q = match entry {
+        Some(e) => neff::cache::ExplainQuery::entry(e),
+        None => neff::cache::ExplainQuery::default(),
+    };
+    q.graph = graph;
+    if let Some(f) = flags {
+        q = q.with_flags(f);
+    }
+    let x = py
+        .allow_threads(|| neff::cache::explain(&root, &q))
+        .map_err(to_py)?;
+    let asked = Asked {
+        graph_hash: x.graph_hash.as_deref(),
+        flags_hash: x.flags_hash.as_deref(),
+        flags: x.flags.as_deref(),
+        hashes: x.hashes.iter().map(|(r, h)| (r.name(), h.as_str())).collect(),
+    };
+    let asked = serde_json::to_string(&asked).map_err(|e| NeffError::new_err(e.to_string()))?;
+    Ok((asked, lines(&x.entries)?, lines(&x.errors)?))
 }
 
 /// The entries selected, removed when `apply`: `(removals, errors,

@@ -10,7 +10,7 @@
 //! | [`errors`] | `NeffError`, its subclasses, and how library errors become Python exceptions |
 //! | [`open`] | the `Neff` class: one open NEFF |
 //! | [`scan`] | `scan()`: a streaming iterator of scan records |
-//! | [`cache`] | `cache_status()`, `cache_prune()`: the compile cache's entries |
+//! | [`cache`] | `cache_status()`, `cache_prune()`, `cache_explain()`: the compile cache's entries |
 //! | [`cache_sync`] | `cache_sync()`: one cache's ok entries copied into another |
 //! | [`catalog`] | `Catalog`: a scan catalogue, read-only |
 //! | [`options`] | `neff.Limits` and read modes as the library's `Options` |
@@ -46,6 +46,7 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache::cache_status, m)?)?;
     m.add_function(wrap_pyfunction!(cache::cache_prune, m)?)?;
     m.add_function(wrap_pyfunction!(cache_sync::cache_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(cache::cache_explain, m)?)?;
     m.add(
         "ACCESSORS",
         neff::accessors::Accessor::ALL.map(|a| a.name()).to_vec(),

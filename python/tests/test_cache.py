@@ -182,3 +182,33 @@ def test_the_guides_every_era_cache_reads_as_the_guide_says(tmp_path):
     }
     by_version = {e["compiler"].split(".")[1] for e in st.entries if e["state"] == "ok"}
     assert by_version == {"12", "13", "15", "20"}
+
+
+def test_cache_explain_names_the_flag_that_differs_as_the_cli_does(tmp_path):
+    graph = "3540044791706521849"
+    for version, fh, flags in [
+        ("2.15.128.0+56dc5a86", "aaaa0001", '["--target=trn1", "-O1"]'),
+        ("2.16.372.0+4a9b2326", "aaaa0001", '["--target=trn1", "-O1"]'),
+        ("2.15.128.0+56dc5a86", "bbbb0002", '["--target=trn1", "-O2"]'),
+    ]:
+        d = tmp_path / ("neuronxcc-" + version) / ("MODULE_%s+%s" % (graph, fh))
+        d.mkdir(parents=True)
+        shutil.copy(GOOD, d / "model.neff")
+        (d / "model.done").write_bytes(b"")
+        (d / "compile_flags.json").write_text(flags)
+    x = neff.cache_explain(tmp_path, entry="MODULE_%s+aaaa0001" % graph)
+    assert x["graph_hash"] == graph and x["flags"] == ["--target=trn1", "-O1"]
+    assert x["entries"] == cli_json(
+        "cache", "explain", str(tmp_path), "MODULE_%s+aaaa0001" % graph, code=0
+    )
+    other = [e for e in x["entries"] if e["relation"] == "other_flags"]
+    assert [(e["only_asked"], e["only_here"]) for e in other] == [(["-O1"], ["-O2"])]
+    assert [e["compiler"] for e in x["entries"] if e["relation"] == "asked"] == [
+        "2.15.128.0+56dc5a86",
+        "2.16.372.0+4a9b2326",
+    ]
+    job = neff.cache_explain(tmp_path, flags="")
+    assert job["hashes"] == {"joined": "d41d8cd9", "json": "d7517139"}
+    assert neff.cache_explain(tmp_path, flags="--target=trn1 '-O2'")["flags"] == ["--target=trn1", "-O2"]
+    with pytest.raises(ValueError):
+        neff.cache_explain(tmp_path)

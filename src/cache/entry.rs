@@ -744,7 +744,7 @@ pub(super) fn error_line(text: &str) -> String {
 /// The graph and flags hashes of an entry directory's name
 /// (`MODULE_<graph>+<flags>`); `None` when it is not an entry's (a
 /// `MODULE_*.lock` file is not).
-pub(super) fn hashes(name: &str) -> Option<(String, Option<String>)> {
+pub(crate) fn hashes(name: &str) -> Option<(String, Option<String>)> {
     let rest = name.strip_prefix("MODULE_")?;
     if rest.ends_with(".lock") {
         return None;

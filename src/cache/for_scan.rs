@@ -238,7 +238,7 @@ pub(crate) fn judge_entry(
         era,
         key,
         entry::Readers {
-            read,
+            read: &mut read,
             log_line: || entry::last_error_line(&log),
             marker: || entry::marker_text(dir),
         },

@@ -117,7 +117,6 @@ pub(super) struct Found {
     pub(super) graph_hash: String,
     pub(super) flags_hash: Option<String>,
     /// In a bucket, the objects its listing gave (`None` on disk).
-    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub(super) objects: Option<Vec<entry::Obj>>,
     /// What stops it being judged before its files are listed (the entry
     /// is a link).

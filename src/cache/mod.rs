@@ -9,7 +9,10 @@
 //! version, and removes the entries a user selects ([`prune`]): failed
 //! compiles that would be replayed, corrupt NEFFs, locks left by killed
 //! compiles, old compiler versions, the least recently used beyond a
-//! size. Paths are the file system's bytes throughout; nothing here
+//! size; and says why a compile missed anyway ([`explain`]): the
+//! entries of the same graph under other flags or compiler releases, and
+//! the flags hash a job's flags give. Paths are the file system's bytes
+//! throughout; nothing here
 //! follows a link below the root, reads a FIFO, or selects an entry
 //! whose state is not certain or whose lock is fresh.
 //!
@@ -30,6 +33,8 @@ mod bucket;
 mod descend;
 mod entry;
 mod era;
+mod explain;
+mod flags;
 mod for_scan;
 mod found;
 mod host;
@@ -43,6 +48,13 @@ mod sync;
 mod time;
 mod vllm;
 
+// The catalogue's flag columns (`catalog::entry_cols`).
+#[cfg(feature = "catalog")]
+pub(crate) use entry::hashes as module_hashes;
+pub use explain::{explain, ExplainQuery, Explanation, Related, Relation};
+#[cfg(feature = "catalog")]
+pub(crate) use flags::read_flags;
+pub use flags::{flags_hashes, split_flags, HashRule};
 pub(crate) use for_scan::{
     compiler_of, entry_dir, is_entry_name, judge_entry, read_error, Met, Read,
 };
@@ -54,7 +66,7 @@ pub use root::{
 pub use state::State;
 pub use status::{root_version, status, CacheEntry, CacheStatus, VersionSummary};
 pub use sync::{sync, Action as SyncAction, SyncEntry, SyncOptions, Synced};
-pub use time::human;
+pub use time::{human, human_bytes};
 
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@ use super::entry::State;
 use super::era;
 use super::found::{lossy, spelled};
 use super::status::{CacheEntry, CacheStatus};
+use super::time::human_bytes;
 use crate::error::{Error, Result};
 
 /// The `--min-age` a prune keeps by default: an hour. A compile writes its
@@ -378,30 +379,14 @@ fn short_of(
     let held: Vec<String> = by
         .iter()
         .filter(|(b, _)| *b > 0)
-        .map(|(b, why)| format!("{} {why}", bytes_shown(*b)))
+        .map(|(b, why)| format!("{} {why}", human_bytes(*b)))
         .collect();
     format!(
         "--max-size {} not reached: {} remain; of them {}",
-        bytes_shown(max),
-        bytes_shown(size),
+        human_bytes(max),
+        human_bytes(size),
         held.join(", ")
     )
-}
-
-/// Bytes as the reports print them (`1.5 GiB`).
-fn bytes_shown(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// The time `--max-size` evicts by.

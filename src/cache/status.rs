@@ -374,7 +374,15 @@ fn judged(walked: Walked, errors: Vec<CacheError>, reads: bool) -> Result<CacheS
     let mut entries: Vec<CacheEntry> = walked
         .found
         .into_par_iter()
-        .map_init(Scratch::default, |scratch, f| judge(f, scratch, reads))
+        .map_init(Scratch::default, |scratch, f| {
+            let on_disk = f.objects.is_none();
+            let e = judge(f, scratch, reads);
+            // Removed while it was read (by a prune, or the compiler's
+            // own clean-up): it is no longer in the cache, so it is not
+            // reported, rather than reported unreadable.
+            (!(on_disk && e.state != State::Ok && vanished(&e.path))).then_some(e)
+        })
+        .flatten()
         .collect();
     entries.sort_by(|a, b| {
         era::order(a.compiler.as_deref(), b.compiler.as_deref()).then(a.path.cmp(&b.path))
@@ -384,6 +392,11 @@ fn judged(walked: Walked, errors: Vec<CacheError>, reads: bool) -> Result<CacheS
         errors,
         notes: walked.notes,
     })
+}
+
+/// Whether the entry directory at `dir` is gone.
+fn vanished(dir: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// What an `ok` entry's NEFF needs.

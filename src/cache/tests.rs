@@ -276,29 +276,15 @@ fn an_entry_changed_since_it_was_judged_is_left() {
     let st = status(d.path()).unwrap();
     // The compile is run again: a lock appears, then its NEFF.
     touch(&dir.join("model.hlo_module.pb.lock"), b"");
-    let r = prune(
-        d.path(),
-        &st,
-        &PruneOptions::default()
-            .failed(true)
-            .min_age(Duration::ZERO)
-            .apply(true),
-    )
-    .unwrap()
-    .removals;
+    let opts = PruneOptions::default()
+        .failed(true)
+        .min_age(Duration::ZERO)
+        .apply(true);
+    let r = prune(d.path(), &st, &opts).unwrap().removals;
     assert!(!r[0].removed && r[0].error.as_deref().unwrap().contains("fresh lock"));
     std::fs::remove_file(dir.join("model.hlo_module.pb.lock")).unwrap();
     touch(&dir.join("model.neff"), &good_neff());
-    let r = prune(
-        d.path(),
-        &st,
-        &PruneOptions::default()
-            .failed(true)
-            .min_age(Duration::ZERO)
-            .apply(true),
-    )
-    .unwrap()
-    .removals;
+    let r = prune(d.path(), &st, &opts).unwrap().removals;
     assert!(!r[0].removed && r[0].error.as_deref().unwrap().contains("changed"));
     assert!(dir.exists());
 }

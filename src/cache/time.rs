@@ -1,6 +1,7 @@
 //! Times as records carry them: absolute, RFC 3339 in UTC to the second
 //! (`2026-12-06T03:41:23Z`), so that two reports of an unchanged cache are
-//! the same text; ages are for tables people read.
+//! the same text; ages and sizes (`1.5 GiB`) are for tables and messages
+//! people read.
 
 use std::time::{Duration, SystemTime};
 
@@ -30,6 +31,22 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// `n` bytes as people read them: `512 B`, `1.5 GiB` (powers of 1024).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,6 +57,12 @@ mod tests {
         assert_eq!(human(Duration::from_secs(17 * 60)), "17m");
         assert_eq!(human(Duration::from_secs(5 * 3600)), "5h");
         assert_eq!(human(Duration::from_secs(3 * 86_400)), "3d");
+    }
+
+    #[test]
+    fn sizes_read_in_powers_of_1024() {
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536 << 20), "1.5 GiB");
     }
 
     #[test]

@@ -38,6 +38,7 @@
 //! ```
 
 mod busy;
+mod entry_cols;
 mod keys;
 mod retire;
 mod schema;

@@ -13,7 +13,7 @@ pub const APPLICATION_ID: i32 = 0x4E45_4646;
 
 /// `PRAGMA user_version` this `neff` writes. A database with a lower
 /// version is migrated on the next update; a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The columns of `neffs` after `id`, in table order (used by
 /// [`merge_sql`] and the insert statement).
@@ -66,6 +66,9 @@ pub const NEFF_COLUMNS: &[&str] = &[
     "tar_size",
     "entries",
     "record",
+    "graph_hash",
+    "flags_hash",
+    "compile_flags",
 ];
 
 /// The schema (version `SCHEMA_VERSION`), as `neff index schema` prints it.
@@ -124,7 +127,11 @@ CREATE TABLE neffs (
   vnc_size      INTEGER,
   tar_size      INTEGER,
   entries       INTEGER,               -- all tar entries
-  record        TEXT NOT NULL          -- the scan's NDJSON line, verbatim
+  record        TEXT NOT NULL,         -- the scan's NDJSON line, verbatim
+  -- compile-cache entries of the compiler wrapper (MODULE_<graph hash>+<flags hash>)
+  graph_hash    TEXT,                  -- the graph hash of the entry's name
+  flags_hash    TEXT,                  -- its flags hash (NULL: the name has none)
+  compile_flags TEXT                   -- JSON array: its compile_flags.json or .txt (NULL: neither, in a bucket, or unread)
 );
 -- Every tar entry of every readable NEFF, in archive order.
 CREATE TABLE members (
@@ -168,6 +175,8 @@ CREATE INDEX neffs_path ON neffs(path);
 CREATE INDEX neffs_target ON neffs(arch, cc_world_size, num_cores, ok, path);
 CREATE INDEX neffs_cache_state ON neffs(cache_state, compiler);
 CREATE INDEX neffs_cache_key ON neffs(cache_key, mtime_ns);
+-- Why a compile missed: every flag set a graph was compiled with.
+CREATE INDEX neffs_graph ON neffs(graph_hash, flags_hash);
 -- The common questions, as views.
 -- Readable NEFFs by what they need: arch, NeuronCores, world size.
 CREATE VIEW neffs_by_target AS
@@ -200,7 +209,7 @@ pub fn schema_script() -> String {
 /// database at `user_version` v to v + 1 (an empty database, version 0,
 /// gets [`SCHEMA`] whole). Each step's SQL is followed by its fix-up in
 /// Rust ([`fix_up`]).
-const MIGRATIONS: &[&str] = &[V1_TO_V2, V2_TO_V3];
+const MIGRATIONS: &[&str] = &[V1_TO_V2, V2_TO_V3, V3_TO_V4];
 
 /// Schema 1 to 2: rows keyed by the file's canonical path (its path as
 /// typed until the fix-up canonicalises it), a time of scan (unknown for
@@ -296,10 +305,18 @@ CREATE INDEX IF NOT EXISTS neffs_cache_state ON neffs(cache_state, compiler);
 CREATE INDEX IF NOT EXISTS neffs_cache_key ON neffs(cache_key, mtime_ns);
 ";
 
+/// Schema 3 to 4: the graph hash, flags hash and flags of each row's
+/// compile-cache entry, as columns, and their index; all added by its
+/// fix-up ([`add_entry_cols`]), which adds only the columns missing.
+const V3_TO_V4: &str = "-- the columns graph_hash, flags_hash, compile_flags: added in Rust\n";
+
 /// What a step leaves to Rust: after [`V1_TO_V2`], each row's key becomes
 /// its file's canonical path (rows of one file under several typed paths
 /// fold into the newest) and its options become JSON.
 fn fix_up(conn: &Connection, path: &Path, to: i32) -> Result<()> {
+    if to == 4 {
+        return add_entry_cols(conn, path);
+    }
     if to != 2 {
         return Ok(());
     }
@@ -328,6 +345,49 @@ fn fix_up(conn: &Connection, path: &Path, to: i32) -> Result<()> {
         conn.execute(
             "UPDATE neffs SET key = ?2, options = ?3 WHERE id = ?1",
             rusqlite::params![id, key, super::keys::options_from_v1(&options)],
+        )
+        .map_err(err(path))?;
+    }
+    Ok(())
+}
+
+/// After [`V3_TO_V4`]: the columns `graph_hash`, `flags_hash` and
+/// `compile_flags` (those missing), their index, and their values for
+/// every row of a compile-cache entry (its flags read from the entry on
+/// disk, where it still is).
+fn add_entry_cols(conn: &Connection, path: &Path) -> Result<()> {
+    let have: Vec<String> = {
+        let mut st = conn
+            .prepare("SELECT name FROM pragma_table_info('neffs')")
+            .map_err(err(path))?;
+        let rows = st.query_map([], |r| r.get(0)).map_err(err(path))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(err(path))?
+    };
+    for col in ["graph_hash", "flags_hash", "compile_flags"] {
+        if !have.iter().any(|h| h == col) {
+            conn.execute_batch(&format!("ALTER TABLE neffs ADD COLUMN {col} TEXT"))
+                .map_err(err(path))?;
+        }
+    }
+    conn.execute_batch("CREATE INDEX IF NOT EXISTS neffs_graph ON neffs(graph_hash, flags_hash)")
+        .map_err(err(path))?;
+    let rows: Vec<(i64, String, String)> = {
+        let mut st = conn
+            .prepare("SELECT id, path, key FROM neffs WHERE cache_key IS NOT NULL")
+            .map_err(err(path))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(err(path))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(err(path))?
+    };
+    for (id, p, key) in rows {
+        let c = super::entry_cols::entry_cols(&p, &key);
+        if c.graph_hash.is_none() {
+            continue;
+        }
+        conn.execute(
+            "UPDATE neffs SET graph_hash = ?2, flags_hash = ?3, compile_flags = ?4 WHERE id = ?1",
+            rusqlite::params![id, c.graph_hash, c.flags_hash, c.compile_flags],
         )
         .map_err(err(path))?;
     }
@@ -517,7 +577,7 @@ pub fn open_rw(path: &Path, rebuild: bool) -> Result<Connection> {
 /// them). A cold load drops them and builds them once after its rows
 /// (`drop_indexes`, `create_indexes`): one sort per index instead of
 /// a B-tree insert per row.
-pub const INDEXES: [(&str, &str); 11] = [
+pub const INDEXES: [(&str, &str); 12] = [
     ("neffs_uuid", "neffs(uuid)"),
     ("neffs_path", "neffs(path)"),
     ("neffs_hash", "neffs(hash)"),
@@ -528,6 +588,7 @@ pub const INDEXES: [(&str, &str); 11] = [
     ),
     ("neffs_cache_state", "neffs(cache_state, compiler)"),
     ("neffs_cache_key", "neffs(cache_key, mtime_ns)"),
+    ("neffs_graph", "neffs(graph_hash, flags_hash)"),
     ("members_neff", "members(neff_id)"),
     ("tensors_neff", "tensors(neff_id)"),
     ("tensors_name", "tensors(name)"),

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, Transaction};
 
+use super::entry_cols::{entry_cols, EntryCols};
 use super::keys::{key_below, key_of, options_key};
 use super::retire;
 use super::schema::{self, err, NEFF_COLUMNS};
@@ -54,6 +55,8 @@ struct Fresh {
     record: Record,
     json: String,
     rows: Option<Rows>,
+    /// Its compile-cache entry's graph hash, flags hash and flags.
+    cols: EntryCols,
 }
 
 fn delete_key(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<usize> {
@@ -161,6 +164,9 @@ fn insert(tx: &Transaction<'_>, f: &Fresh, options: &str) -> rusqlite::Result<i6
         u(s.map(|s| s.tar_size)),
         u(s.map(|s| s.entries as u64)),
         Value::Text(f.json.clone()),
+        t(f.cols.graph_hash.clone()),
+        t(f.cols.flags_hash.clone()),
+        t(f.cols.compile_flags.clone()),
     ];
     debug_assert_eq!(values.len(), NEFF_COLUMNS.len());
     let sql = format!(
@@ -644,6 +650,10 @@ impl<'a> Sink<'a> {
                         scanned_at,
                         stat,
                         json: json(&record),
+                        cols: match record.cache_key {
+                            Some(_) => entry_cols(&record.path, &key),
+                            None => EntryCols::default(),
+                        },
                         record: record.clone(),
                         rows: rows.map(|r| *r),
                     });

@@ -142,17 +142,21 @@ impl HfUrl {
     }
 }
 
-/// `url` as listings name its objects: an `hf://` URL in the one spelling
-/// [`HfUrl::file`] gives (`hf://ORG/REPO/PATH` for a model at `main`,
-/// however it was written: `models/`, `@main`); any other URL, or one that
-/// does not parse, as it is.
+/// `url` as listings name its objects: its scheme in lower case, and an
+/// `hf://` URL in the one spelling [`HfUrl::file`] gives
+/// (`hf://ORG/REPO/PATH` for a model at `main`, however it was written:
+/// `models/`, `@main`); one that does not parse, as it is.
 pub(crate) fn canonical(url: &str) -> std::borrow::Cow<'_, str> {
-    if !super::scheme::is_hf(url) {
-        return url.into();
+    if super::scheme::is_hf(url) {
+        if let Ok(u) = HfUrl::parse(url) {
+            return u.file(&u.path).into();
+        }
     }
-    match HfUrl::parse(url) {
-        Ok(u) => u.file(&u.path).into(),
-        Err(_) => url.into(),
+    match url.split_once("://") {
+        Some((scheme, rest)) if scheme.bytes().any(|b| b.is_ascii_uppercase()) => {
+            format!("{}://{rest}", scheme.to_ascii_lowercase()).into()
+        }
+        _ => url.into(),
     }
 }
 
@@ -316,6 +320,8 @@ mod tests {
         }
         assert_eq!(canonical("hf://org/zoo@v1/c"), "hf://org/zoo@v1/c");
         assert_eq!(canonical("s3://b/MODULE_1"), "s3://b/MODULE_1");
+        assert_eq!(canonical("S3://b/Cache"), "s3://b/Cache");
+        assert_eq!(canonical("HF://org/zoo/c"), "hf://org/zoo/c");
         for bad in [
             "hf://",
             "hf://org",

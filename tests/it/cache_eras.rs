@@ -34,16 +34,6 @@ struct Made {
     good: bool,
 }
 
-fn good_neff() -> Vec<u8> {
-    fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap()
-}
-
-fn put(dir: &Path, name: &str, bytes: &[u8]) {
-    let p = dir.join(name);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, bytes).unwrap();
-}
-
 /// Sets a file's times to `ago` in the past (its access time `read_ago`).
 fn age(p: &Path, ago: Duration, read_ago: Duration) {
     let now = SystemTime::now();

@@ -15,16 +15,6 @@ use serde_json::Value;
 
 use crate::common::*;
 
-fn good_neff() -> Vec<u8> {
-    fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap()
-}
-
-fn put(dir: &Path, name: &str, bytes: &[u8]) {
-    let p = dir.join(name);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, bytes).unwrap();
-}
-
 fn key(c: char) -> String {
     std::iter::repeat_n(c, 32).collect()
 }

@@ -36,12 +36,6 @@ fn sync(src: &Path, dst: &Path, more: &[&str]) -> Output {
     neff(&args)
 }
 
-pub(crate) fn put(dir: &Path, name: &str, bytes: &[u8]) {
-    let p = dir.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, bytes).unwrap();
-}
-
 fn key(c: char) -> String {
     std::iter::repeat_n(c, 32).collect()
 }
@@ -53,7 +47,7 @@ fn key(c: char) -> String {
 pub(crate) fn caches(top: &Path) -> (PathBuf, PathBuf) {
     let wrapper = top.join("src");
     crate::cache::cache(&wrapper);
-    let good = std::fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap();
+    let good = good_neff();
     let old = wrapper.join(format!("neuronxcc-{V12}/MODULE_9+9"));
     put(&old, "model.neff", &good);
     put(&old, "compile_flags.txt", b"-O1");
@@ -285,7 +279,7 @@ fn an_entry_the_destination_holds_is_never_overwritten() {
     // The same entry: skipped. One whose NEFF differs in a byte: a
     // conflict. One with a file more: a conflict. One locked: left alone.
     // One failed: a conflict.
-    let good = std::fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap();
+    let good = good_neff();
     let same = dst.join(rel("MODULE_000+00000000"));
     for f in ["model.neff", "model.done", "compile_flags.json"] {
         put(

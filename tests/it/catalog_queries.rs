@@ -334,7 +334,7 @@ fn a_schema_2_catalogue_gains_the_indexes_when_opened() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(v, neff::catalog::SCHEMA_VERSION);
-    assert_eq!(v, 3);
+    assert_eq!(v, 4);
     let names: Vec<String> = strings(
         &c,
         "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN

@@ -11,6 +11,7 @@ mod architecture;
 mod atime;
 mod cache;
 mod cache_eras;
+mod cache_explain;
 mod cache_layouts;
 mod cache_sync;
 #[cfg(feature = "catalog")]

@@ -139,6 +139,7 @@ fn man_dir_writes_one_page_per_subcommand() {
     want.push("neff-index-merge-sql.1".into());
     want.extend(["neff-cache-status.1".into(), "neff-cache-prune.1".into()]);
     want.push("neff-cache-sync.1".into());
+    want.push("neff-cache-explain.1".into());
     want.sort();
     let mut got: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()

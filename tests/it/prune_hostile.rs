@@ -366,7 +366,7 @@ fn neff_ok_code(args: &[&str]) -> Vec<u8> {
 }
 
 #[test]
-fn two_prunes_at_once_take_turns_and_both_exit_0() {
+fn prunes_at_once_take_turns_and_all_exit_0() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("cache");
     for i in 0..300 {
@@ -381,12 +381,13 @@ fn two_prunes_at_once_take_turns_and_both_exit_0() {
             .output()
             .unwrap()
     };
-    let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(run);
-        let b = s.spawn(run);
-        (a.join().unwrap(), b.join().unwrap())
+    // Three at once: one that lists the cache while another removes from
+    // it meets entries that vanish under its reading.
+    let runs: Vec<_> = std::thread::scope(|s| {
+        let all: Vec<_> = (0..3).map(|_| s.spawn(run)).collect();
+        all.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    for o in [&a, &b] {
+    for o in &runs {
         assert_eq!(
             o.status.code(),
             Some(0),
@@ -395,7 +396,7 @@ fn two_prunes_at_once_take_turns_and_both_exit_0() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    let removed: usize = [&a, &b]
+    let removed: usize = runs
         .iter()
         .map(|o| {
             ndjson(&o.stdout)

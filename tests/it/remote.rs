@@ -193,9 +193,9 @@ fn servers() -> &'static Servers {
     })
 }
 
-/// Runs `neff` with the S3 environment pointing at `endpoint`, failing the
-/// test if it has not finished within 60 s (nothing may hang).
-fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
+/// `neff ARGS` with S3's environment pointing at `endpoint`: test keys,
+/// plain HTTP, a 10 s timeout, no profile of the host's.
+fn s3_command(args: &[&str], endpoint: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neff"));
     cmd.args(args)
         .env("AWS_ENDPOINT_URL", endpoint)
@@ -204,7 +204,15 @@ fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ALLOW_HTTP", "true")
         .env("NEFF_REMOTE_TIMEOUT", "10")
-        .env("AZURE_STORAGE_USE_EMULATOR", "true")
+        .env_remove("AWS_PROFILE");
+    cmd
+}
+
+/// Runs `neff` with the S3 environment pointing at `endpoint`, failing the
+/// test if it has not finished within 60 s (nothing may hang).
+fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
+    let mut cmd = s3_command(args, endpoint);
+    cmd.env("AZURE_STORAGE_USE_EMULATOR", "true")
         .env("AZURITE_BLOB_STORAGE_URL", &servers().az)
         // fake-gcs-server, unsigned (object_store's GCS client otherwise
         // asks the instance's metadata server for a token).
@@ -212,7 +220,6 @@ fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
         .env("GOOGLE_SKIP_SIGNATURE", "true")
         .env("HF_ENDPOINT", &servers().hub)
         .env("HF_TOKEN", &servers().hub_token)
-        .env_remove("AWS_PROFILE")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in extra {
@@ -1049,6 +1056,36 @@ fn cache_status_of_a_bucket_gives_every_entry_the_state_it_has_on_disk() {
             text.contains(&format!("neuronxcc-{v}: 24 entries")),
             "{text}"
         );
+    }
+}
+
+#[test]
+fn cache_explain_of_a_bucket_reads_each_entrys_flags_as_on_disk() {
+    // Every entry holds compile_flags.json ["-O2"]: a job's -O1 differs
+    // from each, read in the bucket by one ranged request per entry.
+    let s = servers();
+    let local = s.seed.join("cache");
+    let explain = |root: &str| {
+        let o = run(&["cache", "explain", root, "--flags", "-O1", "--json"]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        ndjson(&o.stdout)
+    };
+    let (local, remote) = (explain(local.to_str().unwrap()), explain("s3://zoo/cache"));
+    assert_eq!(remote.len(), 49, "the job's line and 48 entries");
+    assert_eq!(local[0], remote[0]);
+    for (l, r) in local[1..].iter().zip(&remote[1..]) {
+        for k in [
+            "relation",
+            "flags",
+            "flags_error",
+            "only_asked",
+            "only_here",
+        ] {
+            assert_eq!(l[k], r[k], "{k} of {}", r["path"]);
+        }
+        assert_eq!(r["only_here"], serde_json::json!(["-O2"]));
+        assert_eq!(r["only_asked"], serde_json::json!(["-O1"]));
     }
 }
 

@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use neff::cache::{CacheEntry, CacheStatus, PruneOptions, State};
+use neff::cache::{human_bytes, CacheEntry, CacheStatus, PruneOptions, State};
 
 use crate::format::{Format, Rows};
 use crate::{shown, stdout_err, AtPath, Failure};
@@ -100,15 +100,22 @@ pub(crate) enum CacheCmd {
     /// 1 when one is not (a conflict, locked, left), 3 when reading or
     /// writing failed
     Sync(crate::cache_sync::SyncArgs),
+    /// Why a compile missed anyway: the entries of the same graph under
+    /// other flags (with the flags only one side holds) or other compiler
+    /// releases, and the flags hash a job's --flags give. Exit 0 when some
+    /// entry matched, 1 when none did, 3 when part of the cache could not
+    /// be read
+    Explain(crate::explain::ExplainArgs),
 }
 
-/// `neff cache`: runs `status`, `prune` or `sync`.
+/// `neff cache`: runs `status`, `prune`, `sync` or `explain`.
 pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
     match what {
         CacheCmd::Sync(args) => crate::cache_sync::sync(args),
         CacheCmd::Status { root, json, format } => {
             status(root, crate::format::chosen(format, json, Format::Ndjson))
         }
+        CacheCmd::Explain(args) => crate::explain::explain(args),
         CacheCmd::Prune {
             root,
             failed,
@@ -153,22 +160,6 @@ pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
 /// The cache root to read ([`neff::cache::root_or_default`]).
 fn root_of(root: Option<PathBuf>) -> PathBuf {
     neff::cache::root_or_default(root)
-}
-
-/// Bytes as people read them.
-pub(crate) fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// `n entries` (or `1 entry`).
@@ -292,7 +283,7 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
         "{}{what}: {}, {}",
         shown(root),
         entries(status.entries.len()),
-        bytes(total)
+        human_bytes(total)
     )?;
     for v in status.by_version() {
         let (n, b) = v
@@ -303,10 +294,10 @@ fn table(status: &CacheStatus, root: &Path, out: &mut impl Write) -> io::Result<
             || "(no compiler version)".into(),
             |c| format!("neuronxcc-{c}"),
         );
-        writeln!(out, "\n{name}: {}, {}", entries(n), bytes(b))?;
+        writeln!(out, "\n{name}: {}, {}", entries(n), human_bytes(b))?;
         for s in State::ALL {
             if let Some(&(en, eb)) = v.states.get(&s) {
-                writeln!(out, "  {:<11} {en:>6}  {:>10}", s.name(), bytes(eb))?;
+                writeln!(out, "  {:<11} {en:>6}  {:>10}", s.name(), human_bytes(eb))?;
             }
         }
     }
@@ -383,7 +374,7 @@ pub(crate) fn prune(root: PathBuf, opts: &PruneOptions, format: Format) -> Resul
             "{what} {} ({}, {}): {}",
             shown(&r.path),
             r.state.name(),
-            bytes(r.bytes),
+            human_bytes(r.bytes),
             r.why
         )
         .map_err(stdout_err)?;
@@ -432,7 +423,7 @@ impl Tally {
         } else {
             ("would be removed", "would be left")
         };
-        let part = |(n, b): (usize, u64)| format!("{}, {}", entries(n), bytes(b));
+        let part = |(n, b): (usize, u64)| format!("{}, {}", entries(n), human_bytes(b));
         write!(out, "{} {verb}", part(self.went))?;
         if self.left.0 > 0 {
             write!(out, "; {} {leave}", part(self.left))?;

@@ -130,7 +130,11 @@ fn table(done: &Synced, dry: bool, out: &mut impl Write) -> io::Result<()> {
     }
     let part = |a: SyncAction| {
         let (n, b) = done.count(a);
-        format!("{}, {}", crate::cache::entries(n), crate::cache::bytes(b))
+        format!(
+            "{}, {}",
+            crate::cache::entries(n),
+            neff::cache::human_bytes(b)
+        )
     };
     let copied = if dry {
         format!("{} would be copied", part(SyncAction::Copy))

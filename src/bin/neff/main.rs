@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 mod cache;
 mod cache_sync;
 mod commands;
+mod explain;
 mod format;
 mod quote;
 mod scan;

@@ -44,8 +44,10 @@ pub(super) fn sync(
     planned: &[Planned],
     opts: &SyncOptions,
 ) -> Result<(Vec<SyncEntry>, usize)> {
+    // Spelled as its listing spells its keys.
+    let dst = crate::remote::canonical(dst);
     let root = dst.trim_end_matches('/');
-    let listing = list_all(&format!("{root}/")).map_err(|e| at_destination(dst, e))?;
+    let listing = list_all(&format!("{root}/")).map_err(|e| at_destination(&dst, e))?;
     let url = |p: &Planned| object_url(root, &p.rel.to_string_lossy());
     let at = |p: &Planned| PathBuf::from(url(p));
     Ok(super::each(planned, opts, at, |p| {
@@ -211,15 +213,36 @@ fn put_one(p: &Planned, url: &str, f: &SrcFile) -> Result<(), Stop> {
     let key = files::url_of_file(url, &f.rel);
     match put_new(&key, bytes) {
         Ok(Put::Written) => Ok(()),
+        // Another writer (a sync of the same cache from another host) put
+        // it meanwhile: the same bytes are as good as ours.
+        Ok(Put::Exists) if appeared_same(p, url, f)? => {
+            log::info!(
+                "{}: put meanwhile by another writer, the same",
+                redact(&key)
+            );
+            Ok(())
+        }
         Ok(Put::Exists) => Err((
             Action::Conflict,
             format!(
-                "an object appeared under {} while the entry was put: not overwritten",
+                "an object appeared under {} while the entry was put, not the source's: not \
+                 overwritten",
                 f.rel.display()
             ),
         )),
         Err(e) => Err((Action::Error, format!("{}: {e}", redact(&key)))),
     }
+}
+
+/// Whether the object that stands under the file `f` of the entry at
+/// `url` (found there by a put) holds the source's bytes.
+fn appeared_same(p: &Planned, url: &str, f: &SrcFile) -> Result<bool, Stop> {
+    let theirs = files::list(Path::new(url))?;
+    let Some(t) = theirs.iter().find(|t| t.rel == f.rel) else {
+        return Ok(false);
+    };
+    same_file(&p.entry.path, f, Path::new(url), t)
+        .map_err(|e| (Action::Error, format!("{}: {e}", redact(url))))
 }
 
 /// Bytes held in memory for puts, and the wait for them to fall.

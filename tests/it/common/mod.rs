@@ -148,3 +148,16 @@ pub fn pax_records(records: &[(&str, &str)]) -> Vec<u8> {
     }
     body
 }
+
+/// A good NEFF's bytes (a gzip fixture that reads whole), for caches built
+/// by tests.
+pub fn good_neff() -> Vec<u8> {
+    std::fs::read(root().join("fixtures/acc/cc-replica-groups-gz.neff")).unwrap()
+}
+
+/// Writes `bytes` at `dir/name`, making the directories between.
+pub fn put(dir: &Path, name: &str, bytes: &[u8]) {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, bytes).unwrap();
+}

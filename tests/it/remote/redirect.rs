@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use crate::common::root;
@@ -16,16 +16,8 @@ use crate::common::root;
 /// Runs `neff` with S3's environment pointing at `endpoint` (test keys,
 /// plain HTTP, few retries) and `extra`.
 fn run_env(args: &[&str], endpoint: &str, extra: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neff"));
-    cmd.args(args)
-        .env("AWS_ENDPOINT_URL", endpoint)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ALLOW_HTTP", "true")
-        .env("NEFF_REMOTE_TIMEOUT", "10")
-        .env("NEFF_REMOTE_RETRIES", "1")
-        .env_remove("AWS_PROFILE")
+    let mut cmd = super::s3_command(args, endpoint);
+    cmd.env("NEFF_REMOTE_RETRIES", "1")
         .env_remove("AWS_SESSION_TOKEN");
     for (k, v) in extra {
         cmd.env(k, v);

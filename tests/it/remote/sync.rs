@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{ndjson, run, upload};
-use crate::cache_sync::{big_cache, caches, put, states, tree};
+use crate::cache_sync::{big_cache, caches, states, tree};
+use crate::common::put;
 
 /// A fresh prefix of the bucket `zoo` for one test.
 fn prefix(name: &str) -> String {
@@ -99,9 +100,12 @@ fn round_trip(store: &str) {
         let want: Vec<String> = ok.iter().map(|p| p.display().to_string()).collect();
         assert_eq!(got.keys().cloned().collect::<Vec<_>>(), want);
         assert!(got.values().all(|st| st == "ok"), "{got:?}");
-        // Again: the same entries are there, nothing is put.
-        let (code, r) = sync(s(src), &url, &[]);
-        assert_eq!(code, Some(0));
+        // Again (the scheme in capitals): the same entries are there,
+        // nothing is put.
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let shouted = format!("{}://{rest}", scheme.to_uppercase());
+        let (code, r) = sync(s(src), &shouted, &[]);
+        assert_eq!(code, Some(0), "{r:?}");
         assert_eq!(actions(&r), vec!["skipped"; ok.len()]);
         // Back to a directory: every ok entry, byte for byte, locks left
         // out.
@@ -194,7 +198,8 @@ fn pulls_the_seed_cache(root: &str) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn a_cache_in_s3_gcs_or_azure_pulls_as_its_ok_entries_only() {
-    for store in ["s3://zoo", "gs://zoo", "az://zoo"] {
+    // (A scheme in capitals names the same store.)
+    for store in ["s3://zoo", "gs://zoo", "az://zoo", "S3://zoo"] {
         pulls_the_seed_cache(&format!("{store}/cache"));
     }
     // Azure's client takes no suffix range: the failed entries' logs and
@@ -480,4 +485,54 @@ fn a_reader_polling_the_bucket_during_a_push_never_sees_a_finished_entry_without
     let got = bucket_states(&url);
     assert_eq!(got.len(), 6);
     assert!(got.values().all(|st| st == "ok"), "{got:?}");
+}
+
+#[test]
+fn two_hosts_pushing_one_cache_at_once_both_end_well_and_the_bucket_holds_it_once() {
+    // Two syncs of the same cache into one prefix at once, each listing it
+    // empty, 25 ms away: their puts meet key by key. Neither overwrites;
+    // what the other put is the same bytes, so both finish (exit 0).
+    let servers = super::servers();
+    let tmp = tempfile::tempdir().unwrap();
+    let (wrapper, _) = caches(tmp.path());
+    let url = prefix("two-hosts");
+    let endpoint = format!("{}/s3/delay25", servers.proxy);
+    let outs: Vec<_> = std::thread::scope(|sc| {
+        let push = || {
+            let args = [
+                "cache",
+                "sync",
+                s(&wrapper),
+                &url,
+                "--io-depth",
+                "2",
+                "--json",
+            ];
+            super::run_env(&args, &endpoint, &[])
+        };
+        let (a, b) = (sc.spawn(push), sc.spawn(push));
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    for o in &outs {
+        let r = ndjson(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{r:?}");
+        assert!(
+            actions(&r)
+                .iter()
+                .all(|a| ["copied", "skipped"].contains(a)),
+            "{r:?}"
+        );
+    }
+    let back = tmp.path().join("back");
+    let (code, r) = sync(&url, s(&back), &[]);
+    assert_eq!(code, Some(0), "{r:?}");
+    for (rel, st) in states(&wrapper) {
+        assert_eq!(st == "ok", back.join(&rel).exists(), "{rel:?}");
+        if st == "ok" {
+            assert_eq!(
+                tree(&back.join(&rel), true),
+                tree(&wrapper.join(&rel), false)
+            );
+        }
+    }
 }

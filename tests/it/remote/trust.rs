@@ -76,6 +76,8 @@ fn no_secret_of_a_url_reaches_any_output_of_any_command_or_the_catalogue() {
         let db = db.to_str().unwrap();
         let out = tmp.path().join(format!("{name}.out"));
         let out = out.to_str().unwrap();
+        let cache = s.seed.join("cache");
+        let cache = cache.to_str().unwrap();
         let commands: Vec<Vec<&str>> = vec![
             vec!["ls", &url],
             vec!["ls", "--format", "csv", &url],
@@ -94,6 +96,9 @@ fn no_secret_of_a_url_reaches_any_output_of_any_command_or_the_catalogue() {
             vec!["scan", "--no-progress", "--json", "--index", db, &url],
             vec!["cache", "status", &url],
             vec!["cache", "prune", "--failed", &url],
+            vec!["cache", "sync", &url, out],
+            vec!["cache", "sync", "--json", "--dry-run", cache, &url],
+            vec!["cache", "explain", &url, "--flags", ""],
         ];
         for args in commands {
             // Every request logged too (-vv), and the client's own log lines.
