@@ -44,7 +44,7 @@ polling the destination saw while the tool ran: finished entries (`model.done`
 present) whose `model.neff` was missing or smaller than the source's. The
 local reader walks DEST (the `neuronxcc-*/MODULE_*` names only, as the
 compiler looks) every 20 ms; the bucket reader lists the destination prefix
-page after page from rclone directly (not through the pipe), 50 ms apart.
+page after page from rclone directly (not through the pipe), 200 ms apart.
 Both are samples: an entry seen half is counted once.
 
 After the rounds, the second sync of the unchanged cache, --resync times
@@ -340,7 +340,7 @@ def kinds(lines):
             k["other"] += 1
     down = sum(int(l.split()[1]) for l in lines if l.startswith("CLOSED "))
     up = sum(int(l.split()[2]) for l in lines if l.startswith("CLOSED "))
-    return dict(k, requests=sum(k.values()), down=down, up=up, body_gets=gets[:5])
+    return dict(k, requests=sum(k.values()), down=down, up=up, body_gets=gets)
 
 
 def run(argv, env, log, state, reader=None):
@@ -357,6 +357,7 @@ def run(argv, env, log, state, reader=None):
     wall = time.monotonic() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     seen = reader.finish() if reader else {}
+    # (the pipe's lines are read below; the GETs' targets trimmed by the caller)
     time.sleep(0.3)  # the pipe's CLOSED lines
     out.seek(0)
     tail = out.read()[-600:]
@@ -484,6 +485,7 @@ def main():  # noqa: C901
                 r.update(judged(neff, dest, src_states) if os.path.isdir(dest) else {"ok": 0, "not_ok": 0})
                 if tool == "neff":
                     r["same"] = same_tree(src, dest, src_states)
+                r["body_gets"] = r["body_gets"][:5]
                 rnd["pull"][tool] = r
                 line(i, "pull", tool, r)
                 if last.get(("pull", tool)):
@@ -498,11 +500,12 @@ def main():  # noqa: C901
                         "s5cmd": [s5, "--endpoint-url", info["pipe"], "sync", src + "/", url],
                         "aws": [a.aws, "--endpoint-url", info["pipe"], "s3", "sync", src + "/", url,
                                 "--only-show-errors", "--no-progress"]}[tool]
-                r = run(argv, env, log, state, Reader(bucket_look(info["s3"], prefix), want, 0.05))
+                r = run(argv, env, log, state, Reader(bucket_look(info["s3"], prefix), want, 0.2))
                 r.update(judged(neff, url, src_states, direct))
                 on_disk = os.path.join(root, "zoo", prefix)
                 if tool == "neff":
                     r["same"] = same_tree(src, on_disk, src_states)
+                r["body_gets"] = r["body_gets"][:5]
                 rnd["push"][tool] = r
                 line(i, "push", tool, r)
                 # rclone keeps the directories it saw: the old prefix is
@@ -511,14 +514,14 @@ def main():  # noqa: C901
                     shutil.rmtree(last[("push", tool)], ignore_errors=True)
                 last[("push", tool)] = on_disk
             res["runs"].append(rnd)
-        res["resync"][a.etag] = resync(a, neff, s5, tools, info, state, src, last, env)
+        res["resync"][a.etag] = resync(a, neff, s5, tools, info, state, src, src_states, last, env)
     finally:
         stop(state)
     if a.etag == "md5" and "neff" in tools:
         info = serve(root, state, a.delay, "none")
         try:
             env = dict(ENV, AWS_ENDPOINT_URL=info["pipe"])
-            res["resync"]["none"] = resync(a, neff, s5, ["neff"], info, state, src, last, env)
+            res["resync"]["none"] = resync(a, neff, s5, ["neff"], info, state, src, src_states, last, env)
         finally:
             stop(state)
     load.stop.set()
@@ -531,7 +534,7 @@ def main():  # noqa: C901
             json.dump(res, f, indent=1)
 
 
-def resync(a, neff, s5, tools, info, state, src, last, env):
+def resync(a, neff, s5, tools, info, state, src, src_states, last, env):
     """The second sync of the unchanged cache into the last round's copies."""
     out = {}
     log = info["pipe_log"]
@@ -556,6 +559,17 @@ def resync(a, neff, s5, tools, info, state, src, last, env):
         for way, argv in zip(("pull", "push"), argvs):
             rs = [run(argv, env, log, state) for _ in range(times)]
             for r in rs:
+                # Whose bodies were read: entries not ok at the source (a
+                # NEFF cut short under its marker, which no listing shows,
+                # is read again by every sync) or others.
+                got = {}
+                for t in r["body_gets"]:
+                    parts = urllib.parse.unquote(t.split("?", 1)[0]).strip("/").split("/")
+                    e = "/".join(parts[2:4])
+                    got[e] = got.get(e, 0) + 1
+                r["body_entries"] = len(got)
+                r["body_entries_not_ok"] = sum(1 for e in got if src_states.get(e, "ok") != "ok")
+                r["body_gets"] = r["body_gets"][:5]
                 line(0, "second " + way, tool, r)
             out["%s %s" % (tool, way)] = rs
     return out
@@ -581,6 +595,9 @@ def line(i, way, tool, r):
               i, way, tool, r["wall"], r["cpu"], r["rclone_cpu"], r["pipe_cpu"], r["rc"], r["requests"],
               r["list"], r["get"], r["head"], r["put"], r["other"], r["down"] / 2**20, r["up"] / 2**20,
               left, seen, " | " + r["same"] if "same" in r else ""), flush=True)
+    if "body_entries" in r:
+        print("    bodies read: %d GETs of %d entries, %d of them not ok at the source" % (
+            r["get"], r["body_entries"], r["body_entries_not_ok"]), flush=True)
     if r["rc"] not in (0,):
         print("    exit %d: %s" % (r["rc"], r["tail"].strip().replace("\n", " / ")[-400:]), flush=True)
 
@@ -615,13 +632,15 @@ def tables(res, tools):
                 ", ".join(str(x["half_seen"]) for x in rs), len(rs)))
     for etag, rs in res["resync"].items():
         print()
-        print("| second sync, ETag %s | wall (median) | requests (list / GET of a body / HEAD / PUT) | MiB down / up | exit |" % etag)
-        print("|---|---|---|---|---|")
+        print("| second sync, ETag %s | wall (median) | requests (list / GET of a body / HEAD / PUT) | MiB down / up "
+              "| entries whose bodies were read (not ok at the source) | exit |" % etag)
+        print("|---|---|---|---|---|---|")
         for k, xs in rs.items():
             m = lambda f: med(x[f] for x in xs)  # noqa: E731
-            print("| %s | %.2f s (%s) | %d (%d / %d / %d / %d) | %.2f / %.2f | %s |" % (
+            print("| %s | %.2f s (%s) | %d (%d / %d / %d / %d) | %.2f / %.2f | %d (%d) | %s |" % (
                 k, m("wall"), ", ".join("%.2f" % x["wall"] for x in xs), m("requests"), m("list"), m("get"),
-                m("head"), m("put"), m("down") / 2**20, m("up") / 2**20, ",".join(str(x["rc"]) for x in xs)))
+                m("head"), m("put"), m("down") / 2**20, m("up") / 2**20, m("body_entries"),
+                m("body_entries_not_ok"), ",".join(str(x["rc"]) for x in xs)))
     if res["load"]:
         print()
         print("load average (1 min, every 5 s): min %.1f, median %.1f, max %.1f" % (
