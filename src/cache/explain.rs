@@ -329,7 +329,7 @@ fn is_module(e: &CacheEntry) -> bool {
 /// read.
 fn flags_of(e: &CacheEntry) -> std::result::Result<Option<Vec<String>>, String> {
     #[cfg(feature = "remote")]
-    if let Some(url) = e.path.to_str().filter(|p| crate::remote::is_url(p)) {
+    if let Some(url) = super::root::url_of(&e.path) {
         return flags::read_flags_url(url).map_err(|err| err.to_string());
     }
     flags::read_flags(&e.path).map_err(|err| err.to_string())

@@ -204,7 +204,7 @@ pub(crate) fn judge_entry(
     };
     let mut met = met.map(Met::into_listing);
     #[cfg(feature = "remote")]
-    if let Some(url) = dir.to_str().filter(|d| crate::remote::is_url(d)) {
+    if let Some(url) = super::root::url_of(dir) {
         let j = entry::judge_with(
             || match met.take() {
                 Some(l) => Ok(l),

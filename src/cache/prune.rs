@@ -401,7 +401,7 @@ enum Clock {
 impl Clock {
     fn of(root: &Path) -> Clock {
         #[cfg(feature = "remote")]
-        if root.to_str().is_some_and(crate::remote::is_url) {
+        if super::root::url_of(root).is_some() {
             return Clock::Modified;
         }
         match super::host::keeps_atime(root) {

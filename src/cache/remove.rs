@@ -35,7 +35,7 @@ const WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 impl At {
     pub(super) fn open(root: &Path, apply: bool) -> Result<At> {
         #[cfg(feature = "remote")]
-        if root.to_str().is_some_and(crate::remote::is_url) {
+        if super::root::url_of(root).is_some() {
             return Ok(At {
                 root: root.to_path_buf(),
                 fd: None,

@@ -334,7 +334,7 @@ fn version_dir(name: &OsStr) -> Option<String> {
 pub fn status(root: &Path) -> Result<CacheStatus> {
     let mut errors = Vec::new();
     #[cfg(feature = "remote")]
-    let walked = match root.to_str().filter(|r| crate::remote::is_url(r)) {
+    let walked = match super::root::url_of(root) {
         Some(url) => {
             if let Some(e) = entry_as_root(Path::new(url.trim_end_matches('/'))) {
                 return Err(e);

@@ -54,6 +54,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::found::{lossy, spelled, CacheError};
+use super::root::url_of;
 use crate::error::{Error, Result};
 
 /// Which entries [`sync`] copies, and whether it does.
@@ -283,9 +284,6 @@ fn source(src: &Path) -> Result<(PathBuf, super::CacheStatus, Option<plan::Listi
 /// that cannot be listed (`http(s)://`), `--since` of a hub repository
 /// (its listing gives no times).
 fn check(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<()> {
-    fn url(p: &Path) -> Option<&str> {
-        p.to_str().filter(|s| is_url(s))
-    }
     let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     let refuse = |reason: &str| {
         Err(Error::Usage {
@@ -295,7 +293,7 @@ fn check(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<()> {
     let same = |a: &Path, b: &Path| {
         std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
     };
-    let (s, d) = (url(src), url(dst));
+    let (s, d) = (url_of(src), url_of(dst));
     let spelled = |u: &str| {
         #[cfg(feature = "remote")]
         let u = crate::remote::canonical(u).to_ascii_lowercase();
@@ -360,22 +358,6 @@ fn check(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// The URL `p` spells, when it is one.
-#[cfg(feature = "remote")]
-fn url_of(p: &Path) -> Option<&str> {
-    p.to_str().filter(|s| crate::remote::is_url(s))
-}
-
-#[cfg(feature = "remote")]
-fn is_url(s: &str) -> bool {
-    crate::remote::is_url(s)
-}
-
-#[cfg(not(feature = "remote"))]
-fn is_url(s: &str) -> bool {
-    s.contains("://")
 }
 
 /// Requests sent to buckets so far by this process.
