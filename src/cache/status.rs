@@ -362,8 +362,19 @@ pub(super) fn listed(url: &str) -> Result<(CacheStatus, Vec<crate::remote::Liste
     Ok((judged(walked, errors, false)?, listing))
 }
 
-/// Every entry `walked` found, judged (`reads`: a bucket's NEFFs, logs
-/// and markers read; else from its listing alone), sorted.
+/// The entries of the compile cache at the directory `root` judged as
+/// [`status`] judges them but for their NEFFs, which are not read: an
+/// entry whose files say it finished is `ok` until its NEFF is read
+/// ([`rejudge`] reads it). Its logs and markers are read.
+pub(super) fn unread(root: &Path) -> Result<CacheStatus> {
+    let mut errors = Vec::new();
+    let walked = find(root, &mut errors)?;
+    judged(walked, errors, false)
+}
+
+/// Every entry `walked` found, judged (`reads`: each NEFF read whole; a
+/// bucket's logs and markers read too; else a bucket's entries from its
+/// listing alone, and on disk no NEFF read), sorted.
 fn judged(walked: Walked, errors: Vec<CacheError>, reads: bool) -> Result<CacheStatus> {
     if walked.found.is_empty() && !walked.layout && errors.is_empty() {
         return Err(Error::refused(
@@ -472,7 +483,10 @@ fn judge(f: Found, scratch: &mut Scratch, reads: bool) -> CacheEntry {
         Kind::Wrapper => "",
         _ => f.graph_hash.as_str(),
     };
-    let read = |neff: &Path| read_neff(neff, scratch);
+    let read = |neff: &Path| match reads {
+        true => read_neff(neff, scratch),
+        false => Read::Ok(Needs::default()),
+    };
     #[cfg(feature = "remote")]
     let judged = match &f.objects {
         Some(first) => {
@@ -487,10 +501,7 @@ fn judge(f: Found, scratch: &mut Scratch, reads: bool) -> CacheEntry {
                 era,
                 key,
                 entry::Readers {
-                    read: |name: &str| match reads {
-                        true => read(Path::new(&format!("{url}/{name}"))),
-                        false => Read::Ok(Needs::default()),
-                    },
+                    read: |name: &str| read(Path::new(&format!("{url}/{name}"))),
                     log_line: || match reads {
                         true => super::bucket::log_line(&url),
                         false => Ok("(the log not read)".into()),
@@ -505,10 +516,7 @@ fn judge(f: Found, scratch: &mut Scratch, reads: bool) -> CacheEntry {
         None => local(&f, era, read),
     };
     #[cfg(not(feature = "remote"))]
-    let judged = {
-        let _ = reads;
-        local(&f, era, read)
-    };
+    let judged = local(&f, era, read);
     match judged {
         Ok(j) => {
             if let Some(n) = j.read {

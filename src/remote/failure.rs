@@ -111,6 +111,13 @@ pub(super) fn http_words_timed(e: &reqwest::Error, timeout: u64) -> String {
     }
 }
 
+/// The HTTP status a failed request was answered with, if it was.
+pub(super) fn answered(e: &object_store::Error) -> Option<u16> {
+    std::iter::successors(Some(e as &dyn StdError), |c| (*c).source())
+        .find_map(|c| status_in(&c.to_string()))
+        .and_then(|s| s.get(..3)?.parse().ok())
+}
+
 /// The status in a message of `object_store`'s (`Server returned non-2xx
 /// status code: 503 Service Unavailable: …`).
 fn status_in(text: &str) -> Option<String> {

@@ -2571,4 +2571,23 @@ fn a_compile_cache_served_by_rclone_through_the_latency_pipe_scans_as_on_disk() 
     gets.dedup();
     assert_eq!(n, gets.len(), "a NEFF read twice:\n{log}");
     assert!(n > 0 && log.contains("list-type=2"), "{log}");
+    // `cache status` judges each entry as on disk: a failed entry's log,
+    // shorter than the tail asked for, was answered 416 by rclone and the
+    // entry said `unreadable`.
+    let states = |o: Output, root: &str| -> Vec<(String, String, Option<String>)> {
+        ndjson(&o.stdout)
+            .iter()
+            .map(|e| {
+                let path = e["path"].as_str().unwrap();
+                let reason = e["reason"].as_str().map(str::to_string);
+                let rel = path.strip_prefix(root).unwrap().to_string();
+                (rel, e["state"].as_str().unwrap().to_string(), reason)
+            })
+            .collect()
+    };
+    let status = ["cache", "status", "--json", "s3://zoo/"];
+    let got = states(run_env(&status, pipe, &[]), "s3://zoo");
+    let want = states(run(&["cache", "status", "--json", local]), local);
+    assert!(got.iter().any(|e| e.1 == "failed"), "{got:?}");
+    assert_eq!(got, want);
 }

@@ -15,7 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
-use super::files::{self, SrcFile};
+use super::files::{self, Print, SrcFile};
+use super::memo;
 use super::plan::Planned;
 use super::same::{differs, same_file};
 use super::{Action, SyncEntry, SyncOptions};
@@ -205,12 +206,14 @@ fn put_one(p: &Planned, url: &str, f: &SrcFile) -> Result<(), Stop> {
     }
     let _held = Held::take(f.size);
     let mut bytes = Vec::with_capacity(usize::try_from(f.size).unwrap_or(0));
-    files::read(&p.entry.path, f, &mut |c| {
+    let key = files::url_of_file(url, &f.rel);
+    // Hashed as the store's listing will give it, and remembered: the
+    // next sync finds it the same without reading it.
+    memo::read(&p.entry.path, f, Print::listed_of(&key), &mut |c| {
         bytes.extend_from_slice(c);
         Ok(())
     })
     .map_err(|e| (Action::Error, format!("{}: {e}", p.entry.path.display())))?;
-    let key = files::url_of_file(url, &f.rel);
     match put_new(&key, bytes) {
         Ok(Put::Written) => Ok(()),
         // Another writer (a sync of the same cache from another host) put

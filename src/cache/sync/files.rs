@@ -66,6 +66,14 @@ impl Print {
         }
     }
 
+    /// The kind of digest a listing of the store at `url` gives of an
+    /// object put whole in one request (an S3 or GCS ETag: its MD5), if
+    /// any.
+    #[cfg(feature = "remote")]
+    pub(super) fn listed_of(url: &str) -> Option<Print> {
+        Print::of(url, &"0".repeat(32))
+    }
+
     /// Whether a mismatch proves the bytes differ (an ETag may not be the
     /// bytes' MD5).
     pub(super) fn exact(self) -> bool {
@@ -78,8 +86,7 @@ impl Print {
 }
 
 /// `N` bytes from `2N` hex digits.
-#[cfg(feature = "remote")]
-fn hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+pub(super) fn hex<const N: usize>(s: &str) -> Option<[u8; N]> {
     let b = s.as_bytes();
     if b.len() != 2 * N {
         return None;
@@ -230,19 +237,15 @@ pub(super) fn open(dir: &Path, rel: &Path) -> io::Result<File> {
         .open(dir.join(rel))
 }
 
-/// Hands the bytes of the file `f` of the entry `dir` (on disk, or a
-/// bucket's URL) to `sink` in order; `Err` when it is not `f.size` bytes
-/// long (it changed since it was listed).
-pub(super) fn read(
+/// Hands the bytes of the file `f` of the entry `dir` on disk, opened as
+/// `file`, to `sink` in order; `Err` when it is not `f.size` bytes long
+/// (it changed since it was listed).
+pub(super) fn read_open(
+    file: &mut File,
     dir: &Path,
     f: &SrcFile,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
-    #[cfg(feature = "remote")]
-    if let Some(url) = super::url_of(dir) {
-        return read_object(url, f, sink);
-    }
-    let mut file = open(dir, &f.rel)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;
     loop {
@@ -272,10 +275,11 @@ fn changed(dir: &Path, f: &SrcFile, n: u64) -> io::Error {
     ))
 }
 
-/// [`read`] of an object in a bucket: one GET of its first bytes, then
-/// ranged GETs of the rest pinned to its ETag.
+/// Hands the bytes of the file `f` of the entry at `dir` (a store's URL)
+/// to `sink` in order: one GET of its first bytes, then ranged GETs of the
+/// rest pinned to its ETag; `Err` when it is not `f.size` bytes long.
 #[cfg(feature = "remote")]
-fn read_object(
+pub(super) fn read_object(
     dir: &str,
     f: &SrcFile,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,

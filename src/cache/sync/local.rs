@@ -158,7 +158,7 @@ impl Dest {
         let parent = match self.dir(above, !dry) {
             Ok(Some(fd)) => fd,
             Ok(None) => return p.ok_read_whole().then_some((Action::Copy, None)),
-            Err((a, r)) => return Some((a, Some(r))),
+            Err((a, r)) => return p.ok_read_whole().then_some((a, Some(r))),
         };
         let name = p.name();
         let (action, why) = match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {

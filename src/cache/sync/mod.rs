@@ -44,6 +44,7 @@
 mod bucket;
 mod files;
 mod local;
+mod memo;
 mod plan;
 mod same;
 mod stage;
@@ -257,6 +258,7 @@ pub fn sync(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<Synced> {
     };
     #[cfg(not(feature = "remote"))]
     let (entries, not_ok) = local::sync(dst, &planned, opts)?;
+    memo::save();
     Ok(Synced {
         entries,
         passed_over: passed_over + not_ok,
@@ -266,9 +268,10 @@ pub fn sync(src: &Path, dst: &Path, opts: &SyncOptions) -> Result<Synced> {
 }
 
 /// The source's root (a store's URL spelled as its listing spells it),
-/// its entries judged (on disk, each NEFF read whole; in a store, from one
-/// listing: [`plan::Planned::ok_read_whole`] reads those it copies or
-/// compares), and, in a store, that listing.
+/// its entries judged without their NEFFs read (on disk, by their files;
+/// in a store, from one listing: [`plan::Planned::ok_read_whole`] reads
+/// those it copies or compares, a copy is read in staging), and, in a
+/// store, that listing.
 fn source(src: &Path) -> Result<(PathBuf, super::CacheStatus, Option<plan::Listing>)> {
     #[cfg(feature = "remote")]
     if let Some(url) = url_of(src) {
@@ -276,7 +279,7 @@ fn source(src: &Path) -> Result<(PathBuf, super::CacheStatus, Option<plan::Listi
         let (status, listing) = super::status::listed(&root)?;
         return Ok((PathBuf::from(root), status, Some(listing)));
     }
-    Ok((src.to_path_buf(), super::status(src)?, None))
+    Ok((src.to_path_buf(), super::status::unread(src)?, None))
 }
 
 /// Refuses what does not sync: the same cache on both sides, a

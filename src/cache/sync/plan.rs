@@ -47,24 +47,20 @@ impl Planned {
         }
     }
 
-    /// Whether the source's entry is `ok` with its NEFF read whole: on
-    /// disk it was judged so; a store's, judged by its listing alone so
-    /// far, is judged now (its NEFF and marker read).
+    /// Whether the source's entry is `ok` with its NEFF read whole: it
+    /// was judged without (on disk, by its files; a store's, by its
+    /// listing), so it is judged again now, its NEFF read (a store's
+    /// marker and log too).
     pub(super) fn ok_read_whole(&self) -> bool {
-        match &self.objects {
-            None => true,
-            Some(objects) => {
-                let judged = rejudge(&self.entry, Some(objects.clone()), None);
-                if judged.state != State::Ok {
-                    log::info!(
-                        "{}: {} once read, not ok: passed over",
-                        self.entry.path.display(),
-                        judged.state
-                    );
-                }
-                judged.state == State::Ok
-            }
+        let judged = rejudge(&self.entry, self.objects.clone(), None);
+        if judged.state != State::Ok {
+            log::info!(
+                "{}: {} once read, not ok: passed over",
+                self.entry.path.display(),
+                judged.state
+            );
         }
+        judged.state == State::Ok
     }
 
     /// Bytes of its files.

@@ -5,51 +5,19 @@
 //! disk hashed); where none was given, both copies are read and their
 //! SHA-256 compared. So no object's body is read to find an unchanged
 //! entry the same when the store's listing gives such digests and the
-//! other side is a directory (or a store giving the same kind).
+//! other side is a directory (or a store giving the same kind); and a
+//! file on disk is hashed once, its digest remembered ([`super::memo`]).
 
 use std::io;
 use std::path::Path;
 
-use md5::Md5;
-use sha2::{Digest, Sha256};
-
-use super::files::{self, Print, SrcFile};
+use super::files::{Print, SrcFile};
+use super::memo::digest;
 use super::Action;
-
-/// The digest of the kind of `like` of the file `f` of the entry `dir`
-/// (on disk, or a store's URL: its body read), from its bytes.
-fn digest(dir: &Path, f: &SrcFile, like: Print) -> io::Result<Print> {
-    Ok(match like {
-        Print::Md5(_) => Print::Md5(hashed::<Md5>(dir, f, b"")?.into()),
-        Print::Sha256(_) => Print::Sha256(hashed::<Sha256>(dir, f, b"")?.into()),
-        #[cfg(feature = "remote")]
-        Print::Git(_) => {
-            let head = format!("blob {}\0", f.size);
-            Print::Git(hashed::<sha1::Sha1>(dir, f, head.as_bytes())?.into())
-        }
-    })
-}
-
-/// `D` of `head` and the bytes of the file `f` of the entry `dir`.
-fn hashed<D: Digest>(dir: &Path, f: &SrcFile, head: &[u8]) -> io::Result<sha2::digest::Output<D>> {
-    let mut h = D::new();
-    h.update(head);
-    files::read(dir, f, &mut |c| {
-        h.update(c);
-        Ok(())
-    })?;
-    Ok(h.finalize())
-}
 
 /// Whether a store's URL (not a path on disk) names the entry `dir`.
 fn remote(dir: &Path) -> bool {
-    #[cfg(feature = "remote")]
-    return super::url_of(dir).is_some();
-    #[cfg(not(feature = "remote"))]
-    {
-        let _ = dir;
-        false
-    }
+    super::url_of(dir).is_some()
 }
 
 /// Whether the file `a` of the entry `a_dir` and the file `b` of the

@@ -17,6 +17,8 @@ use rustix::io::Errno;
 
 use super::files;
 use super::local::{dir_flags, existing, failed, fd_path, Dest, Stop};
+#[cfg(feature = "remote")]
+use super::memo;
 use super::plan::Planned;
 use super::Action;
 use crate::cache::descend::{self, Refused};
@@ -27,8 +29,8 @@ use crate::cache::{vllm, State};
 impl Dest {
     /// Copies the entry `p` into `parent` (`above` below the root): under
     /// its staging name, checked, renamed into place. `Ok(false)` when the
-    /// copy of an entry a store's listing judged `ok` is not (its NEFF,
-    /// read whole in the copy, refused: the source's is the same bytes);
+    /// copy of an entry judged `ok` without its NEFF read is not, nor the
+    /// source's (its NEFF, read whole in the copy, refused);
     /// `Err` when it is not in place otherwise. Either way the staging copy
     /// is gone.
     pub(super) fn copy(&self, p: &Planned, parent: &OwnedFd, above: &Path) -> Result<bool, Stop> {
@@ -170,12 +172,29 @@ fn write(p: &Planned, stage: &OwnedFd) -> Result<(), Stop> {
         let src_path = p.entry.path.join(&f.rel);
         #[cfg(feature = "remote")]
         if super::url_of(&p.entry.path).is_some() {
-            files::read(&p.entry.path, f, &mut |c| out.write_all(c))
+            // Hashed as it comes, as the listing's digest is: checked
+            // against it, and remembered for the copy.
+            let got = memo::read(&p.entry.path, f, f.print, &mut |c| out.write_all(c))
                 .map_err(|e| failed(&f.rel, e))?;
+            if let (Some(got), Some(listed)) = (got, f.print) {
+                if got != listed && listed.exact() {
+                    return Err((
+                        Action::Left,
+                        format!(
+                            "{}: the bytes read are not those its listing's digest names \
+                             (it changed since it was listed): not copied",
+                            src_path.display()
+                        ),
+                    ));
+                }
+            }
             if let Some(m) = f.modified {
                 out.set_modified(m).map_err(|e| failed(&f.rel, e))?;
             }
             out.sync_all().map_err(|e| failed(&f.rel, e))?;
+            if let Some(got) = got {
+                memo::wrote(&out, got);
+            }
             continue;
         }
         let mut src = files::open(&p.entry.path, &f.rel).map_err(|e| failed(&src_path, e))?;
@@ -204,8 +223,8 @@ fn write(p: &Planned, stage: &OwnedFd) -> Result<(), Stop> {
 
 /// Checks the copy in `stage` (in `parent`): the files and sizes of the
 /// source, and judged `ok` as `cache status` judges the entry. `Ok(false)`
-/// when it is not, and the source is a store's entry its listing judged
-/// (so the source's entry, of the same bytes, is not `ok` either).
+/// when it is not, and neither is the source's entry (a store's, of the
+/// same bytes, is taken as not; one on disk is read).
 fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<bool, Stop> {
     let dir = fd_path(stage);
     let ours = files::list(&dir)?;
@@ -221,7 +240,10 @@ fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<bool, Stop> {
         ));
     }
     let judged = rejudge(&p.entry, None, Some((dir, fd_path(parent))));
-    if judged.state != State::Ok && p.objects.is_some() {
+    // The source was judged without its NEFF read: a copy that is not
+    // `ok` is of a source that is not (in a store, of the same bytes; on
+    // disk, read now to tell which).
+    if judged.state != State::Ok && (p.objects.is_some() || !p.ok_read_whole()) {
         log::info!(
             "{}: {} once read: passed over",
             p.entry.path.display(),
