@@ -377,6 +377,12 @@ impl Object {
         self.pin.size
     }
 
+    /// The ETag every read of it is pinned to, as its first response gave
+    /// it (with its quotes), if it gave one.
+    pub fn etag(&self) -> Option<&str> {
+        self.pin.etag.as_deref()
+    }
+
     /// The whole object in an unlinked temporary file, if its server
     /// ignored Range and it was read whole: the caller reads it as a local
     /// file from then on (later reads of this `Object` fetch by ranges

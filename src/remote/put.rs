@@ -9,10 +9,10 @@ use super::store::*;
 use crate::error::Result;
 
 /// What a conditional put did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Put {
-    /// The object was written.
-    Written,
+    /// The object was written; the ETag the store gave it, if it said.
+    Written(Option<String>),
     /// An object was there under the key already: nothing was written.
     Exists,
 }
@@ -29,9 +29,9 @@ pub(crate) fn put_new(url: &str, bytes: Vec<u8>) -> Result<Put> {
     let _request = Request::start();
     let put = runtime()?.block_on(store.put_opts(&path, PutPayload::from(bytes), opts));
     match put {
-        Ok(_) => {
+        Ok(r) => {
             log::debug!("{url}: PUT {n} bytes (if none is there)");
-            Ok(Put::Written)
+            Ok(Put::Written(r.e_tag))
         }
         Err(
             object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },

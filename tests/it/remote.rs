@@ -196,16 +196,32 @@ fn servers() -> &'static Servers {
 /// `neff ARGS` with S3's environment pointing at `endpoint`: test keys,
 /// plain HTTP, a 10 s timeout, no profile of the host's.
 fn s3_command(args: &[&str], endpoint: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neff"));
-    cmd.args(args)
-        .env("AWS_ENDPOINT_URL", endpoint)
+    let mut cmd = s3_env(Command::new(env!("CARGO_BIN_EXE_neff")), endpoint);
+    cmd.args(args).env("NEFF_REMOTE_TIMEOUT", "10");
+    cmd
+}
+
+/// `cmd` with S3's environment pointing at `endpoint`.
+fn s3_env(mut cmd: Command, endpoint: &str) -> Command {
+    cmd.env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ALLOW_HTTP", "true")
-        .env("NEFF_REMOTE_TIMEOUT", "10")
         .env_remove("AWS_PROFILE");
     cmd
+}
+
+/// The shell `command` run on a terminal (`script`), S3's environment
+/// pointing at `endpoint`: what it drew, each `\r` a new line.
+fn on_terminal(command: &str, endpoint: &str) -> String {
+    let mut script = Command::new("script");
+    script.args(["-qec", command, "/dev/null"]);
+    let o = s3_env(script, endpoint)
+        .output()
+        .expect("script (util-linux)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).replace('\r', "\n")
 }
 
 /// Runs `neff` with the S3 environment pointing at `endpoint`, failing the
@@ -1592,18 +1608,7 @@ fn a_bucket_scan_on_a_terminal_shows_objects_bytes_and_requests_in_flight() {
         "{} scan --io-depth 2 s3://zoo/acc/ > /dev/null",
         env!("CARGO_BIN_EXE_neff")
     );
-    let o = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("AWS_ENDPOINT_URL", &endpoint)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ALLOW_HTTP", "true")
-        .env_remove("AWS_PROFILE")
-        .output()
-        .expect("script (util-linux)");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let drawn = String::from_utf8_lossy(&o.stdout).replace('\r', "\n");
+    let drawn = on_terminal(&command, &endpoint);
     let n = seed_files("acc").len();
     let lines: Vec<&str> = drawn.lines().filter(|l| l.contains(" moved, ")).collect();
     assert!(!lines.is_empty(), "no progress line: {drawn}");

@@ -207,15 +207,21 @@ fn put_one(p: &Planned, url: &str, f: &SrcFile) -> Result<(), Stop> {
     let _held = Held::take(f.size);
     let mut bytes = Vec::with_capacity(usize::try_from(f.size).unwrap_or(0));
     let key = files::url_of_file(url, &f.rel);
-    // Hashed as the store's listing will give it, and remembered: the
-    // next sync finds it the same without reading it.
-    memo::read(&p.entry.path, f, Print::listed_of(&key), &mut |c| {
+    let read = memo::read(&p.entry.path, f, None, &mut |c| {
         bytes.extend_from_slice(c);
         Ok(())
     })
     .map_err(|e| (Action::Error, format!("{}: {e}", p.entry.path.display())))?;
     match put_new(&key, bytes) {
-        Ok(Put::Written) => Ok(()),
+        Ok(Put::Written(etag)) => {
+            // The store's digest of the bytes (an S3 or GCS ETag),
+            // remembered for the source's file: the next sync finds it
+            // the same by the listing without reading it.
+            if let Some(p) = etag.and_then(|e| Print::of(&key, &e)) {
+                read.remember(p);
+            }
+            Ok(())
+        }
         // Another writer (a sync of the same cache from another host) put
         // it meanwhile: the same bytes are as good as ours.
         Ok(Put::Exists) if appeared_same(p, url, f)? => {

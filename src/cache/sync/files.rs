@@ -66,14 +66,6 @@ impl Print {
         }
     }
 
-    /// The kind of digest a listing of the store at `url` gives of an
-    /// object put whole in one request (an S3 or GCS ETag: its MD5), if
-    /// any.
-    #[cfg(feature = "remote")]
-    pub(super) fn listed_of(url: &str) -> Option<Print> {
-        Print::of(url, &"0".repeat(32))
-    }
-
     /// Whether a mismatch proves the bytes differ (an ETag may not be the
     /// bytes' MD5).
     pub(super) fn exact(self) -> bool {
@@ -278,15 +270,16 @@ fn changed(dir: &Path, f: &SrcFile, n: u64) -> io::Error {
 /// Hands the bytes of the file `f` of the entry at `dir` (a store's URL)
 /// to `sink` in order: one GET of its first bytes, then ranged GETs of the
 /// rest pinned to its ETag; `Err` when it is not `f.size` bytes long.
+/// The ETag the bytes came with, if the store gave one.
 #[cfg(feature = "remote")]
 pub(super) fn read_object(
     dir: &str,
     f: &SrcFile,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
-) -> io::Result<()> {
+) -> io::Result<Option<String>> {
     let url = url_of_file(dir, &f.rel);
     if f.size == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let err = |e: crate::error::Error| io::Error::other(e.to_string());
     let (object, first) = crate::remote::Object::open(&url).map_err(err)?;
@@ -297,7 +290,8 @@ pub(super) fn read_object(
     let mut sunk = |c: &[u8]| sink(c).map_err(crate::error::Error::Io);
     object
         .stream(first.len() as u64..f.size, &mut sunk)
-        .map_err(err)
+        .map_err(err)?;
+    Ok(object.etag().map(str::to_string))
 }
 
 /// The URL of the file `rel` of the entry at `dir` (its name percent

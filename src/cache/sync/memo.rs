@@ -324,16 +324,37 @@ impl Hasher {
     }
 }
 
+/// What a [`read`] learnt of the file it read.
+pub(super) struct Read {
+    /// The digest asked for, from the bytes.
+    pub(super) digest: Option<Print>,
+    /// A store's object: the ETag its bytes came with, if given.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(super) etag: Option<String>,
+    /// On disk: the file, unchanged while it was read.
+    unchanged: Option<Metadata>,
+}
+
+impl Read {
+    /// Remembers that the file read (on disk, unchanged while read) holds
+    /// bytes of digest `p`.
+    pub(super) fn remember(&self, p: Print) {
+        if let Some(m) = &self.unchanged {
+            note(m, p);
+        }
+    }
+}
+
 /// Hands the bytes of the file `f` of the entry `dir` (on disk, or a
-/// store's URL) to `sink` in order, computing on the way
-/// the digest of the kind of `like`, if given; on disk, the digest of a
-/// file unchanged while it was read is remembered.
+/// store's URL) to `sink` in order, computing on the way the digest of
+/// the kind of `like`, if given; on disk, that digest is remembered for
+/// a file unchanged while it was read.
 pub(super) fn read(
     dir: &Path,
     f: &SrcFile,
     like: Option<Print>,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
-) -> io::Result<Option<Print>> {
+) -> io::Result<Read> {
     let mut h = like.map(|l| Hasher::like(l, f.size));
     let mut hashing = |c: &[u8]| {
         if let Some(h) = h.as_mut() {
@@ -343,20 +364,26 @@ pub(super) fn read(
     };
     #[cfg(feature = "remote")]
     if let Some(url) = super::url_of(dir) {
-        files::read_object(url, f, &mut hashing)?;
-        return Ok(h.map(Hasher::finish));
+        let etag = files::read_object(url, f, &mut hashing)?;
+        return Ok(Read {
+            digest: h.map(Hasher::finish),
+            etag,
+            unchanged: None,
+        });
     }
     let mut file = files::open(dir, &f.rel)?;
     let before = file.metadata()?;
     files::read_open(&mut file, dir, f, &mut hashing)?;
-    let p = h.map(Hasher::finish);
-    if let Some(p) = p {
-        let after = file.metadata()?;
-        if Key::of(&before, 0) == Key::of(&after, 0) {
-            note(&after, p);
-        }
+    let after = file.metadata()?;
+    let read = Read {
+        digest: h.map(Hasher::finish),
+        etag: None,
+        unchanged: (Key::of(&before, 0) == Key::of(&after, 0)).then_some(after),
+    };
+    if let Some(p) = read.digest {
+        read.remember(p);
     }
-    Ok(p)
+    Ok(read)
 }
 
 /// The digest of the kind of `like` of the file `f` of the entry `dir`:
@@ -373,8 +400,8 @@ pub(super) fn digest(dir: &Path, f: &SrcFile, like: Print) -> io::Result<Print> 
             return Ok(p);
         }
     }
-    let p = read(dir, f, Some(like), &mut |_| Ok(()))?;
-    Ok(p.unwrap_or(like))
+    let r = read(dir, f, Some(like), &mut |_| Ok(()))?;
+    Ok(r.digest.unwrap_or(like))
 }
 
 #[cfg(test)]

@@ -17,10 +17,10 @@ use rustix::io::Errno;
 
 use super::files;
 use super::local::{dir_flags, existing, failed, fd_path, Dest, Stop};
-#[cfg(feature = "remote")]
-use super::memo;
 use super::plan::Planned;
 use super::Action;
+#[cfg(feature = "remote")]
+use super::{files::Print, memo};
 use crate::cache::descend::{self, Refused};
 use crate::cache::staging;
 use crate::cache::status::rejudge;
@@ -172,11 +172,18 @@ fn write(p: &Planned, stage: &OwnedFd) -> Result<(), Stop> {
         let src_path = p.entry.path.join(&f.rel);
         #[cfg(feature = "remote")]
         if super::url_of(&p.entry.path).is_some() {
-            // Hashed as it comes, as the listing's digest is: checked
-            // against it, and remembered for the copy.
-            let got = memo::read(&p.entry.path, f, f.print, &mut |c| out.write_all(c))
+            // The listing's digest, remembered for the copy: an ETag
+            // when the bytes came with the same (the store's word for
+            // them); an exact digest (the hub's) checked against the
+            // bytes, hashed as they come.
+            let listed = f.print;
+            let hash = listed.filter(|l| l.exact() || f.size == 0);
+            let read = memo::read(&p.entry.path, f, hash, &mut |c| out.write_all(c))
                 .map_err(|e| failed(&f.rel, e))?;
-            if let (Some(got), Some(listed)) = (got, f.print) {
+            let url = files::url_of_file(&p.entry.path.to_string_lossy(), &f.rel);
+            let came = read.etag.and_then(|e| Print::of(&url, &e));
+            let got = read.digest.or(came.filter(|c| Some(*c) == listed));
+            if let (Some(got), Some(listed)) = (read.digest, listed) {
                 if got != listed && listed.exact() {
                     return Err((
                         Action::Left,

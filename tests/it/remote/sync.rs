@@ -416,18 +416,8 @@ fn a_sync_on_a_terminal_shows_what_it_syncs_and_its_requests() {
         env!("CARGO_BIN_EXE_neff"),
         s(&dst)
     );
-    let o = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("AWS_ENDPOINT_URL", format!("{}/s3/delay50", servers.proxy))
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ALLOW_HTTP", "true")
-        .env_remove("AWS_PROFILE")
-        .output()
-        .expect("script (util-linux)");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let drawn = String::from_utf8_lossy(&o.stdout).replace('\r', "\n");
+    let endpoint = format!("{}/s3/delay50", servers.proxy);
+    let drawn = super::on_terminal(&command, &endpoint);
     let lines: Vec<&str> = drawn
         .lines()
         .filter(|l| l.contains(&format!("syncing s3://zoo/cache into {}", s(&dst))))
