@@ -1,8 +1,8 @@
 //! docs/ARCHITECTURE.md is true to the code: its three tables of modules
 //! (foundation, the path, beside the path) name every module of the
-//! library, each in the layer the layering test ranks it in, the path's in
-//! the order of their ranks; and every `module::name` it mentions, of
-//! either crate, exists.
+//! library once, each in the layer the layering test ranks it in, the
+//! path's in the order of their ranks; every table cell is a short line;
+//! and every `module::name` it mentions, of either crate, exists.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -49,6 +49,17 @@ fn the_architecture_tables_name_every_module_in_the_layer_it_is_ranked_in() {
     let path = table(&doc, "**The path**");
     let beside = table(&doc, "**Beside the path**");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut seen = BTreeSet::new();
+    let twice: Vec<&String> = foundation
+        .iter()
+        .chain(&path)
+        .chain(&beside)
+        .filter(|m| !seen.insert(*m))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "listed more than once in the module tables: {twice:?}"
+    );
     let named: BTreeSet<String> = foundation
         .iter()
         .chain(&path)
@@ -77,6 +88,32 @@ fn the_architecture_tables_name_every_module_in_the_layer_it_is_ranked_in() {
     assert!(
         ranks(&beside).iter().all(|&r| r > top),
         "beside: {beside:?}"
+    );
+}
+
+/// The longest a table cell may be: a line, not a paragraph (what needs
+/// more is prose below the table).
+const CELL_MAX: usize = 300;
+
+#[test]
+fn every_table_cell_of_the_architecture_is_a_short_line() {
+    let doc = architecture();
+    let long: Vec<String> = doc
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with('|'))
+        .flat_map(|(n, l)| {
+            l.trim().trim_matches('|').split('|').filter_map(move |c| {
+                let c = c.trim();
+                let chars = c.chars().count();
+                (chars > CELL_MAX).then(|| format!("line {}: {chars} characters: {c:.60}…", n + 1))
+            })
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "cells over {CELL_MAX} characters:\n{}",
+        long.join("\n")
     );
 }
 

@@ -26,6 +26,9 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     ("remote", 1),
     // How a path or URL is printed (a URL's secrets hidden).
     ("shown", 2),
+    // What a walk looked at (the directories walked, the globs and
+    // depth): scan's and the catalogue's, built on nothing of the path.
+    ("places", 2),
     ("header", 2),
     ("payload", 3),
     ("tar", 4),
@@ -41,8 +44,6 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     // The compile cache: entries judged by reading their NEFFs.
     ("cache", 9),
     ("unpack", 9),
-    // What a scan looked at: the directories walked, the globs and depth.
-    ("places", 9),
     ("pack", 10),
     ("scan", 10),
     ("diff", 11),
