@@ -200,6 +200,9 @@ impl Dest {
         if dry {
             return p.ok_read_whole().then_some((Action::Copy, None));
         }
+        if p.known_not_ok() {
+            return None;
+        }
         match self.copy(p, parent, above) {
             Ok(true) => Some((Action::Copied, None)),
             Ok(false) => None,

@@ -14,7 +14,7 @@
 //! over it) at the end of each; one that cannot be read or written leaves
 //! every file hashed, as without it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, Metadata};
 use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -33,6 +33,9 @@ const RACY: Duration = Duration::from_secs(1);
 
 /// Digests the memo keeps at most (those of the last sync first).
 const MOST: usize = 500_000;
+
+/// Entries found not `ok` the memo keeps at most.
+const MOST_NOT_OK: usize = 100_000;
 
 /// The largest memo file read (a larger one is not ours).
 const MAX_FILE: u64 = 128 << 20;
@@ -99,9 +102,17 @@ fn bytes(p: &Print) -> &[u8] {
 /// What this process knows: read from the memo file, and learnt.
 struct Memo {
     path: Option<PathBuf>,
-    read: HashMap<Key, Print>,
+    read: Known,
     /// Learnt or used by this process (kept first when saved).
-    learnt: HashMap<Key, Print>,
+    learnt: Known,
+}
+
+/// Digests of files, and the entries of stores found not `ok` once read.
+#[derive(Default)]
+struct Known {
+    digests: HashMap<Key, Print>,
+    /// [`not_ok`]'s prints of those entries' listings.
+    not_ok: HashSet<[u8; 32]>,
 }
 
 static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
@@ -113,7 +124,7 @@ fn memo() -> std::sync::MutexGuard<'static, Memo> {
         Mutex::new(Memo {
             path,
             read,
-            learnt: HashMap::new(),
+            learnt: Known::default(),
         })
     })
     .lock()
@@ -134,10 +145,10 @@ fn place() -> Option<PathBuf> {
     Some(base.join("neff").join("sync-digests"))
 }
 
-/// The digests of the memo file at `path`; none when it is missing, too
+/// What the memo file at `path` holds; nothing when it is missing, too
 /// large or not one (a line that does not parse is passed over).
-fn load(path: &Path) -> HashMap<Key, Print> {
-    let mut out = HashMap::new();
+fn load(path: &Path) -> Known {
+    let mut out = Known::default();
     let Ok(f) = File::open(path) else {
         return out;
     };
@@ -151,6 +162,10 @@ fn load(path: &Path) -> HashMap<Key, Print> {
         return out;
     }
     for line in lines {
+        if let Some(h) = line.strip_prefix("not-ok ").and_then(hex) {
+            out.not_ok.insert(h);
+            continue;
+        }
         let f: Vec<&str> = line.split(' ').collect();
         let [dev, ino, size, mtime, ctime, name, h] = f[..] else {
             continue;
@@ -166,7 +181,7 @@ fn load(path: &Path) -> HashMap<Key, Print> {
             continue;
         };
         let kind = kind(p).0;
-        out.insert(
+        out.digests.insert(
             Key {
                 dev,
                 ino,
@@ -178,7 +193,12 @@ fn load(path: &Path) -> HashMap<Key, Print> {
             p,
         );
     }
-    log::debug!("{}: {} digests remembered", path.display(), out.len());
+    log::debug!(
+        "{}: {} digests, {} entries not ok remembered",
+        path.display(),
+        out.digests.len(),
+        out.not_ok.len()
+    );
     out
 }
 
@@ -189,17 +209,37 @@ fn recall(m: &Metadata, like: Print) -> Option<Print> {
     let mut memo = memo();
     let p = memo
         .read
+        .digests
         .get(&key)
-        .or_else(|| memo.learnt.get(&key))
+        .or_else(|| memo.learnt.digests.get(&key))
         .copied()?;
-    memo.learnt.insert(key, p);
+    memo.learnt.digests.insert(key, p);
     Some(p)
 }
 
 /// Remembers that the file `m` is the metadata of holds bytes of digest
 /// `p`.
 fn note(m: &Metadata, p: Print) {
-    memo().learnt.insert(Key::of(m, kind(p).0), p);
+    memo().learnt.digests.insert(Key::of(m, kind(p).0), p);
+}
+
+/// Whether the entry of a store whose listing has the print `listing`
+/// ([`super::plan::Planned::listing_print`]) was found not `ok` once read
+/// (by a sync before, or this one): unless an object of it changed, it is
+/// not read again.
+pub(super) fn known_not_ok(listing: &[u8; 32]) -> bool {
+    let mut memo = memo();
+    let known = memo.read.not_ok.contains(listing) || memo.learnt.not_ok.contains(listing);
+    if known {
+        memo.learnt.not_ok.insert(*listing);
+    }
+    known
+}
+
+/// Remembers that the entry of a store whose listing has the print
+/// `listing` was found not `ok` once read.
+pub(super) fn not_ok(listing: [u8; 32]) {
+    memo().learnt.not_ok.insert(listing);
 }
 
 /// Remembers that `file`, just written and synced, holds bytes of digest
@@ -220,7 +260,7 @@ pub(super) fn save() {
     let Some(path) = memo.path.as_deref() else {
         return;
     };
-    if memo.learnt.is_empty() {
+    if memo.learnt.digests.is_empty() && memo.learnt.not_ok.is_empty() {
         return;
     }
     let now = SystemTime::now()
@@ -228,18 +268,19 @@ pub(super) fn save() {
         .unwrap_or_default();
     let settled = i128::try_from(now.saturating_sub(RACY).as_nanos()).unwrap_or(i128::MAX);
     let mut text = format!("{HEADER}\n");
-    let kept = memo
-        .learnt
-        .iter()
+    let hexed = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let not_ok = (memo.learnt.not_ok.iter())
+        .chain(memo.read.not_ok.difference(&memo.learnt.not_ok))
+        .take(MOST_NOT_OK);
+    for h in not_ok {
+        text.push_str(&format!("not-ok {}\n", hexed(h)));
+    }
+    let kept = (memo.learnt.digests.iter())
         .filter(|(k, _)| k.ctime < settled)
-        .chain(
-            memo.read
-                .iter()
-                .filter(|(k, _)| !memo.learnt.contains_key(k)),
-        )
+        .chain((memo.read.digests.iter()).filter(|(k, _)| !memo.learnt.digests.contains_key(k)))
         .take(MOST);
     for (k, p) in kept {
-        let h: String = bytes(p).iter().map(|b| format!("{b:02x}")).collect();
+        let h = hexed(bytes(p));
         text.push_str(&format!(
             "{} {} {} {} {} {} {h}\n",
             k.dev,
@@ -461,10 +502,14 @@ mod tests {
             kind: kind(p).0,
         };
         let h: String = bytes(&p).iter().map(|b| format!("{b:02x}")).collect();
-        std::fs::write(&path, format!("{HEADER}\n1 2 3 4 5 sha256 {h}\nbad line\n")).unwrap();
-        assert_eq!(load(&path).get(&k), Some(&p));
+        let text = format!("{HEADER}\n1 2 3 4 5 sha256 {h}\nbad line\nnot-ok {h}\n");
+        std::fs::write(&path, text).unwrap();
+        let known = load(&path);
+        assert_eq!(known.digests.get(&k), Some(&p));
+        assert_eq!(known.digests.len(), 1);
+        assert!(known.not_ok.contains(&[7; 32]) && known.not_ok.len() == 1);
         std::fs::write(&path, format!("other\n1 2 3 4 5 sha256 {h}\n")).unwrap();
-        assert!(load(&path).is_empty());
+        assert!(load(&path).digests.is_empty());
         replace(&path, b"x").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"x");
     }

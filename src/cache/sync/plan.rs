@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::files::{self, SrcFile};
+use super::memo;
 use super::{Action, SyncOptions};
 use crate::cache::entry::Obj;
 use crate::cache::status::rejudge;
@@ -52,15 +53,59 @@ impl Planned {
     /// listing), so it is judged again now, its NEFF read (a store's
     /// marker and log too).
     pub(super) fn ok_read_whole(&self) -> bool {
+        if self.known_not_ok() {
+            return false;
+        }
         let judged = rejudge(&self.entry, self.objects.clone(), None);
         if judged.state != State::Ok {
-            log::info!(
-                "{}: {} once read, not ok: passed over",
-                self.entry.path.display(),
-                judged.state
-            );
+            self.found_not_ok(judged.state);
         }
         judged.state == State::Ok
+    }
+
+    /// In a store: a digest of the entry's listing (its URL, and each
+    /// object's name, size, digest and time), which changes when any of
+    /// its objects does. `None` on disk.
+    fn listing_print(&self) -> Option<[u8; 32]> {
+        use sha2::{Digest, Sha256};
+        self.objects.as_ref()?;
+        let mut h = Sha256::new();
+        h.update(self.entry.path.as_os_str().as_encoded_bytes());
+        for f in &self.files {
+            h.update(b"\0");
+            h.update(f.rel.as_os_str().as_encoded_bytes());
+            h.update(f.size.to_le_bytes());
+            h.update(format!("{:?} {:?}", f.print, f.modified));
+        }
+        Some(h.finalize().into())
+    }
+
+    /// Whether a store's entry was found not `ok` once read (by a sync
+    /// before this one, its listing unchanged since): passed over unread.
+    pub(super) fn known_not_ok(&self) -> bool {
+        let known = self.listing_print().is_some_and(|l| memo::known_not_ok(&l));
+        if known {
+            log::info!(
+                "{}: found not ok once read before, its listing unchanged: passed over",
+                self.entry.path.display()
+            );
+        }
+        known
+    }
+
+    /// Notes that the source's entry is `state` once read: passed over,
+    /// and, in a store, remembered so when that is what its bytes say
+    /// (not a failure to read them).
+    pub(super) fn found_not_ok(&self, state: State) {
+        log::info!(
+            "{}: {state} once read, not ok: passed over",
+            self.entry.path.display()
+        );
+        if !matches!(state, State::Unreadable | State::Unknown | State::Locked) {
+            if let Some(l) = self.listing_print() {
+                memo::not_ok(l);
+            }
+        }
     }
 
     /// Bytes of its files.

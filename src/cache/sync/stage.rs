@@ -251,11 +251,9 @@ fn check(p: &Planned, stage: &OwnedFd, parent: &OwnedFd) -> Result<bool, Stop> {
     // `ok` is of a source that is not (in a store, of the same bytes; on
     // disk, read now to tell which).
     if judged.state != State::Ok && (p.objects.is_some() || !p.ok_read_whole()) {
-        log::info!(
-            "{}: {} once read: passed over",
-            p.entry.path.display(),
-            judged.state
-        );
+        if p.objects.is_some() {
+            p.found_not_ok(judged.state);
+        }
         return Ok(false);
     }
     if judged.state != State::Ok {

@@ -307,6 +307,55 @@ fn a_second_sync_of_an_unchanged_cache_reads_no_object_body() {
 }
 
 #[test]
+fn an_entry_found_not_ok_once_read_is_not_read_again_until_it_changes() {
+    // A NEFF cut short under its marker: the listing calls the entry
+    // finished, only reading it shows it is not. The first pull reads it
+    // and passes it over; the second reads no object's body.
+    let servers = super::servers();
+    let tmp = tempfile::tempdir().unwrap();
+    let (wrapper, _) = caches(tmp.path());
+    let url = prefix("cut");
+    let name = url.strip_prefix("s3://zoo/").unwrap();
+    upload(&wrapper, &format!("{name}/"));
+    let endpoint = format!("{}/s3/ok", servers.proxy);
+    let xdg = tmp.path().join("xdg");
+    let back = tmp.path().join("back");
+    let log = &servers.proxy_log;
+    let pull = || {
+        let before = settled(log);
+        let args = ["cache", "sync", &url, s(&back), "--json"];
+        let o = super::run_env(&args, &endpoint, &[("XDG_CACHE_HOME", s(&xdg))]);
+        assert_eq!(o.status.code(), Some(0));
+        settled(log);
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let bodies = text[before..]
+            .lines()
+            .filter(|l| l.contains(name) && l.starts_with("GET ") && !l.contains("list-type=2"))
+            .count();
+        (ndjson(&o.stdout).len(), bodies)
+    };
+    let (copied, read) = pull();
+    assert_eq!(copied, 9);
+    assert!(read > 0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(pull(), (9, 0), "the second pull read a body");
+    // The cut NEFF whole again under its marker: read, and copied.
+    let v = crate::cache::VERSIONS[0];
+    let e = format!("neuronxcc-{v}/MODULE_010+00000000");
+    let fixed = tmp.path().join("fixed");
+    put(
+        &fixed.join(&e),
+        "model.neff",
+        &std::fs::read(wrapper.join(format!("neuronxcc-{v}/MODULE_000+00000000/model.neff")))
+            .unwrap(),
+    );
+    upload(&fixed, &format!("{name}/"));
+    let (copied, read) = pull();
+    assert_eq!(copied, 10);
+    assert!(read > 0);
+}
+
+#[test]
 fn in_a_bucket_nothing_is_overwritten_and_a_killed_sync_is_finished() {
     let tmp = tempfile::tempdir().unwrap();
     let (wrapper, _) = caches(tmp.path());
