@@ -474,7 +474,8 @@ pub mod guard {
 /// lives here, with the crate's others.
 #[cfg(all(test, feature = "fuzzing"))]
 pub(crate) mod lazy {
-    use super::*;
+    use crate::map::{FileBytes, ReadMode};
+    use std::fs::File;
     use std::os::unix::fs::FileExt;
 
     /// A file whose bytes land only when a reader of its map waits for

@@ -5,8 +5,8 @@
 //! No module may import one above it: this test reads every source file of
 //! the library and fails on a `crate::` path that reaches up.
 //!
-//! Unit tests (`#[cfg(test)] mod tests`) may use anything: a test of the tar
-//! walk may build its archive with `pack`.
+//! Unit tests written inline (`#[cfg(test)] mod tests { .. }`) may use
+//! anything: a test of the tar walk may build its archive with `pack`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -50,8 +50,11 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     ("catalog", 11),
 ];
 
-/// Not layers: the crate root re-exports everything, and the fuzz entry
-/// points (feature `fuzzing`) drive every layer from outside.
+/// Not layers: the crate root sits above every layer (it declares and
+/// re-exports them; a module naming an item of the root's is refused
+/// here, as a `crate::` path to no ranked module, and by the circle test
+/// below), and the fuzz entry points (feature `fuzzing`) drive every layer
+/// from outside.
 const OUTSIDE: &[&str] = &["lib", "fuzzing"];
 
 pub(crate) fn rank(module: &str) -> Option<u32> {
@@ -142,21 +145,34 @@ fn imports(code: &str) -> Vec<(String, usize)> {
     out
 }
 
-/// `code` without its unit tests: everything from `#[cfg(test)]` followed
-/// by `mod tests` on.
-fn without_tests(code: &str) -> &str {
-    let mut at = 0;
-    for line in code.split_inclusive('\n') {
-        if line.trim() == "#[cfg(test)]"
-            && code[at + line.len()..]
-                .trim_start()
-                .starts_with("mod tests")
-        {
-            return &code[..at];
-        }
-        at += line.len();
+/// `code` without its unit tests written inline: a `#[cfg(test)]` line,
+/// then `mod tests {`, up to the `}` that closes it (rustfmt sets it at the
+/// indent of the `mod` line). A file whose tests are out of line
+/// (`#[cfg(test)] mod tests;`, their own file) is kept whole, as is
+/// anything after an inline block: only the tests are left out.
+fn without_tests(code: &str) -> String {
+    let lines: Vec<&str> = code.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(code.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let next = lines[i + 1..].iter().position(|l| !l.trim().is_empty());
+        let opens = next
+            .map(|n| i + 1 + n)
+            .filter(|&m| lines[i].trim() == "#[cfg(test)]" && lines[m].trim() == "mod tests {");
+        let Some(m) = opens else {
+            out.push_str(lines[i]);
+            i += 1;
+            continue;
+        };
+        let indent = &lines[m][..lines[m].len() - lines[m].trim_start().len()];
+        let close = format!("{indent}}}");
+        let end = lines[m + 1..]
+            .iter()
+            .position(|l| l.trim_end() == close)
+            .map_or(lines.len(), |k| m + 1 + k + 1);
+        i = end;
     }
-    code
+    out
 }
 
 #[test]
@@ -180,7 +196,7 @@ fn no_module_imports_one_above_it_on_the_data_path() {
             )
         });
         let code = std::fs::read_to_string(f).unwrap();
-        for (target, line) in imports(without_tests(&code)) {
+        for (target, line) in imports(&without_tests(&code)) {
             if target == module {
                 continue;
             }
@@ -215,7 +231,7 @@ fn no_module_imports_one_above_it_on_the_data_path() {
 #[test]
 fn the_checker_sees_single_grouped_and_multi_line_imports() {
     let code = "use crate::tar::Index;\nuse crate::{json::Json, select};\nuse crate::{\n    pack::gzip,\n    map,\n};\n// crate::scan in a comment\nfn f() { crate::summary::of(); }\n#[cfg(test)]\nmod tests {\n    use crate::diff;\n}\n";
-    let got: Vec<String> = imports(without_tests(code))
+    let got: Vec<String> = imports(&without_tests(code))
         .into_iter()
         .map(|(m, _)| m)
         .collect();
@@ -420,7 +436,28 @@ type Reexports = BTreeMap<(Vec<String>, String), Vec<String>>;
 
 fn reexports_of(module: &[String], code: &str, children: &BTreeSet<String>, out: &mut Reexports) {
     for stmt in code.split(';') {
-        let s = stmt.trim_start();
+        // Past the attributes (`#[cfg(..)]`) and comments before it.
+        let mut s = stmt.trim_start();
+        loop {
+            let past = if s.starts_with("#[") {
+                // The `]` closing the attribute: brackets counted.
+                let mut depth = 0;
+                s.find(|c| {
+                    depth += match c {
+                        '[' => 1,
+                        ']' => -1,
+                        _ => 0,
+                    };
+                    c == ']' && depth == 0
+                })
+                .map(|at| at + 1)
+            } else if s.starts_with("//") {
+                s.find('\n')
+            } else {
+                break;
+            };
+            s = s[past.unwrap_or(s.len())..].trim_start();
+        }
         let Some(tree) = ["pub use ", "pub(crate) use ", "pub(super) use "]
             .iter()
             .find_map(|p| s.strip_prefix(p))
@@ -497,30 +534,43 @@ fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         .iter()
         .map(|f| {
             let c = std::fs::read_to_string(f).unwrap();
-            (module_path(src, f), without_tests(&c).to_string())
+            (module_path(src, f), without_tests(&c))
         })
         .collect();
     let mut re = Reexports::new();
     for (m, c) in &code {
         reexports_of(m, c, &children_of(m), &mut re);
     }
+    // The crate root is a module like the others: its re-exports lead
+    // down, and an item it defines itself, named by a module below it,
+    // is an import running up (the test below refuses it).
+    let name = |m: &[String]| match m.is_empty() {
+        true => ROOT.to_string(),
+        false => m.join("::"),
+    };
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (from, c) in &code {
-        // The crate root re-exports every module: it is no layer.
-        if from.is_empty() || from.first().is_some_and(|m| m == "bin") {
-            continue;
-        }
         for path in named_paths(c, &children_of(from)) {
             let to = resolve_through(from, &path, &modules, &re);
-            if &to != from && !to.is_empty() {
-                edges
-                    .entry(from.join("::"))
-                    .or_default()
-                    .insert(to.join("::"));
+            if &to != from {
+                edges.entry(name(from)).or_default().insert(name(&to));
             }
         }
     }
     edges
+}
+
+/// The crate root's name in the import graph.
+const ROOT: &str = "crate";
+
+/// The modules of `edges` that import an item the crate root defines
+/// itself (not one it re-exports).
+fn importers_of_the_root(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<&str> {
+    edges
+        .iter()
+        .filter(|(_, to)| to.contains(ROOT))
+        .map(|(from, _)| from.as_str())
+        .collect()
 }
 
 /// The two crates' sources: the library and the inflater.
@@ -531,6 +581,7 @@ fn crates() -> [PathBuf; 2] {
 
 #[test]
 fn no_circle_of_imports_in_either_crate_with_reexports_resolved() {
+    let mut faults = Vec::new();
     for src in crates() {
         let edges = import_graph(&src);
         assert!(
@@ -538,21 +589,29 @@ fn no_circle_of_imports_in_either_crate_with_reexports_resolved() {
             "the import graph of {} looks empty: {edges:?}",
             src.display()
         );
+        let up = importers_of_the_root(&edges);
+        if !up.is_empty() {
+            faults.push(format!(
+                "{}: {up:?} import an item the crate root defines: give it a module of its own",
+                src.display()
+            ));
+        }
         if let Some(cycle) = find_cycle(&edges) {
-            panic!(
+            faults.push(format!(
                 "a circle of imports in {}: {}",
                 src.display(),
                 cycle.join(" -> ")
-            );
+            ));
         }
     }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
 }
 
-/// Most lines a source file may hold before its unit tests.
+/// Most lines a source file may hold, an inline block of unit tests aside.
 const MAX_FILE_LINES: usize = 1000;
 
 /// The source files under `src` holding more than [`MAX_FILE_LINES`]
-/// lines before their unit tests, with their counts.
+/// lines besides an inline block of unit tests, with their counts.
 fn long_files(src: &Path) -> Vec<(PathBuf, usize)> {
     let mut files = Vec::new();
     sources(src, &mut files);
@@ -597,6 +656,33 @@ fn the_checkers_find_a_circle_hidden_by_a_reexport_and_a_file_too_long() {
     );
     put("b.rs", &ok);
     assert_eq!(long_files(d.path()), []);
+    // Tests in a file of their own leave the file counted whole, and so
+    // is what follows an inline block.
+    let out_of_line = format!(
+        "{}#[cfg(test)]\nmod tests;\n{}",
+        "// x\n".repeat(900),
+        "// y\n".repeat(200)
+    );
+    put("b.rs", &out_of_line);
+    assert_eq!(long_files(d.path()).len(), 1);
+    put("b.rs", &format!("{ok}{}", "// y\n".repeat(10)));
+    assert_eq!(long_files(d.path()).len(), 1);
+    put("b.rs", "pub struct Thing;\n");
+    // An item the root defines, named from below (by `crate::` or
+    // `super::`), is an import running up, circle or not.
+    put(
+        "lib.rs",
+        "mod a;\nmod b;\npub use b::Thing;\npub struct Own;\n",
+    );
+    put("a.rs", "use crate::Own;\n");
+    put(
+        "b.rs",
+        "pub struct Thing;\nfn f() -> super::Own { super::Own }\n",
+    );
+    assert_eq!(importers_of_the_root(&import_graph(d.path())), ["a", "b"]);
+    put("a.rs", "use crate::Thing;\n");
+    put("b.rs", "pub struct Thing;\n");
+    assert_eq!(importers_of_the_root(&import_graph(d.path())), [""; 0]);
 }
 
 #[test]

@@ -28,7 +28,7 @@ fn zlib_rs_reads(gz: &[u8], cap: u64) -> Option<Vec<u8>> {
 pub fn matches_zlib_rs(gz: &[u8]) {
     let cap = 64 << 20;
     let theirs = zlib_rs_reads(gz, cap);
-    let one = crate::inflate(gz, cap, crate::one_thread).ok();
+    let one = crate::inflate(gz, cap, crate::hooks::one_thread).ok();
     let many = crate::inflate(gz, cap, || 4).ok();
     let streamed = stream_all(GzStream::new(gz, cap)).0.ok();
     for (what, ours) in [("one-shot", &one), ("split", &many)] {

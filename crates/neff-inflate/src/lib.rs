@@ -63,88 +63,19 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gzip;
+mod hooks;
 pub mod parallel;
 mod pieces;
+#[cfg(test)]
+mod samples;
 mod stored;
 mod stream;
 mod whole;
 
 pub use arriving::Arriving;
 pub use error::{Error, Result};
+pub use hooks::{one_thread, pool_threads, Passed, Threads};
 pub use parallel::PARALLEL_FROM;
 pub use pieces::{GzReader, HEADER_MAX};
 pub use stream::GzStream;
 pub use whole::{inflate, inflate_within, Inflated, Whole};
-
-/// How many threads the engine may use at this moment, asked before each
-/// parallel step (a split, a member's rounds, a long checksum). 1 or less
-/// keeps the work on the calling thread. The work runs on the current
-/// rayon pool.
-pub type Threads = fn() -> usize;
-
-/// What a [`GzStream`] tells of the input it has gone past, so that a
-/// caller reading from a memory map can drop those pages. It may be told
-/// from any of the engine's threads (a parallel round's segments each say
-/// when they have copied their input), so it must be `Sync`.
-pub trait Passed: Sync {
-    /// The input bytes `range` (offsets into the payload) need not stay in
-    /// memory: this stream will not read them again, or only looked ahead
-    /// at them and reads them again later (from the file).
-    fn passed(&self, range: std::ops::Range<usize>);
-}
-
-impl<F: Fn(std::ops::Range<usize>) + Sync> Passed for F {
-    fn passed(&self, range: std::ops::Range<usize>) {
-        self(range)
-    }
-}
-
-/// Every thread of the current rayon pool: a [`Threads`] for a caller
-/// that has the pool to itself.
-pub fn pool_threads() -> usize {
-    rayon::current_num_threads()
-}
-
-/// One thread: a [`Threads`] that keeps all work on the calling thread.
-pub fn one_thread() -> usize {
-    1
-}
-
-/// `n` bytes of `fill` (zero padding, or some other byte) with islands of
-/// noise of 0.5-4 KiB every 32-96 KiB, as the long-runs shape of the
-/// benches has them: the tests' long runs.
-#[cfg(test)]
-fn long_runs(n: usize, fill: u8, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x as usize
-    };
-    let mut data = vec![fill; n];
-    let mut at = 0;
-    loop {
-        at += (32 << 10) + rnd() % (64 << 10);
-        let len = 512 + rnd() % 3584;
-        if at + len > n {
-            return data;
-        }
-        data[at..at + len].iter_mut().for_each(|b| *b = rnd() as u8);
-    }
-}
-
-/// `n` bytes of xorshift noise from `seed`: incompressible data (stored
-/// blocks) for the tests.
-#[cfg(test)]
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}

@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn pieces_of_any_size_read_as_the_slice_stream_reads_every_framing() {
         let text = b"tar bytes, sg00/def.json {\"var\": 1} ".repeat(3000);
-        let noise = crate::noise(200_000, 9);
+        let noise = crate::samples::noise(200_000, 9);
         let (a, b) = (gz(&text), gz(&noise));
         let mut cases: Vec<Vec<u8>> = vec![
             a.clone(),

@@ -32,7 +32,8 @@ use crate::error::{Error, Result};
 use crate::gzip::{
     self, ends_at_its_trailer, may_end_with_trailer, raw_deflate, trailer_matches, Trailer,
 };
-use crate::{parallel, stream, Threads};
+use crate::hooks::Threads;
+use crate::{parallel, stream};
 
 /// Deflate's worst-case expansion: 258 bytes from a 2-bit code, ≈ 1032:1.
 const MAX_RATIO: u64 = 1032;
@@ -323,14 +324,14 @@ fn bound(compressed: usize, cap: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::noise;
+    use crate::samples::noise;
 
     use gzip::{compress as gz, trailer_of as trailer};
 
     #[test]
     fn one_member_takes_the_fast_path() {
         let data = vec![5u8; 70_000];
-        let out = inflate(&gz(&data), 1 << 30, crate::pool_threads).unwrap();
+        let out = inflate(&gz(&data), 1 << 30, crate::hooks::pool_threads).unwrap();
         assert_eq!(&out[..], &data[..]);
     }
 
@@ -341,7 +342,7 @@ mod tests {
         s.extend(vec![0u8; 17]); // padding between members (Python's gzip skips it)
         s.extend(gz(&b));
         s.extend(vec![0u8; 10240 - s.len() % 10240]); // libarchive pads to its block
-        let out = inflate(&s, 1 << 30, crate::pool_threads).unwrap();
+        let out = inflate(&s, 1 << 30, crate::hooks::pool_threads).unwrap();
         assert_eq!(&out[..], [a, b].concat().as_slice());
     }
 
@@ -349,7 +350,7 @@ mod tests {
     fn garbage_after_a_member_is_refused() {
         let mut s = gz(b"payload");
         s.extend_from_slice(b"garbage!");
-        let e = inflate(&s, 1 << 30, crate::pool_threads)
+        let e = inflate(&s, 1 << 30, crate::hooks::pool_threads)
             .unwrap_err()
             .to_string();
         assert!(e.contains("neither a gzip member nor zero padding"), "{e}");
@@ -372,7 +373,7 @@ mod tests {
         // A budget that covers the output but not the input's bound: only
         // the one-member fast path may answer `Done`.
         matches!(
-            inflate_within(g, 1 << 30, 4096, None, crate::pool_threads),
+            inflate_within(g, 1 << 30, 4096, None, crate::hooks::pool_threads),
             Ok(Whole::Done(_))
         )
     }
@@ -384,7 +385,12 @@ mod tests {
         // gzip and libarchive read these 8 stray bytes as the trailer and
         // refuse; so must the fast path (the stream then refuses them too).
         assert!(!fast_path_takes(&stored(data, b"8 stray!")));
-        assert!(inflate(&stored(data, b"8 stray!"), 1 << 30, crate::pool_threads).is_err());
+        assert!(inflate(
+            &stored(data, b"8 stray!"),
+            1 << 30,
+            crate::hooks::pool_threads
+        )
+        .is_err());
         // A trailer copy first, then more bytes, then the trailer again.
         let mut copy = trailer(data).to_vec();
         copy.extend_from_slice(b"xyz");
@@ -406,12 +412,12 @@ mod tests {
     #[test]
     fn truncated_and_corrupt_streams_are_refused() {
         let s = gz(&b"abcdefgh".repeat(10_000));
-        assert!(inflate(&s[..s.len() / 2], 1 << 30, crate::pool_threads).is_err());
+        assert!(inflate(&s[..s.len() / 2], 1 << 30, crate::hooks::pool_threads).is_err());
         let mut bad = s.clone();
         let n = bad.len();
         bad[n - 6] ^= 0xff; // CRC-32 of the trailer
-        assert!(inflate(&bad, 1 << 30, crate::pool_threads).is_err());
-        assert!(inflate(&s[..10], 1 << 30, crate::pool_threads)
+        assert!(inflate(&bad, 1 << 30, crate::hooks::pool_threads).is_err());
+        assert!(inflate(&s[..10], 1 << 30, crate::hooks::pool_threads)
             .unwrap_err()
             .to_string()
             .contains("truncated"));
@@ -422,7 +428,7 @@ mod tests {
         let mut s = gz(b"small");
         let n = s.len();
         s[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
-        let e = inflate(&s, 1 << 20, crate::pool_threads)
+        let e = inflate(&s, 1 << 20, crate::hooks::pool_threads)
             .unwrap_err()
             .to_string();
         assert!(e.contains("over the cap"), "{e}");
@@ -437,16 +443,22 @@ mod tests {
         let mut two = gz(&noise);
         two.extend(gz(&noise[..150_000]));
         assert!(matches!(
-            inflate_within(&two, 1 << 30, 1 << 20, None, crate::pool_threads),
+            inflate_within(&two, 1 << 30, 1 << 20, None, crate::hooks::pool_threads),
             Ok(Whole::Stream(None))
         ));
         // One member is still taken whole, stored blocks included.
         assert!(matches!(
-            inflate_within(&gz(&noise), 1 << 30, 1 << 20, None, crate::pool_threads),
+            inflate_within(
+                &gz(&noise),
+                1 << 30,
+                1 << 20,
+                None,
+                crate::hooks::pool_threads
+            ),
             Ok(Whole::Done(_))
         ));
         let data = [noise.clone(), noise[..150_000].to_vec()].concat();
-        assert!(inflate(&two, 1 << 30, crate::pool_threads).unwrap()[..] == data[..]);
+        assert!(inflate(&two, 1 << 30, crate::hooks::pool_threads).unwrap()[..] == data[..]);
     }
 
     #[test]
@@ -459,7 +471,7 @@ mod tests {
         std::io::Write::write_all(&mut e, &data).unwrap();
         let g = e.finish().unwrap();
         assert!(raw_deflate(&g).unwrap().len() as u64 > data.len() as u64 * 8193 / 8192);
-        let out = inflate(&g, u64::MAX, crate::one_thread).unwrap();
+        let out = inflate(&g, u64::MAX, crate::hooks::one_thread).unwrap();
         assert!(out[..] == data[..]);
     }
 
@@ -490,6 +502,6 @@ mod tests {
         let n = parallel::inflate(&s[start..s.len() - 8], &mut out, 2);
         assert_eq!(n, Some(data.len()));
         assert!(out == data);
-        assert!(inflate(&s, 1 << 30, crate::pool_threads).unwrap()[..] == data[..]);
+        assert!(inflate(&s, 1 << 30, crate::hooks::pool_threads).unwrap()[..] == data[..]);
     }
 }

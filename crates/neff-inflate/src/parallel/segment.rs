@@ -6,7 +6,7 @@
 
 use crate::buf::HugeBuf;
 use crate::deflate::{self, Bits, Decoder, Step, MARKER, WINDOW};
-use crate::Passed;
+use crate::hooks::Passed;
 
 use super::search::*;
 

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use crate::arriving::Gate;
 use crate::deflate::{self, WINDOW};
+use crate::hooks::Passed;
 use crate::stored;
-use crate::Passed;
 
 use super::cuts::*;
 use super::search::*;

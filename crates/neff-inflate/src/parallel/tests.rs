@@ -293,9 +293,9 @@ fn a_window_that_never_clears_falls_back_to_the_known_bytes() {
     assert!(out == data);
 }
 
-/// [`crate::long_runs`], and it deflated at level 1.
+/// [`crate::samples::long_runs`], and it deflated at level 1.
 fn long_runs(n: usize, fill: u8, seed: u64) -> (Vec<u8>, Vec<u8>) {
-    let data = crate::long_runs(n, fill, seed);
+    let data = crate::samples::long_runs(n, fill, seed);
     let mut c = Compressor::new(CompressionLvl::new(1).unwrap());
     let mut z = vec![0u8; c.deflate_compress_bound(data.len())];
     let len = c.deflate_compress(&data, &mut z).unwrap();

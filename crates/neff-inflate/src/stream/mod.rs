@@ -57,8 +57,8 @@ use crate::arriving::{Arriving, Gate};
 use crate::deflate;
 use crate::error::Result;
 use crate::gzip;
+use crate::hooks::{Passed, Threads};
 use crate::parallel::PARALLEL_FROM;
-use crate::{Passed, Threads};
 use in_place::InPlace;
 use one_core::OneCore;
 use pairs::Pairs;
@@ -166,7 +166,7 @@ impl<'a> GzStream<'a> {
     /// [`new_parallel`](Self::new_parallel) over input that is still
     /// arriving: every read waits for its bytes ([`Arriving`]). Members are
     /// not read two at a time (that looks 64 MiB ahead of each); `threads`
-    /// [`one_thread`](crate::one_thread) gives [`new`](Self::new)'s
+    /// [`one_thread`](crate::hooks::one_thread) gives [`new`](Self::new)'s
     /// one-core stream.
     pub fn arriving(
         gz: &'a [u8],
@@ -255,7 +255,7 @@ impl<'a> GzStream<'a> {
         let mut s = GzStream::new(gz, cap)?;
         s.pairs = Some(Pairs::default());
         s.plan = Some(plan);
-        s.walk.threads = crate::pool_threads;
+        s.walk.threads = crate::hooks::pool_threads;
         Ok(s)
     }
 

@@ -567,7 +567,7 @@ mod tests {
 
     #[test]
     fn the_crc_of_a_part_after_its_first_bytes_is_the_whole_parts_with_them_taken_out() {
-        let part: Vec<u8> = crate::noise(100_000, 3);
+        let part: Vec<u8> = crate::samples::noise(100_000, 3);
         let crc = |b: &[u8]| {
             let mut c = libdeflater::Crc::new();
             c.update(b);

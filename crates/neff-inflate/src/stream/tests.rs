@@ -154,7 +154,10 @@ fn rounds_reaching_a_member_end_hand_over_to_one_core_without_starting_again() {
     // Members of 2 MiB or so: the rounds' last one (when less than a
     // round and a half and 1 MiB of search is left it takes the rest)
     // does not span the whole first member.
-    let data: Vec<u8> = crate::noise(8 << 20, 5).iter().map(|b| b & 15).collect();
+    let data: Vec<u8> = crate::samples::noise(8 << 20, 5)
+        .iter()
+        .map(|b| b & 15)
+        .collect();
     let half = data.len() / 2;
     let mut two = gzip(&data[..half]);
     let first = two.len();
@@ -247,7 +250,7 @@ fn a_member_begun_in_rounds_that_fails_its_trailer_after_the_hand_over_is_doubte
 
 #[test]
 fn stored_blocks_leave_the_rounds_after_one_round() {
-    let data = crate::noise(6 << 20, 9);
+    let data = crate::samples::noise(6 << 20, 9);
     let gz = gzip(&data);
     let s = GzStream::parallel_with(&gz, 1 << 30, 1 << 20, SEGMENT_OUT).unwrap();
     let (out, handed_over, seq_in) = drain_handover(s);
@@ -262,7 +265,7 @@ fn a_last_round_of_stored_blocks_is_checked_not_doubted() {
     // Noise only, in one round (segment B runs to the stream's end):
     // the round finds stored blocks, but nothing is left to hand over,
     // so the trailer is checked, not the payload read again.
-    let data = crate::noise(6 << 20, 11);
+    let data = crate::samples::noise(6 << 20, 11);
     let gz = gzip(&data);
     let s = GzStream::parallel_with(&gz, 1 << 30, SEGMENT, SEGMENT_OUT).unwrap();
     let (out, doubt) = drain(s);
@@ -322,10 +325,10 @@ fn a_gzip_header_inside_a_member_costs_its_rounds_the_tail_not_the_answer() {
     // the real end; the member after it still gets its own rounds.
     let data = corpus();
     let mut fake = data[..200_000].to_vec();
-    fake.extend_from_slice(&crate::noise(50_000, 3));
+    fake.extend_from_slice(&crate::samples::noise(50_000, 3));
     // A header as zlib writes it, then an empty fixed-Huffman block.
     fake.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0]);
-    fake.extend_from_slice(&crate::noise(50_000, 4));
+    fake.extend_from_slice(&crate::samples::noise(50_000, 4));
     fake.extend_from_slice(&data[..200_000]);
     // zlib at level 6 keeps the noise, header and all, in stored blocks.
     let mut gz = {
@@ -648,7 +651,7 @@ fn a_long_run_skipped_on_two_threads_is_checked_and_its_pages_released() {
     // and drops the pages of the strides before): the trailer vouches
     // for what was skipped, and the hook hears of most of the payload,
     // once, inside it.
-    let data = crate::noise(8 << 20, 11);
+    let data = crate::samples::noise(8 << 20, 11);
     let gz = zlib_members(&data, 6, false, 1);
     let told = std::sync::Mutex::new(Vec::new());
     let hook = |r: std::ops::Range<usize>| told.lock().expect("not poisoned").push(r);
@@ -736,7 +739,7 @@ fn a_member_whose_trailer_says_long_runs_guesses_windows_until_its_rounds_say_ot
         return; // no second core: neither gets rounds
     }
     // 4 bits of entropy a byte: about 2:1, over PARALLEL_FROM compressed.
-    let data: Vec<u8> = crate::noise(2 * PARALLEL_FROM + (4 << 20), 11)
+    let data: Vec<u8> = crate::samples::noise(2 * PARALLEL_FROM + (4 << 20), 11)
         .iter()
         .map(|b| b & 15)
         .collect();
@@ -747,7 +750,7 @@ fn a_member_whose_trailer_says_long_runs_guesses_windows_until_its_rounds_say_ot
         Mode::Rounds(r) => r.guesses(),
         _ => panic!("not in rounds"),
     };
-    let mut s = GzStream::new_parallel(&gz, u64::MAX, crate::pool_threads).unwrap();
+    let mut s = GzStream::new_parallel(&gz, u64::MAX, crate::hooks::pool_threads).unwrap();
     s.fill(&mut first).unwrap();
     assert_eq!(guesses(&s), (false, 0), "an honest trailer: no guess");
     assert!(first[..] == data[..first.len()]);
@@ -756,7 +759,7 @@ fn a_member_whose_trailer_says_long_runs_guesses_windows_until_its_rounds_say_ot
     // guesses, finds 2:1 and stops guessing; its bytes are the true ones.
     let n = gz.len();
     gz[n - 4..].copy_from_slice(&0xffff_fe00_u32.to_le_bytes());
-    let mut s = GzStream::new_parallel(&gz, u64::MAX, crate::pool_threads).unwrap();
+    let mut s = GzStream::new_parallel(&gz, u64::MAX, crate::hooks::pool_threads).unwrap();
     assert!(s.taken_for_one_member());
     s.fill(&mut first).unwrap();
     assert!(first[..] == data[..first.len()]);
@@ -767,7 +770,7 @@ fn a_member_whose_trailer_says_long_runs_guesses_windows_until_its_rounds_say_ot
     // the first member's is read where its end is guessed, before its
     // first round.
     gz.extend(gzip(b"end"));
-    let mut s = GzStream::new_parallel(&gz, u64::MAX, crate::pool_threads).unwrap();
+    let mut s = GzStream::new_parallel(&gz, u64::MAX, crate::hooks::pool_threads).unwrap();
     assert!(!s.taken_for_one_member());
     s.fill(&mut first).unwrap();
     let (guessing, guessed) = guesses(&s);
@@ -821,7 +824,7 @@ fn rounds_of_guessed_windows_give_the_sequential_bytes_on_long_runs_of_any_byte(
     // that copies from before its cut is wrong and is inflated again),
     // read by fills as a walk reads them, on 2, 3 and 8 threads.
     for fill in [0u8, 0x41] {
-        let data = crate::long_runs(96 << 20, fill, 0x1234_5678 + u64::from(fill));
+        let data = crate::samples::long_runs(96 << 20, fill, 0x1234_5678 + u64::from(fill));
         let gz = gzip(&data);
         for threads in [2, 3, 8] {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -926,7 +929,7 @@ fn input_still_arriving_gives_the_whole_inputs_bytes_on_every_path_tail_first() 
         fill_and_skip(s, &data, seed).unwrap();
         // And the one-core stream (the careful pass).
         let input = Recorded::new(0..0);
-        let s = GzStream::arriving(&gz, 1 << 30, crate::one_thread, &input).unwrap();
+        let s = GzStream::arriving(&gz, 1 << 30, crate::hooks::one_thread, &input).unwrap();
         assert!(drain(s).0.unwrap() == data);
     }
 }
@@ -940,7 +943,7 @@ fn input_that_stops_arriving_fails_with_its_own_error_on_every_path() {
             let input = Recorded::new(cut..gz.len() - TRAILER);
             let s = match forced {
                 true => GzStream::arriving_with(&gz, 1 << 30, (32 << 10, 8 << 20, None), &input),
-                false => GzStream::arriving(&gz, 1 << 30, crate::one_thread, &input),
+                false => GzStream::arriving(&gz, 1 << 30, crate::hooks::one_thread, &input),
             };
             let (out, _) = drain(s.unwrap());
             match out {
@@ -952,7 +955,7 @@ fn input_that_stops_arriving_fails_with_its_own_error_on_every_path() {
     // Not even the last trailer arrives: refused before any byte.
     let input = Recorded::new(0..gz.len());
     assert!(matches!(
-        GzStream::arriving(&gz, 1 << 30, crate::pool_threads, &input),
+        GzStream::arriving(&gz, 1 << 30, crate::hooks::pool_threads, &input),
         Err(crate::Error::Io(_))
     ));
 }

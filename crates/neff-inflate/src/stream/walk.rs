@@ -6,7 +6,7 @@
 use crate::arriving::Gate;
 use crate::error::{Error, Result};
 use crate::gzip::{self, Trailer, TRAILER};
-use crate::{Passed, Threads};
+use crate::hooks::{Passed, Threads};
 
 /// Stored data a run must hold before it is read in place: below this the
 /// inflater's copy costs about what leaving and priming it again does.
@@ -119,7 +119,7 @@ impl<'a> Walk<'a> {
             unchecked: false,
             release: None,
             released: 0,
-            threads: crate::one_thread,
+            threads: crate::hooks::one_thread,
             gate: Gate::WHOLE,
         }
     }
