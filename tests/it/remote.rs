@@ -2595,4 +2595,8 @@ fn a_compile_cache_served_by_rclone_through_the_latency_pipe_scans_as_on_disk() 
     let want = states(run(&["cache", "status", "--json", local]), local);
     assert!(got.iter().any(|e| e.1 == "failed"), "{got:?}");
     assert_eq!(got, want);
+    // And from rclone directly, which answers a range of the whole object
+    // 200 with all of it (the pipe passes that answer on otherwise).
+    let s3 = info["s3"].as_str().unwrap();
+    assert_eq!(states(run_env(&status, s3, &[]), "s3://zoo"), want);
 }
