@@ -51,7 +51,7 @@ use crate::parts::Parts;
 /// Walks the raw tar of `len` bytes at `base` of what `from` fetches
 /// (`first`: the object's first bytes, already fetched), keeping the data
 /// of the members `keep` picks as the walk passes them (entered through
-/// [`crate::tar::walk`]).
+/// `tar::walk`).
 pub(super) fn walk<F: Fetch + ?Sized>(
     from: &F,
     base: u64,

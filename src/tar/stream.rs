@@ -13,7 +13,7 @@
 //! (the reader hands it an inflating gzip stream). What to keep is the
 //! caller's policy ([`Keep`], which every kind of archive is walked with);
 //! that a first pass may have to start over, and when, is decided here
-//! ([`walk`], entered through [`crate::tar::walk`]), on the stream's
+//! ([`walk`], entered through `tar::walk`), on the stream's
 //! state, never on an error's text.
 
 use std::cell::RefCell;

@@ -1,7 +1,7 @@
 //! The index a walk over tar headers builds (entries, their names, sparse
 //! maps; every method of [`Index`] is here), and the sources it reads them
 //! from (a slice, a file by `pread`; a stream and ranged reads in their
-//! own files): `walk.rs` is the walk (entered by [`crate::tar::walk`]
+//! own files): `walk.rs` is the walk (entered by `tar::walk`
 //! only), `entry.rs` what one header says of its entry, `sparse_map.rs` a
 //! sparse member's map read where it lies.
 

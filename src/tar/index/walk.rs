@@ -37,8 +37,8 @@ struct Walker<'l, S> {
 /// its name are shown to `on_entry` as soon as it is made (before later
 /// headers are read), which answers whether a source that does not hold
 /// the tar should keep its data. The walk of every kind of archive; its
-/// one way in is [`crate::tar::walk`], which picks the source.
-pub(in crate::tar) fn headers<S: Source>(
+/// one way in is `tar::walk`, which picks the source.
+pub(crate) fn headers<S: Source>(
     src: S,
     limits: &Limits,
     on_entry: &mut dyn FnMut(&Entry, &[u8]) -> bool,
