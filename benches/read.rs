@@ -130,7 +130,7 @@ fn index(c: &mut Criterion, inp: &Inputs) {
         .to_vec();
     g.bench_function("walk_only/gzip_3000", |b| {
         b.iter(|| {
-            neff::fuzzing::steps::Index::build(black_box(&tar), &neff::Limits::default())
+            neff::fuzzing::steps::index(black_box(&tar), &neff::Limits::default())
                 .unwrap()
                 .entries
                 .len()

@@ -17,6 +17,12 @@ pub mod steps {
     pub use neff_inflate::gzip::member_header;
     pub use neff_inflate::parallel;
 
+    /// The header walk alone, over tar bytes in memory (the walk the
+    /// reader enters with an inflated payload).
+    pub fn index(tar: &[u8], limits: &crate::Limits) -> crate::error::Result<Index> {
+        Ok(crate::tar::walk(crate::tar::Archive::Bytes(tar), None, limits)?.index)
+    }
+
     /// Inflates all of `gz` through the bounded stream (with its parallel
     /// rounds when `parallel`) into a reused window; the bytes produced.
     pub fn stream_inflate(gz: &[u8], parallel: bool) -> crate::error::Result<u64> {

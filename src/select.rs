@@ -231,6 +231,12 @@ impl crate::tar::Keep for Retention {
         }
         picked
     }
+
+    fn restart(&mut self) {
+        self.best = Best::default();
+        self.extra.clear();
+        self.extra_bytes = 0;
+    }
 }
 
 /// Which members a streamed walk keeps: for each [`Known`] pattern, the

@@ -68,13 +68,10 @@ fn main() {
     let tar = neff::fuzzing::steps::inflate(gz, 4 << 30).unwrap();
     println!(
         "tar walk               {:.5} s",
-        time(n, || neff::fuzzing::steps::Index::build(
-            &tar,
-            &Limits::default()
-        )
-        .unwrap()
-        .entries
-        .len())
+        time(n, || neff::fuzzing::steps::index(&tar, &Limits::default())
+            .unwrap()
+            .entries
+            .len())
     );
     println!(
         "crc32 of output        {:.5} s",

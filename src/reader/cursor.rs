@@ -128,7 +128,7 @@ impl<'n> DataCursor<'n> {
         }
         let short = self
             .reread
-            .read(offset, len, &mut || neff.restream(), sink)?;
+            .read(offset, len, &mut || restream(neff), sink)?;
         neff.check_unchanged()?;
         if short {
             // The walk saw these bytes: a payload that now inflates shorter
@@ -186,24 +186,24 @@ impl Neff {
     pub fn cursor(&self) -> DataCursor<'_> {
         DataCursor::new(self)
     }
+}
 
-    /// A new stream over a streamed payload, from its start: from the map,
-    /// or from a new read of the remote object it came from.
-    fn restream(&self) -> Result<Box<dyn tar::ByteStream + '_>> {
-        let cap = self.limits.max_inflated;
-        #[cfg(feature = "remote")]
-        if let Tar::Streamed {
-            object: Some(object),
-            ..
-        } = &self.tar
-        {
-            let busy = crate::pool::saturated();
-            return Ok(Box::new(remote_gz(
-                object, &self.file, self.span, cap, busy,
-            )?));
-        }
-        Ok(Box::new(
-            payload::stream(self.stored_payload(), cap, false, None)?.release_behind(self),
-        ))
+/// A new stream over `neff`'s streamed payload, from its start: from the
+/// map, or from a new read of the remote object it came from.
+fn restream(neff: &Neff) -> Result<Box<dyn tar::ByteStream + '_>> {
+    let cap = neff.limits.max_inflated;
+    #[cfg(feature = "remote")]
+    if let Tar::Streamed {
+        object: Some(object),
+        ..
+    } = &neff.tar
+    {
+        let busy = crate::pool::saturated();
+        return Ok(Box::new(remote_gz(
+            object, &neff.file, neff.span, cap, busy,
+        )?));
     }
+    Ok(Box::new(
+        payload::stream(neff.stored_payload(), cap, false, None)?.release_behind(neff),
+    ))
 }

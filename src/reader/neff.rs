@@ -17,7 +17,9 @@ use crate::payload::{self, Inflated, Whole};
 #[cfg(feature = "remote")]
 use crate::remote;
 use crate::select::{self, Known, Pattern};
-use crate::tar::{self, Entry, FileSource, Index, Kind, Pass, Retained};
+use crate::tar::{self, Archive, Entry, Index, Kind, Retained};
+
+use super::walk::{inflating, walk, walk_early, Early};
 
 /// Where the tar bytes are.
 #[derive(Debug)]
@@ -282,13 +284,15 @@ impl Neff {
         Ok(neff)
     }
 
-    /// Header, payload and tar index of `file`.
+    /// Header, payload and tar index of `file`: the archive walked as the
+    /// file holds it (inflated whole, inflated as it is walked, or raw in
+    /// the map or in memory).
     #[allow(clippy::type_complexity)]
     fn index_file(
         file: &FileBytes,
         opts: &Options,
         reuse: Option<Vec<u8>>,
-    ) -> Result<(PayloadSpan, Tar, Index, Option<json::early::Early>)> {
+    ) -> Result<(PayloadSpan, Tar, Index, Option<Early>)> {
         let limits = &opts.limits;
         let header = Header::from_file_bytes(file)?;
         let span = header.locate_payload(file)?;
@@ -297,7 +301,8 @@ impl Neff {
             Compression::None => memmap2::Advice::Random,
         });
         let stored = &file[span.start..span.start + span.len];
-        let tar = match span.compression {
+        let base = span.start as u64;
+        let (tar, index, early) = match span.compression {
             Compression::Gzip => {
                 if span.len as u64 <= limits.inflate_budget {
                     // Inflation reads every byte: map them in one call.
@@ -309,35 +314,41 @@ impl Neff {
                     limits.inflate_budget,
                     reuse,
                 )? {
-                    Whole::Done(t) => Tar::Whole(t),
+                    Whole::Done(t) => {
+                        let index = walk(Archive::Bytes(&t), None, limits)?.index;
+                        (Tar::Whole(t), index, None)
+                    }
                     Whole::Stream(spare) => {
                         let release =
                             |r: std::ops::Range<usize>| file.release(span.start + r.start, r.len());
-                        let (index, retained, len) = walk_stream(stored, limits, &release, None)?;
+                        let walked = walk(inflating(stored, limits, &release, None), None, limits)?;
                         let tar = Tar::Streamed {
-                            retained,
-                            len,
+                            retained: walked.retained,
+                            len: walked.len,
                             spare,
                             #[cfg(feature = "remote")]
                             object: None,
                         };
-                        return Ok((span, tar, index, None));
+                        (tar, walked.index, None)
                     }
                 }
             }
-            Compression::None => Tar::Raw,
-        };
-        let (index, early) = match (&tar, file.file()) {
-            (Tar::Whole(t), _) => (Index::build(t, limits)?, None),
-            // A mapped raw tar is walked with pread: see FileSource.
-            (_, Some(f)) if opts.early_cc => {
-                json::early::walk_raw(f, span.start as u64, stored, limits)?
+            Compression::None => {
+                let (index, early) = match file.file() {
+                    // A mapped raw tar is walked with pread: see tar::Archive.
+                    Some(f) if opts.early_cc => walk_early(f, base, stored, limits)?,
+                    Some(file) => {
+                        let mapped = Archive::Mapped {
+                            file,
+                            base,
+                            len: span.len,
+                        };
+                        (walk(mapped, None, limits)?.index, None)
+                    }
+                    None => (walk(Archive::Bytes(stored), None, limits)?.index, None),
+                };
+                (Tar::Raw, index, early)
             }
-            (_, Some(f)) => (
-                Index::build_from(FileSource::new(f, span.start as u64, span.len), limits)?,
-                None,
-            ),
-            (_, None) => (Index::build(stored, limits)?, None),
         };
         Ok((span, tar, index, early))
     }
@@ -669,28 +680,6 @@ impl payload::Passed for Neff {
     }
 }
 
-/// Walks a gzip payload as it is inflated ([`tar::walk`]), keeping what
-/// the accessors will read ([`select::Retention`]): first with parallel
-/// rounds where a core is free, again sequentially if they did not check
-/// out. `release` is told of the input ranges passed (see
-/// [`GzStream::release_behind`]).
-pub(super) fn walk_stream<'a>(
-    gz: &'a [u8],
-    limits: &Limits,
-    release: &'a dyn payload::Passed,
-    arriving: Option<&'a dyn payload::Arriving>,
-) -> Result<(Index, Retained, u64)> {
-    tar::walk(
-        &mut |pass| {
-            let parallel = pass == Pass::Fast;
-            let s = payload::stream(gz, limits.max_inflated, parallel, arriving)?;
-            Ok(s.release_behind(release))
-        },
-        &mut || select::Retention::new(limits),
-        limits,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -755,7 +744,7 @@ mod tests {
             .locate_payload(&file)
             .unwrap();
         let stored = &file[span.start..span.start + span.len];
-        let (index, early) = json::early::walk_raw(
+        let (index, early) = walk_early(
             file.file().unwrap(),
             span.start as u64,
             stored,

@@ -6,14 +6,14 @@
 //! objects, spools and landings in `remote`, the ranged and streamed
 //! walks in `tar`, the inflater in `payload`).
 
-use super::neff::{walk_stream, Neff, Options, Tar};
+use super::neff::{Neff, Options, Tar};
+use super::walk::{inflating, walk};
 use crate::error::{Error, Result};
 use crate::header::{Compression, Header, PayloadSpan};
 use crate::map::{FileBytes, ReadMode};
 use crate::payload;
 use crate::remote;
-use crate::select;
-use crate::tar;
+use crate::tar::{self, Archive};
 
 /// How a remote object's payload is read, once its first bytes are in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,14 +63,16 @@ fn streamed(
     busy: bool,
 ) -> Result<Neff> {
     let limits = &opts.limits;
-    let (index, retained, len) = tar::walk(
-        &mut |_| remote_gz(&object, &first, span, limits.max_inflated, busy),
-        &mut || select::Retention::new(limits),
-        limits,
-    )?;
+    let cap = limits.max_inflated;
+    let (from, held) = (&object, &first[..]);
+    let gz = Archive::Stream(Box::new(move |_| {
+        let s: Box<dyn tar::ByteStream + '_> = Box::new(remote_gz(from, held, span, cap, busy)?);
+        Ok(s)
+    }));
+    let walked = walk(gz, None, limits)?;
     let tar = Tar::Streamed {
-        retained,
-        len,
+        retained: walked.retained,
+        len: walked.len,
         spare: None,
         object: Some(object),
     };
@@ -78,7 +80,7 @@ fn streamed(
         FileBytes::Owned(first),
         span,
         tar,
-        index,
+        walked.index,
         opts,
     ))
 }
@@ -99,14 +101,15 @@ fn landing(
         let waits =
             |r: std::ops::Range<usize>| landing.wait(base + r.start as u64..base + r.end as u64);
         let release = |r: std::ops::Range<usize>| bytes.release(span.start + r.start, r.len());
-        let (index, retained, len) = walk_stream(stored, &opts.limits, &release, Some(&waits))?;
+        let gz = inflating(stored, &opts.limits, &release, Some(&waits));
+        let walked = walk(gz, None, &opts.limits)?;
         let tar = Tar::Streamed {
-            retained,
-            len,
+            retained: walked.retained,
+            len: walked.len,
             spare: None,
             object: None,
         };
-        Ok(Neff::assembled(bytes, span, tar, index, opts))
+        Ok(Neff::assembled(bytes, span, tar, walked.index, opts))
     })
 }
 
@@ -169,20 +172,22 @@ impl Neff {
                 Neff::from_file_bytes(bytes, opts, None)
             }
             Plan::Ranged => {
-                let (index, retained) = tar::walk_ranged(
-                    &object,
-                    span.start as u64,
-                    span.len,
-                    &first,
-                    select::Retention::new(&opts.limits),
-                    &opts.limits,
-                )?;
-                let tar = Tar::Remote { object, retained };
+                let ranged = Archive::Ranged {
+                    from: &object,
+                    base: span.start as u64,
+                    len: span.len,
+                    first: &first,
+                };
+                let walked = walk(ranged, None, &opts.limits)?;
+                let tar = Tar::Remote {
+                    object,
+                    retained: walked.retained,
+                };
                 Ok(Neff::assembled(
                     FileBytes::Owned(first),
                     span,
                     tar,
-                    index,
+                    walked.index,
                     opts,
                 ))
             }

@@ -69,7 +69,6 @@ mod redirect;
 mod scheme;
 mod signed;
 mod store;
-mod version;
 
 pub use delete::delete;
 pub(crate) use hf::canonical;

@@ -5,10 +5,11 @@
 //! §2.2): POSIX ustar (`prefix/name`), GNU (`ustar  ` magic, `L`/`K`
 //! long-name records, base-256 numbers) and PAX (`x` records for the next
 //! entry, `g` records for all later entries). Nothing is copied except a
-//! ustar name that must be joined from its prefix and name fields. The same
-//! walk reads tar bytes in memory, a raw tar in a mapped file by `pread`
-//! ([`FileSource`]), or a gzip payload as it is inflated ([`StreamSource`],
-//! which keeps names and the members asked for, and nothing else).
+//! ustar name that must be joined from its prefix and name fields. There is
+//! one way into the walk, [`walk`], given the archive as the reader holds
+//! it ([`Archive`]): tar bytes in memory, a raw tar in a mapped file (read
+//! by `pread`), a gzip payload as it is inflated (of which only names and
+//! the members asked for are kept), or a remote object by ranges.
 //!
 //! Hostile archives are refused with the offset of the header at fault. The
 //! rules learned from the CVEs of other tar readers are applied here: a PAX
@@ -75,6 +76,7 @@
 //!   refused with the member's name (`tests/it/sparse.rs` builds each one and
 //!   reads it with both tools).
 
+mod archive;
 mod block;
 mod index;
 mod number;
@@ -84,12 +86,11 @@ mod ranged;
 mod sparse;
 mod stream;
 
+pub(crate) use archive::{walk, Archive, Walked};
 pub use block::{Block, BLOCK};
-pub use index::{Entry, FileSource, Index, Kind};
-#[cfg(feature = "remote")]
-pub(crate) use ranged::walk as walk_ranged;
+pub use index::{Entry, Index, Kind};
 #[cfg(feature = "remote")]
 pub use ranged::{Ahead, Fetch, Part, MAX_PART};
 pub(crate) use sparse::Expander;
 pub use sparse::{Piece, Segment};
-pub(crate) use stream::{walk, ByteStream, Keep, Pass, Reread, Retained};
+pub(crate) use stream::{ByteStream, Keep, Pass, Reread, Retained};

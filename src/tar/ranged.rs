@@ -32,7 +32,7 @@
 //! the header after it in one request when hopping, so that reading them
 //! later costs no request. Under a cap on the bytes moved
 //! ([`Fetch::budget`]) the walk only hops, in the smallest windows. Names
-//! are copied into an arena, as [`FileSource`](super::FileSource) keeps
+//! are copied into an arena, as [`FileSource`](super::index::FileSource) keeps
 //! them.
 
 use std::collections::VecDeque;
@@ -43,26 +43,27 @@ use bytes::Bytes;
 use std::cell::RefCell;
 
 use super::index::{data_in, names_in_arena, Arena, Index, Name, Source};
-use super::stream::{build_keeping, Keep, Retained};
+use super::stream::{keeping, Keep, Retained};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::parts::Parts;
 
 /// Walks the raw tar of `len` bytes at `base` of what `from` fetches
 /// (`first`: the object's first bytes, already fetched), keeping the data
-/// of the members `keep` picks as the walk passes them.
-pub(crate) fn walk<F: Fetch + ?Sized, K: Keep>(
+/// of the members `keep` picks as the walk passes them (entered through
+/// `tar::walk`).
+pub(super) fn walk<F: Fetch + ?Sized>(
     from: &F,
     base: u64,
     len: usize,
     first: &[u8],
-    mut keep: K,
+    keep: &mut dyn Keep,
     limits: &Limits,
 ) -> Result<(Index, Retained)> {
     let retained = RefCell::new(Retained::default());
     let mut src = RangeSource::new(from, base, len, first);
     src.retained = Some(&retained);
-    let index = build_keeping(&mut src, &mut keep, &retained, limits)?;
+    let index = keeping(&mut src, keep, &retained, limits)?;
     drop(src);
     Ok((index, retained.into_inner()))
 }
@@ -477,8 +478,15 @@ mod tests {
     use super::*;
     use crate::limits::Limits;
     use crate::pack::{pack, PackEntry, PackOptions};
+    use crate::tar::index::walk::headers;
+    use crate::tar::index::SliceSource;
     use crate::tar::Index;
     use std::cell::RefCell;
+
+    /// The walk over the headers `src` reads, keeping nothing.
+    fn walked<S: Source>(src: S) -> Result<Index> {
+        headers(src, &Limits::default(), &mut |_, _| false)
+    }
 
     /// An object in memory that records each range fetched; it reads
     /// through skips shorter than `.2` bytes (0: always hops).
@@ -520,7 +528,7 @@ mod tests {
         let neff = raw(&entries);
         let from = Counted::new(neff.clone(), 0);
         let mut src = RangeSource::new(&from, 1024, neff.len() - 1024, &[]);
-        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+        let got = walked(&mut src).unwrap();
         drop(src);
         assert_eq!(got.entries.len(), n);
         (neff, got, from.1.into_inner())
@@ -584,10 +592,10 @@ mod tests {
             .collect();
         let neff = raw(&entries);
         let tar = &neff[1024..];
-        let want = Index::build(tar, &Limits::default()).unwrap();
+        let want = walked(SliceSource(tar)).unwrap();
         let from = Counted::new(neff.clone(), 0);
         let mut src = RangeSource::new(&from, 1024, tar.len(), &neff[..4096]);
-        let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+        let got = walked(&mut src).unwrap();
         drop(src);
         assert_eq!(got.entries.len(), want.entries.len());
         for (a, b) in got.entries.iter().zip(&want.entries) {
@@ -603,7 +611,7 @@ mod tests {
     /// data as kept.
     fn walked_as_in_memory(neff: &[u8], from: &Counted) -> (Index, Retained) {
         let tar = &neff[1024..];
-        let want = Index::build(tar, &Limits::default()).unwrap();
+        let want = walked(SliceSource(tar)).unwrap();
         struct Json;
         impl Keep for Json {
             fn offer(
@@ -620,7 +628,7 @@ mod tests {
             1024,
             tar.len(),
             &neff[..1024],
-            Json,
+            &mut Json,
             &Limits::default(),
         )
         .unwrap();
@@ -759,8 +767,15 @@ mod tests {
                 (self.0)(e, name, r)
             }
         }
-        let (got, kept) =
-            super::walk(&from, 1024, tar.len(), &[], Json(json), &Limits::default()).unwrap();
+        let (got, kept) = super::walk(
+            &from,
+            1024,
+            tar.len(),
+            &[],
+            &mut Json(json),
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(got.entries.len(), 80);
         // Headers only, a small window each: no read-ahead, no JSON.
         let ranges = from.0 .1.borrow();
@@ -797,7 +812,7 @@ mod tests {
         let walk_with = |worth| {
             let from = Alone(Counted::new(neff.clone(), 1 << 20), worth);
             let mut src = RangeSource::new(&from, 1024, neff.len() - 1024, &[]);
-            let got = Index::build_from(&mut src, &Limits::default()).unwrap();
+            let got = walked(&mut src).unwrap();
             drop(src);
             assert_eq!(got.entries.len(), 200);
             let requests = from.0 .1.borrow().len();
@@ -845,7 +860,7 @@ mod tests {
             }
         }
         let mut src = RangeSource::new(&Short, 0, 1 << 20, &[]);
-        let e = Index::build_from(&mut src, &Limits::default()).unwrap_err();
+        let e = walked(&mut src).unwrap_err();
         drop(src);
         assert!(e.to_string().contains("fetched"), "{e}");
     }

@@ -4,20 +4,22 @@
 //! too large to inflate whole: headers and extended headers are read from a
 //! window of the stream (a few hundred KiB, or one extended header, capped),
 //! member data is inflated and dropped, and only two things are kept: names
-//! (in an arena, as [`FileSource`](super::FileSource) does) and the data of
+//! (in an arena, as [`FileSource`](super::index::FileSource) does) and the data of
 //! members the walk's caller asks for ([`Retained`]: the JSON members the
 //! accessors will read). Memory follows the window and what is retained,
 //! never the payload.
 //!
 //! The tar layer knows nothing of gzip: the stream is any [`ByteStream`]
 //! (the reader hands it an inflating gzip stream). What to keep is the
-//! caller's policy ([`Keep`]); that a first pass may have to start over,
-//! and when, is decided here ([`walk`]), on the stream's state, never on
-//! an error's text.
+//! caller's policy ([`Keep`], which every kind of archive is walked with);
+//! that a first pass may have to start over, and when, is decided here
+//! ([`walk`], entered through `tar::walk`), on the stream's
+//! state, never on an error's text.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use super::index::walk::headers;
 use super::index::{names_in_arena, Arena, Entry, Index, Kind, Name, Source};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
@@ -70,56 +72,61 @@ pub(crate) enum Pass {
     Careful,
 }
 
-/// A streamed walk's policy: which members' data to keep.
+/// A walk's policy: which members' data to keep, where the archive is not
+/// held (a stream, ranged reads), and what its caller watches for; each
+/// regular member is offered as soon as its header is read.
 pub(crate) trait Keep {
     /// Whether to keep the data of `e` (named `name`), now shown;
     /// `release` drops a member kept earlier (by its data offset).
     fn offer(&mut self, e: &Entry, name: &[u8], release: &mut dyn FnMut(u64)) -> bool;
+    /// Forgets every member offered: a streamed walk starts over.
+    fn restart(&mut self) {}
 }
 
-/// Walks the tar archive of the stream `open` gives, keeping what a fresh
-/// `keep()` picks. Every byte of the stream is produced and checked, as a
+/// Walks the tar archive of the stream `open` gives, keeping what `keep`
+/// picks. Every byte of the stream is produced and checked, as a
 /// whole read would: when the walk fails, the rest of the stream is still
 /// produced so that a fault of the stream further on is reported first
 /// (the stream's own failures end it at once). A first pass whose stream
 /// turns out [`doubtful`](ByteStream::doubtful) is run again on a
-/// [`Pass::Careful`] stream. Returns the index, the kept data and the
-/// stream's length.
-pub(crate) fn walk<S: ByteStream, K: Keep>(
+/// [`Pass::Careful`] stream (`keep` restarted). Returns the index, the
+/// kept data and the stream's length.
+pub(super) fn walk<S: ByteStream>(
     open: &mut dyn FnMut(Pass) -> Result<S>,
-    keep: &mut dyn FnMut() -> K,
+    keep: &mut dyn Keep,
     limits: &Limits,
 ) -> Result<(Index, Retained, u64)> {
-    let (walked, doubt) = walk_once(open(Pass::Fast)?, keep(), limits);
+    let (walked, doubt) = walk_once(open(Pass::Fast)?, keep, limits);
     if !doubt {
         return walked;
     }
-    walk_once(open(Pass::Careful)?, keep(), limits).0
+    keep.restart();
+    walk_once(open(Pass::Careful)?, keep, limits).0
 }
 
 /// Walks the tar `src` reads, offering each regular member to `keep`
 /// (which the source keeps in `retained`); a member `keep` lets go of is
 /// released from `retained`.
-pub(crate) fn build_keeping<S: Source, K: Keep>(
+pub(super) fn keeping<S: Source>(
     src: S,
-    keep: &mut K,
+    keep: &mut dyn Keep,
     retained: &RefCell<Retained>,
     limits: &Limits,
 ) -> Result<Index> {
-    Index::build_with(src, limits, &mut |e, name| {
+    headers(src, limits, &mut |e, name| {
         e.kind == Kind::File && keep.offer(e, name, &mut |old| retained.borrow_mut().release(old))
     })
 }
 
 /// One pass of [`walk`]; also says whether its stream was doubtful.
-fn walk_once<S: ByteStream, K: Keep>(
+fn walk_once<S: ByteStream>(
     stream: S,
-    mut keep: K,
+    keep: &mut dyn Keep,
     limits: &Limits,
 ) -> (Result<(Index, Retained, u64)>, bool) {
     let retained = RefCell::new(Retained::default());
     let mut src = StreamSource::new(stream, &retained);
-    let walked = build_keeping(&mut src, &mut keep, &retained, limits);
+    let walked = keeping(&mut src, keep, &retained, limits);
     let result = match walked {
         Err(e) if src.failed => Err(e),
         walked => src
@@ -468,7 +475,7 @@ mod tests {
                 m.doubtful = pass == Pass::Fast;
                 Ok(m)
             },
-            &mut || Json,
+            &mut Json,
             &Limits::default(),
         )
         .unwrap();
@@ -492,7 +499,7 @@ mod tests {
                 passes.push(pass);
                 Ok(Mem::new(&tar))
             },
-            &mut || Json,
+            &mut Json,
             &Limits::default(),
         );
         assert!(walked.is_ok());
@@ -508,7 +515,7 @@ mod tests {
                 m.fail_at = Some(100_000);
                 Ok(m)
             },
-            &mut || Json,
+            &mut Json,
             &Limits::default(),
         );
         assert_eq!(
@@ -526,7 +533,7 @@ mod tests {
         let mut once = Some(m);
         let walked = walk(
             &mut |_| Ok(once.take().unwrap()),
-            &mut || Json,
+            &mut Json,
             &Limits::default(),
         );
         assert_eq!(
@@ -534,11 +541,7 @@ mod tests {
             "gzip payload: a fault after the archive"
         );
         // Without the later fault, the walk's own refusal stands.
-        let walked = walk(
-            &mut |_| Ok(Mem::new(&tar)),
-            &mut || Json,
-            &Limits::default(),
-        );
+        let walked = walk(&mut |_| Ok(Mem::new(&tar)), &mut Json, &Limits::default());
         assert!(walked.unwrap_err().to_string().starts_with("tar at byte"));
     }
 }

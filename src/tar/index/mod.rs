@@ -1,11 +1,13 @@
 //! The index a walk over tar headers builds (entries, their names, sparse
-//! maps), and the sources it reads them from (a slice, a file by `pread`,
-//! a stream): `walk.rs` is the walk, `entry.rs` what one header says of
-//! its entry, `sparse_map.rs` a sparse member's map read where it lies.
+//! maps; every method of [`Index`] is here), and the sources it reads them
+//! from (a slice, a file by `pread`; a stream and ranged reads in their
+//! own files): `walk.rs` is the walk (entered by `tar::walk`
+//! only), `entry.rs` what one header says of its entry, `sparse_map.rs` a
+//! sparse member's map read where it lies.
 
 mod entry;
 mod sparse_map;
-mod walk;
+pub(super) mod walk;
 
 use std::fs::File;
 use std::num::NonZeroU32;

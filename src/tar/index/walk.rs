@@ -32,54 +32,44 @@ struct Walker<'l, S> {
     scratch: Vec<u8>,
 }
 
-impl Index {
-    /// Walks the tar bytes `tar` (in memory).
-    pub fn build(tar: &[u8], limits: &Limits) -> Result<Index> {
-        Index::build_from(super::SliceSource(tar), limits)
-    }
-
-    /// Walks the tar archive that `src` reads, checking every length
-    /// against the bytes that exist, under `limits`.
-    pub fn build_from<S: Source>(src: S, limits: &Limits) -> Result<Index> {
-        Index::build_with(src, limits, &mut |_, _| false)
-    }
-
-    /// [`build_from`](Self::build_from), showing each entry and its name to
-    /// `on_entry` as soon as it is made (before later headers are read);
-    /// `on_entry` answers whether a streamed source should keep its data.
-    pub fn build_with<S: Source>(
-        src: S,
-        limits: &Limits,
-        on_entry: &mut dyn FnMut(&Entry, &[u8]) -> bool,
-    ) -> Result<Index> {
-        let mut w = Walker {
-            src,
-            limits,
-            entries: Vec::new(),
-            maps: Vec::new(),
-            segments: Vec::new(),
-            global: Overrides::default(),
-            pending: Pending::default(),
-            scratch: Vec::new(),
-        };
-        let mut pos = 0usize;
-        while let Some(raw) = w.header_at(pos)? {
-            let (block, _) = Block::ref_from_prefix(&raw[..]).expect("512 bytes");
-            let hsize = w.check_header(pos, block)?;
-            if block.typeflag == b'V' {
-                w.volume_label(pos, hsize)?;
-                pos += BLOCK;
-                continue;
-            }
-            let (data, size) = if is_extended(block.typeflag) {
-                w.extended(pos, block.typeflag, hsize)?
-            } else {
-                w.member(pos, block, hsize, on_entry)?
-            };
-            pos = w.after_data(data, size)?;
+/// Walks the tar archive `src` reads into an [`Index`], checking every
+/// length against the bytes that exist, under `limits`. Each entry and
+/// its name are shown to `on_entry` as soon as it is made (before later
+/// headers are read), which answers whether a source that does not hold
+/// the tar should keep its data. The walk of every kind of archive; its
+/// one way in is `tar::walk`, which picks the source.
+pub(crate) fn headers<S: Source>(
+    src: S,
+    limits: &Limits,
+    on_entry: &mut dyn FnMut(&Entry, &[u8]) -> bool,
+) -> Result<Index> {
+    let mut w = Walker {
+        src,
+        limits,
+        entries: Vec::new(),
+        maps: Vec::new(),
+        segments: Vec::new(),
+        global: Overrides::default(),
+        pending: Pending::default(),
+        scratch: Vec::new(),
+    };
+    let mut pos = 0usize;
+    while let Some(raw) = w.header_at(pos)? {
+        let (block, _) = Block::ref_from_prefix(&raw[..]).expect("512 bytes");
+        let hsize = w.check_header(pos, block)?;
+        if block.typeflag == b'V' {
+            w.volume_label(pos, hsize)?;
+            pos += BLOCK;
+            continue;
         }
-        w.finish()
+        let (data, size) = if is_extended(block.typeflag) {
+            w.extended(pos, block.typeflag, hsize)?
+        } else {
+            w.member(pos, block, hsize, on_entry)?
+        };
+        pos = w.after_data(data, size)?;
     }
+    w.finish()
 }
 
 /// The typeflags of headers that extend the next entry (or, `g`, every
