@@ -396,25 +396,40 @@ pub(super) fn read(
     like: Option<Print>,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<Read> {
-    let mut h = like.map(|l| Hasher::like(l, f.size));
-    let mut hashing = |c: &[u8]| {
-        if let Some(h) = h.as_mut() {
-            h.update(c);
-        }
-        sink(c)
-    };
     #[cfg(feature = "remote")]
     if let Some(url) = super::url_of(dir) {
-        let etag = files::read_object(url, f, &mut hashing)?;
+        let mut h = like.map(|l| Hasher::like(l, f.size));
+        let etag = files::read_object(url, f, &mut |c| {
+            if let Some(h) = h.as_mut() {
+                h.update(c);
+            }
+            sink(c)
+        })?;
         return Ok(Read {
             digest: h.map(Hasher::finish),
             etag,
             unchanged: None,
         });
     }
-    let mut file = files::open(dir, &f.rel)?;
+    read_open(files::open(dir, &f.rel)?, dir, f, like, sink)
+}
+
+/// [`read`] of the file `f` of the entry `dir` on disk, opened as `file`.
+fn read_open(
+    mut file: File,
+    dir: &Path,
+    f: &SrcFile,
+    like: Option<Print>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<Read> {
+    let mut h = like.map(|l| Hasher::like(l, f.size));
     let before = file.metadata()?;
-    files::read_open(&mut file, dir, f, &mut hashing)?;
+    files::read_open(&mut file, dir, f, &mut |c| {
+        if let Some(h) = h.as_mut() {
+            h.update(c);
+        }
+        sink(c)
+    })?;
     let after = file.metadata()?;
     let read = Read {
         digest: h.map(Hasher::finish),
@@ -431,17 +446,17 @@ pub(super) fn read(
 /// on disk, the one remembered for it when it is unchanged since; else
 /// from its bytes.
 pub(super) fn digest(dir: &Path, f: &SrcFile, like: Print) -> io::Result<Print> {
-    #[cfg(feature = "remote")]
-    let on_disk = super::url_of(dir).is_none();
-    #[cfg(not(feature = "remote"))]
-    let on_disk = true;
-    if on_disk {
-        let m = files::open(dir, &f.rel)?.metadata()?;
-        if let Some(p) = recall(&m, like) {
-            return Ok(p);
+    let r = match super::url_of(dir) {
+        Some(_) => read(dir, f, Some(like), &mut |_| Ok(()))?,
+        // Opened once: what is recalled, or read, is that file.
+        None => {
+            let file = files::open(dir, &f.rel)?;
+            if let Some(p) = recall(&file.metadata()?, like) {
+                return Ok(p);
+            }
+            read_open(file, dir, f, Some(like), &mut |_| Ok(()))?
         }
-    }
-    let r = read(dir, f, Some(like), &mut |_| Ok(()))?;
+    };
     Ok(r.digest.unwrap_or(like))
 }
 
