@@ -6,21 +6,21 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::scan::ScanOptions;
+use crate::scan::{ScanOptions, Shaping};
 
 /// The options that change a record, as the JSON object a row stores
 /// (`{"limits":{...},"verify":false}`, keys sorted): a row read with other
 /// caps, or without `--verify` when it is asked for now, is read again.
 pub fn options_key(opts: &ScanOptions) -> String {
-    let limits = serde_json::to_value(opts.open.limits).expect("plain data serializes");
-    options_json(limits, opts.verify)
+    options_json(opts.shaping())
 }
 
-fn options_json(limits: serde_json::Value, verify: bool) -> String {
-    let mut o = serde_json::Map::new();
-    o.insert("limits".into(), limits);
-    o.insert("verify".into(), verify.into());
-    serde_json::Value::Object(o).to_string()
+/// `shaping` as JSON, every object's keys sorted (a `serde_json::Value`'s
+/// map is ordered by key), whatever the order of the struct's fields.
+fn options_json(shaping: impl serde::Serialize) -> String {
+    serde_json::to_value(shaping)
+        .expect("plain data serializes")
+        .to_string()
 }
 
 /// Schema 1's options text (`Limits { max_inflated: 4294967296, ... }
@@ -40,7 +40,10 @@ pub(super) fn options_from_v1(text: &str) -> String {
             let (k, v) = f.split_once(": ")?;
             limits.insert(k.to_string(), v.parse::<u64>().ok()?.into());
         }
-        Some(options_json(serde_json::Value::Object(limits), verify))
+        Some(options_json(Shaping {
+            limits: serde_json::Value::Object(limits),
+            verify,
+        }))
     };
     parse().unwrap_or_else(|| text.to_string())
 }

@@ -7,7 +7,7 @@
 //! plain scan reads it: each object answered or read once its listing page
 //! has arrived.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -284,22 +284,6 @@ pub fn scan_indexed_listing(
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record, Origin) + Sync),
 ) -> Result<Update> {
-    if opts.sorted && scan::streamed_prefixes(roots, opts).is_some() {
-        // Read while listed, the records are held to be sorted.
-        let unsorted = opts.clone().sorted(false);
-        let mut update = None;
-        fn path(held: &(Record, Origin)) -> &str {
-            &held.0.path
-        }
-        scan::hold_sorted(path, &|(r, o)| emit(r, o), |held| {
-            let each = |r: Record, o: Origin| held((r, o));
-            update = Some(scan_indexed_listing(
-                db, rebuild, roots, &unsorted, listed, &each,
-            )?);
-            Ok(())
-        })?;
-        return Ok(update.expect("set when the scan succeeded"));
-    }
     let mut conn = schema::open_rw(db, rebuild)?;
     let options = options_key(opts);
     // Rows above this id were written by this scan (or by another since
@@ -309,27 +293,29 @@ pub fn scan_indexed_listing(
         .iter()
         .map(|r| (r, std::fs::canonicalize(r).ok()))
         .collect();
-    let keep = Keep::new(&opts.walk.globs, opts.walk.max_depth)?;
+    let keep = opts.walk.keep()?;
     let records = Records::new(db);
-    let pass = Pass {
-        db,
-        opts,
-        options: &options,
-        roots: &real_roots,
-        records: &records,
-        keep: &keep,
-        listed,
-        emit,
+    let indexing = Indexing {
+        lookup: Lookup {
+            roots: &real_roots,
+            options: &options,
+            records: &records,
+            opts,
+        },
+        sink: Sink::new(&mut conn, db, &options, emit),
+        cold: std::sync::OnceLock::new(),
     };
-    let streams = opts.shard.is_none()
-        && !opts.sorted
-        && scan::streamed_prefixes(roots, opts).is_none()
-        && scan::disjoint(roots);
-    let (tally, place) = if streams {
-        pass.streamed(&mut conn, roots)?
-    } else {
-        pass.walked(&mut conn, roots)?
-    };
+    let place = scan::drive(roots, opts, listed, &indexing)?;
+    let cold = indexing.cold.get().copied().unwrap_or(false);
+    let mut tally = indexing.sink.finish(cold)?;
+    refresh(&mut conn, db, &tally.refreshed)?;
+    if let Some(all) = &place.all {
+        // A shard looks for every file of the walk: the rows of the
+        // other shards' files are found too.
+        tally
+            .found
+            .extend(rows_of(&conn, db, all, &real_roots, &place.linked)?);
+    }
     let removed = if records.failed() {
         log::warn!(
             "{}: some rows could not be looked up: no row is retired this time",
@@ -338,10 +324,11 @@ pub fn scan_indexed_listing(
         0
     } else {
         let looked = || {
-            let Place {
+            let scan::Looked {
                 walked,
                 linked,
                 unlisted,
+                ..
             } = &place;
             looked(roots, unlisted, walked, &real_roots, linked, keep)
         };
@@ -354,163 +341,37 @@ pub fn scan_indexed_listing(
     })
 }
 
-/// What one indexed scan shares between its steps: the catalogue, the
-/// options, the roots, where rows are looked up, the filters, and where
-/// progress and records go.
-struct Pass<'a> {
-    db: &'a Path,
-    opts: &'a ScanOptions,
-    /// The options key ([`options_key`]).
-    options: &'a str,
-    /// The roots with their real paths.
-    roots: &'a [(&'a PathBuf, Option<PathBuf>)],
-    records: &'a Records<'a>,
-    keep: &'a Keep,
-    listed: &'a (dyn Fn(usize) + Sync),
-    emit: &'a (dyn Fn(Record, Origin) + Sync),
+/// The catalogue's [`scan::Visitor`]: each file found looked up
+/// ([`Lookup`]), its result written and emitted ([`Sink`]); a cold load
+/// decided when the scan starts.
+struct Indexing<'a> {
+    lookup: Lookup<'a>,
+    sink: Sink<'a>,
+    /// Whether this is a cold load ([`cold_load`]), once the scan started.
+    cold: std::sync::OnceLock<bool>,
 }
 
-/// Where a scan looked, for retirement ([`looked`]): the directories its
-/// walk listed whole, the links it went through, the prefixes whose
-/// listing failed.
-struct Place {
-    walked: Walked,
-    linked: HashSet<PathBuf>,
-    unlisted: Vec<PathBuf>,
-}
-
-impl Pass<'_> {
-    /// Each file looked at as the walk of `roots` finds it, nothing kept
-    /// per file ([`scan::stream_with`]): a local scan, unsorted, unsharded,
-    /// no root inside another.
-    fn streamed(&self, conn: &mut Connection, roots: &[PathBuf]) -> Result<(Tally, Place)> {
-        let seen = scan::Seen::keeping(self.keep.clone());
-        let (met, versions, none) = (HashMap::new(), HashMap::new(), HashSet::new());
-        let lookup = self.lookup(&none, &seen, &met, &versions);
-        let cold = cold_load(conn, self.db, true, 0)?;
-        let sink = Sink::new(conn, self.db, self.options, self.emit);
-        let kept = scan::stream_with(
-            roots,
-            self.opts,
-            true,
-            self.listed,
-            &|r| (self.emit)(r, Origin::Read),
-            &|p, met, linked, scratch| lookup.visit_found(p, met, linked, scratch),
-            &|v| sink.done(v),
-        )?;
-        let tally = sink.finish(cold)?;
-        refresh(conn, self.db, &tally.refreshed)?;
-        let place = Place {
-            walked: kept.listed,
-            linked: kept.linked,
-            unlisted: Vec::new(),
-        };
-        Ok((tally, place))
+impl scan::Visitor for Indexing<'_> {
+    type Out = Visit;
+    fn places(&self) -> bool {
+        true
     }
-
-    /// The walk of `roots` listed first (sorted, sharded; bucket prefixes
-    /// read while listed), then each file looked at.
-    fn walked(&self, conn: &mut Connection, roots: &[PathBuf]) -> Result<(Tally, Place)> {
-        let (db, opts, emit) = (self.db, self.opts, self.emit);
-        // Prefixes read while they are listed, if any; the rest walked first.
-        let streamed = scan::streamed_prefixes(roots, opts);
-        let (prefixes, rest) = match &streamed {
-            Some((p, r)) => (p.as_slice(), r.as_slice()),
-            None => (&[][..], roots),
-        };
-        #[cfg(not(feature = "remote"))]
-        let _ = prefixes;
-        let scan::Found {
-            paths: all,
-            errors: mut walk_errors,
-            versions,
-            linked,
-            met,
-            mut unlisted,
-            listed: walked,
-        } = scan::list_kept(rest, None, &opts.walk, true)?;
-        // This shard's files (all of them, unsharded: borrowed, not copied).
-        let mut mine: std::borrow::Cow<'_, [PathBuf]> = match opts.shard {
-            None => (&all[..]).into(),
-            Some(_) => scan::shard_of(all.clone(), opts.shard).into(),
-        };
-        if opts.sorted {
-            scan::by_shown(mine.to_mut());
-        } else {
-            // Unsorted, the walk's errors come first; sorted, among the
-            // records.
-            for r in walk_errors.drain(..) {
-                emit(r, Origin::Read);
-            }
-        }
-        let seen = scan::Seen::keeping(self.keep.clone());
-        let lookup = self.lookup(&linked, &seen, &met, &versions);
-        let cold = cold_load(conn, db, streamed.is_some(), mine.len())?;
-        let sink = Sink::new(conn, db, self.options, emit);
-        let visit = |p: &Path, scratch: &mut crate::reader::Scratch| lookup.visit(p, scratch);
-        let done = |v: Visit| sink.done(v);
-        let listed = self.listed;
-        match &streamed {
-            #[cfg(feature = "remote")]
-            Some(_) => scan::read_while_listing(
-                prefixes,
-                &mine,
-                opts.jobs,
-                &seen,
-                listed,
-                &visit,
-                &done,
-                &|r| emit(r, Origin::Read),
-            )?,
-            _ if opts.sorted => {
-                listed(mine.len());
-                scan::scan_ordered(&mine, walk_errors, opts.jobs, &visit, &done, &|r| {
-                    emit(r, Origin::Read)
-                })?;
-            }
-            _ => {
-                listed(mine.len());
-                scan::scan_with(&mine, opts.jobs, &visit, &done)?;
-            }
-        }
-        let mut tally = sink.finish(cold)?;
-        unlisted.extend(seen.unlisted());
-        refresh(conn, db, &tally.refreshed)?;
-        if opts.shard.is_some() {
-            // A shard looks for every file of the walk: the rows of the
-            // other shards' files are found too.
-            tally
-                .found
-                .extend(rows_of(conn, db, &all, self.roots, &linked)?);
-        }
-        let place = Place {
-            walked,
-            linked,
-            unlisted,
-        };
-        Ok((tally, place))
+    fn start(&self, files: Option<usize>) -> Result<()> {
+        let cold = self.sink.cold_load(files)?;
+        let _ = self.cold.set(cold);
+        Ok(())
     }
-
-    /// A [`Lookup`] of this pass's files: `linked`, the links its walk
-    /// went through; what listings saw (`seen`, `versions`) and what the
-    /// walk met of each compile-cache entry (`met`).
-    fn lookup<'b>(
-        &'b self,
-        linked: &'b HashSet<PathBuf>,
-        seen: &'b scan::Seen,
-        met: &'b HashMap<std::ffi::OsString, crate::cache::Met>,
-        versions: &'b scan::Versions,
-    ) -> Lookup<'b> {
-        Lookup {
-            roots: self.roots,
-            linked,
-            options: self.options,
-            records: self.records,
-            opts: self.opts,
-            seen,
-            met,
-            versions,
-        }
+    fn visit(&self, found: scan::Find<'_>, scratch: &mut crate::reader::Scratch) -> Visit {
+        self.lookup.visit(found, scratch)
+    }
+    fn done(&self, v: Visit) {
+        self.sink.done(v)
+    }
+    fn failed(&self, r: Record) {
+        (self.sink.emit)(r, Origin::Read)
+    }
+    fn path(v: &Visit) -> &str {
+        &v.record.path
     }
 }
 
@@ -540,20 +401,6 @@ fn rows_of(
         }
     }
     Ok(ids)
-}
-
-/// Whether this is a cold load (an empty catalogue, and many `files` to
-/// read or a prefix of unknown size, `streamed`): if so, the secondary
-/// indexes are dropped here, to be built once at its end
-/// ([`Sink::finish`]) instead of row by row.
-fn cold_load(conn: &Connection, db: &Path, streamed: bool, files: usize) -> Result<bool> {
-    if !(streamed || files >= 4 * BATCH) {
-        return Ok(false);
-    }
-    let rows: i64 = conn
-        .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
-        .map_err(err(db))?;
-    Ok(rows == 0 && schema::drop_indexes(conn, db).is_ok())
 }
 
 /// Where each visited file goes, on the worker that visited it: counted,
@@ -612,6 +459,21 @@ impl<'a> Sink<'a> {
             refreshed: Mutex::new(Vec::new()),
             found: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Whether this is a cold load (an empty catalogue, and many `files`
+    /// to read, or a walk or listing of unknown size, `None`): if so, the
+    /// secondary indexes are dropped here, to be built once at its end
+    /// ([`Sink::finish`]) instead of row by row.
+    fn cold_load(&self, files: Option<usize>) -> Result<bool> {
+        if files.is_some_and(|n| n < 4 * BATCH) {
+            return Ok(false);
+        }
+        let conn = self.conn.lock().expect("lock");
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
+            .map_err(err(self.db))?;
+        Ok(rows == 0 && schema::drop_indexes(&conn, self.db).is_ok())
     }
 
     /// Takes one visited file: counts it, queues a read one's record and

@@ -5,16 +5,14 @@
 //! path). What becomes of the result is update.rs's.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::keys;
 use crate::accessors;
-use crate::cache::Met;
 use crate::json::views::TensorMap;
 use crate::reader::{Neff, Scratch};
-use crate::scan::{self, Record, ScanOptions, Seen, Versions};
+use crate::scan::{Find, Record, ScanOptions};
 use crate::summary::Summary;
 
 /// A file's identity: when all five are unchanged, so are its bytes (as far
@@ -184,95 +182,53 @@ impl<'a> Records<'a> {
 }
 
 /// What each file of an indexed scan is judged by, shared by the workers:
-/// how its key is worked out, where its row is looked up, and what the
-/// walk and the listings said of each file.
+/// how its key is worked out, and where its row is looked up.
 pub(super) struct Lookup<'a> {
-    /// The roots with their real paths, and the links the walk went
-    /// through: a walked path's key ([`keys::key_below`]).
+    /// The roots with their real paths: a walked path's key
+    /// ([`keys::key_below`]).
     pub(super) roots: &'a [(&'a PathBuf, Option<PathBuf>)],
-    pub(super) linked: &'a HashSet<PathBuf>,
     /// This scan's options key: a row read with others is read again.
     pub(super) options: &'a str,
     /// Where each file's row is looked up.
     pub(super) records: &'a Records<'a>,
     pub(super) opts: &'a ScanOptions,
-    /// What the listings of prefixes read while listed have seen so far.
-    pub(super) seen: &'a Seen,
-    /// What the walk met of each compile-cache entry.
-    pub(super) met: &'a HashMap<OsString, Met>,
-    /// What the walk's listings said of each object (size, ETag).
-    pub(super) versions: &'a Versions,
 }
 
 impl Lookup<'_> {
-    /// Looks at the file at `p`: answered from its row when the row's
-    /// identity and options are the file's and this scan's, else read.
-    pub(super) fn visit(&self, p: &Path, scratch: &mut Scratch) -> Visit {
-        let met = self.seen.met(self.met, p);
-        self.look_at(p, self.key(p), met, scratch)
-    }
-
-    /// [`Lookup::visit`] of a file a streamed walk found: `met`, what the
-    /// walk met of its compile-cache entry; `linked`, whether its path goes
-    /// through a link the walk followed (its key is then its path resolved
-    /// whole).
-    pub(super) fn visit_found(
-        &self,
-        p: &Path,
-        met: Option<Met>,
-        linked: bool,
-        scratch: &mut Scratch,
-    ) -> Visit {
-        let key = match linked {
+    /// Looks at a file the scan found: answered from its row when the
+    /// row's identity and options are the file's and this scan's, else
+    /// read. A path through a link the walk followed is keyed by its path
+    /// resolved whole.
+    pub(super) fn visit(&self, found: Find<'_>, scratch: &mut Scratch) -> Visit {
+        let p = found.path;
+        let key = match found.linked {
             true => keys::key_of(p),
-            false => self.key(p),
+            false => keys::key_below(p, self.roots, &HashSet::new()),
         };
-        self.look_at(p, key, met, scratch)
-    }
-
-    /// Looks at `p`, keyed `key`, of the entry the walk met as `met`.
-    fn look_at(&self, p: &Path, key: String, met: Option<Met>, scratch: &mut Scratch) -> Visit {
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
-        let stat = self.identity(p);
+        let version = found.version.clone();
+        let stat = identity(
+            p,
+            version.or_else(|| keys::named_object_version(p)).as_ref(),
+        )
+        .ok();
         let (row, record) = self.records.look(&key, stat, self.options);
         match record {
-            Some(record) => self.hit(p, key, row, record, met),
-            None => self.read(p, key, row, stat, met, scratch),
+            Some(record) => self.hit(&found, key, row, record),
+            None => self.read(&found, key, row, stat, scratch),
         }
-    }
-
-    /// `p`'s key ([`keys::key_below`]: an object a listing found has its
-    /// URL normalised).
-    fn key(&self, p: &Path) -> String {
-        keys::key_below(p, self.roots, self.linked)
-    }
-
-    /// `p`'s identity now: what a listing (the walk's, or one during the
-    /// scan) or its URL says of the object, else its file's stat; `None`
-    /// when there is none to take.
-    fn identity(&self, p: &Path) -> Option<Stat> {
-        let version = self.seen.version(self.versions, p);
-        let version = version.or_else(|| keys::named_object_version(p));
-        identity(p, version.as_ref()).ok()
     }
 
     /// The hit path: the row's record `r`, carrying `p` as typed now, and
     /// for a compile-cache entry its state judged again from what this scan
     /// met of the entry (`met`), which is not part of the file's identity.
-    fn hit(
-        &self,
-        p: &Path,
-        key: String,
-        row: Option<i64>,
-        mut r: Record,
-        met: Option<Met>,
-    ) -> Visit {
-        r.path = crate::shown::path(p);
+    fn hit(&self, found: &Find<'_>, key: String, row: Option<i64>, mut r: Record) -> Visit {
+        r.path = crate::shown::path(found.path);
         let mut refreshed = false;
         if r.cache_state.is_some() || r.cache_key.is_some() {
             let before = (r.cache_state, r.cache_reason.clone());
-            scan::cache_entry(p, &mut r, &self.opts.open, met);
+            found.judge_entry(&mut r, self.opts);
             refreshed = (r.cache_state, r.cache_reason.clone()) != before;
         }
         Visit {
@@ -287,19 +243,17 @@ impl Lookup<'_> {
     /// from one open, stamped with the time the read began.
     fn read(
         &self,
-        p: &Path,
+        found: &Find<'_>,
         key: String,
         row: Option<i64>,
         stat: Option<Stat>,
-        met: Option<Met>,
         scratch: &mut Scratch,
     ) -> Visit {
         let scanned_at = now_utc();
-        let (record, rows) =
-            scan::record_with(p, self.opts, scratch, met, |n| Box::new(Rows::of(n)));
+        let (record, rows) = found.read(self.opts, scratch, |n| Box::new(Rows::of(n)));
         // A NEFF left unread so as not to move its access time: its record
         // says who scanned, not what the file is, and is not kept.
-        let stat = stat.filter(|_| !scan::left_unread(&record));
+        let stat = stat.filter(|_| !record.left_unread());
         Visit {
             key,
             row,

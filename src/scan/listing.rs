@@ -9,9 +9,8 @@ use std::sync::mpsc;
 
 use rayon::prelude::*;
 
-use super::options::ScanOptions;
-use super::record::{failed, record_with, Record};
-use super::walk::{list_versions, meet_object, Seen};
+use super::record::{failed, Record};
+use super::walk::{meet_object, Seen};
 use crate::cache;
 use crate::error::Result;
 use crate::reader::Scratch;
@@ -75,34 +74,6 @@ impl Held {
     }
 }
 
-pub(super) fn scan(
-    prefixes: &[PathBuf],
-    rest: &[PathBuf],
-    opts: &ScanOptions,
-    listed: &(dyn Fn(usize) + Sync),
-    emit: &(dyn Fn(Record) + Sync),
-) -> Result<()> {
-    // Local roots and single objects: listed first, as `list_with` does.
-    let local = list_versions(rest, None, &opts.walk)?;
-    for r in local.errors {
-        emit(r);
-    }
-    let seen = Seen::keeping(crate::places::Keep::new(
-        &opts.walk.globs,
-        opts.walk.max_depth,
-    )?);
-    read_while_listing(
-        prefixes,
-        &local.paths,
-        opts.jobs,
-        &seen,
-        listed,
-        &|p, scratch| record_with(p, opts, scratch, seen.met(&local.met, p), |_| ()).0,
-        emit,
-        emit,
-    )
-}
-
 /// Runs `work` on each of `paths` (listed already) and of the NEFFs
 /// and bare compile-cache entries under `prefixes` as their listings
 /// find them, on the remote pool of `jobs`; `emit` gets each result,
@@ -110,7 +81,7 @@ pub(super) fn scan(
 /// the listings see goes into `seen` before the path it concerns is
 /// handed to `work`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn read_while_listing<T: Send>(
+pub(super) fn read_while_listing<T: Send>(
     prefixes: &[PathBuf],
     paths: &[PathBuf],
     jobs: usize,

@@ -8,11 +8,12 @@
 //! first, sorted by path so that `--shard K/N` splits a zoo
 //! deterministically; the objects of a bucket prefix are read as its
 //! listing pages arrive ([`scan_listing`]). Each worker reuses one
-//! [`Scratch`](crate::Scratch) (file and inflate buffers) across files, and a record is
+//! [`Scratch`] (file and inflate buffers) across files, and a record is
 //! handed to the caller as soon as it is made: memory does not grow with
 //! the number of files (a sorted or sharded scan keeps a path per file).
 //! At most `jobs` files are open at once.
 
+mod drive;
 #[cfg(feature = "remote")]
 mod listing;
 mod options;
@@ -24,22 +25,17 @@ mod walk;
 use std::path::PathBuf;
 
 use crate::error::Result;
+use crate::reader::Scratch;
 
 pub use options::{ScanOptions, Walk};
 pub use record::{Record, Tensors};
 pub use run::scan;
 pub use walk::{list, list_with, path_list, Walked, LIST_LINE_MAX};
 
-#[cfg(all(feature = "remote", feature = "catalog"))]
-pub(crate) use listing::read_while_listing;
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use record::{cache_entry, left_unread, record_with};
+pub(crate) use drive::{drive, Find, Looked, Visitor};
 #[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use run::{by_shown, hold_sorted, scan_ordered, scan_with, streamed_prefixes};
-#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use streamed::stream_with;
-#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use walk::{disjoint, list_kept, shard_of, Found, Seen, Versions};
+pub(crate) use options::Shaping;
 
 /// Lists `roots` and scans what it finds, as [`list_with`] then
 /// [`Walked::scan`] do, except that nothing waits for the whole list: each
@@ -66,37 +62,28 @@ pub fn scan_listing(
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record) + Sync),
 ) -> Result<()> {
-    #[cfg(feature = "remote")]
-    if let Some((prefixes, rest)) = run::streamed_prefixes(roots, opts) {
-        if opts.sorted {
-            return run::hold_sorted(
-                |r: &Record| &r.path,
-                emit,
-                |held| listing::scan(&prefixes, &rest, opts, listed, held),
-            );
-        }
-        return listing::scan(&prefixes, &rest, opts, listed, emit);
+    drive::drive(roots, opts, listed, &Reading { opts, emit }).map(drop)
+}
+
+/// The plain scan's [`Visitor`]: each thing found read, its record handed
+/// to `emit` (a walk or listing error too).
+struct Reading<'a> {
+    opts: &'a ScanOptions,
+    emit: &'a (dyn Fn(Record) + Sync),
+}
+
+impl Visitor for Reading<'_> {
+    type Out = Record;
+    fn visit(&self, found: Find<'_>, scratch: &mut Scratch) -> Record {
+        found.read(self.opts, scratch, |_| ()).0
     }
-    if opts.shard.is_none() && !opts.sorted && walk::disjoint(roots) {
-        return streamed::scan(roots, opts, listed, emit);
+    fn done(&self, r: Record) {
+        (self.emit)(r)
     }
-    let mut walked = walk::list_with(roots, opts)?;
-    if opts.sorted {
-        listed(walked.paths.len());
-        run::by_shown(&mut walked.paths);
-        let errors = std::mem::take(&mut walked.errors);
-        return run::scan_ordered(
-            &walked.paths,
-            errors,
-            opts.jobs,
-            &|p, scratch| record_with(p, opts, scratch, walk::met_of(&walked.met, p), |_| ()).0,
-            emit,
-            emit,
-        );
+    fn failed(&self, r: Record) {
+        (self.emit)(r)
     }
-    for r in walked.errors.iter().cloned() {
-        emit(r);
+    fn path(r: &Record) -> &str {
+        &r.path
     }
-    listed(walked.paths.len());
-    walked.scan(opts, emit)
 }

@@ -63,6 +63,14 @@ impl Walk {
         self.overrides(Path::new(".")).map(drop)
     }
 
+    /// What this walk keeps of a listing ([`crate::places::Keep`]): the
+    /// filters a catalogue judges its rows by, as the walk judges files (a
+    /// filter of the walk that is not here would retire rows of files it
+    /// only skipped).
+    pub(crate) fn keep(&self) -> Result<crate::places::Keep> {
+        crate::places::Keep::new(&self.globs, self.max_depth)
+    }
+
     /// The globs of `root`, compiled (a bad one is a usage error).
     pub(super) fn overrides(&self, root: &Path) -> Result<Option<ignore::overrides::Override>> {
         if self.globs.is_empty() {
@@ -101,7 +109,27 @@ pub struct ScanOptions {
     pub sorted: bool,
 }
 
+/// What of a scan's options changes the records it makes (the open
+/// limits, `verify`): a record made under other such options is not this
+/// scan's answer, so a catalogue keys its rows on them
+/// ([`ScanOptions::shaping`]). An option that changes a record is added
+/// here.
+#[derive(serde::Serialize)]
+pub(crate) struct Shaping<L> {
+    pub(crate) limits: L,
+    pub(crate) verify: bool,
+}
+
 impl ScanOptions {
+    /// The options that change this scan's records ([`Shaping`]).
+    #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
+    pub(crate) fn shaping(&self) -> Shaping<crate::limits::Limits> {
+        Shaping {
+            limits: self.open.limits,
+            verify: self.verify,
+        }
+    }
+
     /// Sets `walk`: how directories are walked (globs, depth, links).
     #[must_use]
     pub fn walk(mut self, v: Walk) -> Self {

@@ -116,7 +116,7 @@ pub(super) fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
 /// too (the index reads its member, tensor and alias rows this way, from
 /// the same single open). `met`: what the walk saw of the compile-cache
 /// entry the NEFF belongs to (`None`: the entry is listed now).
-pub(crate) fn record_with<T>(
+pub(super) fn record_with<T>(
     path: &Path,
     opts: &ScanOptions,
     scratch: &mut Scratch,
@@ -269,14 +269,17 @@ pub(super) fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOpti
     r
 }
 
-/// Whether `r` is of a NEFF left unread so as not to move its access
-/// time ([`Error::AtimeKept`]): it says who scanned, not what the file is
-/// (the catalogue does not keep it).
-pub(crate) fn left_unread(r: &Record) -> bool {
-    !r.ok
-        && r.error
-            .as_deref()
-            .is_some_and(|e| e.starts_with(ATIME_KEPT))
+impl Record {
+    /// Whether this is the record of a NEFF left unread so as not to move
+    /// its access time ([`Error::AtimeKept`]): it says who scanned, not
+    /// what the file is (the catalogue does not keep it).
+    pub(crate) fn left_unread(&self) -> bool {
+        !self.ok
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(ATIME_KEPT))
+    }
 }
 
 /// Whether the file at `path` (a local one) exists and the caller may not
@@ -299,7 +302,7 @@ pub(super) fn unreadable(path: &Path) -> bool {
 /// now, from one listing of the entry, with the record's own answer for
 /// its NEFF (an entry holding none has its NEFF read, should one have
 /// appeared since the walk): a warm catalogue hit judges it again too.
-pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Option<cache::Met>) {
+pub(super) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Option<cache::Met>) {
     let parent = path.parent();
     let dir = parent
         .and_then(Path::file_name)
@@ -321,7 +324,7 @@ pub(crate) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
     }
     r.compiler = cache::compiler_of(entry);
     let own = (entry != path).then(|| (r.ok, r.error.clone()));
-    let unread = left_unread(r);
+    let unread = r.left_unread();
     let read = |name: &str| match &own {
         // The NEFF scanned: the record's own answer.
         Some((true, _)) if name == file => cache::Read::Ok(()),

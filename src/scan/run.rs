@@ -1,6 +1,5 @@
-//! Reading what was found, in parallel: the pools (counting, so that a
-//! large payload's inflate knows the idle workers), a bucket prefix read
-//! while it is listed, and what the listings have seen so far.
+//! Reading what was found, in parallel: the pools (counting, so that a large payload's inflate knows the idle
+//! workers), and a list read in path order a window at a time.
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +23,7 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync
 /// [`scan`] with the per-file work given: `work` runs on a pool of `jobs`
 /// threads (each reusing one [`Scratch`]), `emit` gets each result as it
 /// is made. The index uses it to read a file's rows along with its record.
-pub(crate) fn scan_with<T: Send>(
+pub(super) fn scan_with<T: Send>(
     paths: &[PathBuf],
     jobs: usize,
     work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
@@ -47,7 +46,7 @@ pub(crate) fn scan_with<T: Send>(
 /// (before a result of the same path): `paths` is read a window at a
 /// time, in parallel, so that at most a window of results is held.
 /// `paths` must be sorted as their records' paths are ([`by_shown`]).
-pub(crate) fn scan_ordered<T: Send>(
+pub(super) fn scan_ordered<T: Send>(
     paths: &[PathBuf],
     mut errors: Vec<Record>,
     jobs: usize,
@@ -81,27 +80,9 @@ pub(crate) fn scan_ordered<T: Send>(
     Ok(())
 }
 
-/// Runs `scan`, holding what it emits, then hands it all to `emit` sorted
-/// by `path` (stably; also when `scan` failed, before its error): how a
-/// sorted scan of prefixes read while they are listed keeps its order,
-/// at the cost of holding every record.
-#[cfg_attr(not(any(feature = "remote", feature = "catalog")), allow(dead_code))]
-pub(crate) fn hold_sorted<T: Send>(
-    path: impl Fn(&T) -> &str,
-    emit: &(dyn Fn(T) + Sync),
-    scan: impl FnOnce(&(dyn Fn(T) + Sync)) -> Result<()>,
-) -> Result<()> {
-    let held = std::sync::Mutex::new(Vec::new());
-    let got = scan(&|t| held.lock().expect("lock").push(t));
-    let mut held = held.into_inner().expect("lock");
-    held.sort_by(|a, b| path(a).cmp(path(b)));
-    held.into_iter().for_each(emit);
-    got
-}
-
 /// `paths` sorted as their records' paths sort: by [`Record::path`]'s
 /// bytes (how a path is shown), not by components.
-pub(crate) fn by_shown(paths: &mut [PathBuf]) {
+pub(super) fn by_shown(paths: &mut [PathBuf]) {
     // A UTF-8 path that is not a URL shows as itself: compared in place
     // (no string made per path); the others as they show. Either way the
     // order is that of the shown strings.
@@ -130,28 +111,4 @@ pub(super) fn pool_for(remote: bool, jobs: usize) -> Result<rayon::ThreadPool> {
 pub(super) fn counted<T>(work: impl FnOnce() -> T) -> T {
     let _job = crate::pool::Job::start();
     work()
-}
-
-/// The roots split into the bucket or repository prefixes to read while
-/// they are listed, and the rest (local roots, single objects), when there
-/// is any such prefix and the scan is not sharded (a shard is a slice of
-/// the sorted whole, so it lists everything first).
-#[cfg_attr(not(any(feature = "remote", feature = "catalog")), allow(dead_code))]
-pub(crate) fn streamed_prefixes(
-    roots: &[PathBuf],
-    opts: &ScanOptions,
-) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
-    #[cfg(feature = "remote")]
-    {
-        let prefix = |r: &PathBuf| {
-            r.to_str().is_some_and(|u| {
-                crate::remote::is_url(u) && !u.ends_with(".neff") && crate::remote::is_listable(u)
-            })
-        };
-        if opts.shard.is_none() && roots.iter().any(prefix) {
-            return Some(roots.iter().cloned().partition(prefix));
-        }
-    }
-    let _ = (roots, opts);
-    None
 }

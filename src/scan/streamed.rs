@@ -16,26 +16,10 @@ use super::walk::Kept;
 /// How many things a streamed walk may have found ahead of the readers.
 const AHEAD: usize = 1024;
 
-/// Scans what a walk of `roots` finds, each thing read as soon as it is
-/// found ([`super::walk::stream`]) on a pool of `opts.jobs` threads: the
-/// first record comes after the first directories, not the whole walk,
-/// and nothing is kept per file.
-pub(super) fn scan(
-    roots: &[PathBuf],
-    opts: &ScanOptions,
-    listed: &(dyn Fn(usize) + Sync),
-    emit: &(dyn Fn(Record) + Sync),
-) -> Result<()> {
-    let read = |p: &Path, met, _linked, scratch: &mut Scratch| {
-        record_with(p, opts, scratch, met, |_| ()).0
-    };
-    stream_with(roots, opts, false, listed, emit, &read, emit).map(drop)
-}
-
 /// What a streamed scan does with one thing found: its path, what the walk
 /// met of its compile-cache entry, whether its path goes through a link
 /// the walk followed, the worker's scratch.
-pub(crate) type Visit<'a, T> = dyn Fn(&Path, Option<Met>, bool, &mut Scratch) -> T + Sync + 'a;
+pub(super) type Visit<'a, T> = dyn Fn(&Path, Option<Met>, bool, &mut Scratch) -> T + Sync + 'a;
 
 /// Runs `visit` on each thing a walk of `roots` finds (its path, what the
 /// walk met of its compile-cache entry, whether its path goes through a
@@ -44,7 +28,7 @@ pub(crate) type Visit<'a, T> = dyn Fn(&Path, Option<Met>, bool, &mut Scratch) ->
 /// `fail`, `listed(1)` is told of each thing found. With `places`, the
 /// walk notes where it looked (what a catalogue retires rows by) and
 /// returns it.
-pub(crate) fn stream_with<T: Send>(
+pub(super) fn stream_with<T: Send>(
     roots: &[PathBuf],
     opts: &ScanOptions,
     places: bool,

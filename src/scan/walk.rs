@@ -247,18 +247,6 @@ pub(super) fn stream(
     })
 }
 
-/// Whether a streamed walk of `roots` meets each file once: no root is
-/// another's ancestor or twin, as the words say (a sorted walk drops the
-/// second sighting; a streamed one keeps no list to find it in). Sorted
-/// by components, a root's descendants follow it at once: neighbours
-/// are enough to compare (a list of 100,000 files is not compared pair
-/// by pair).
-pub(crate) fn disjoint(roots: &[PathBuf]) -> bool {
-    let mut sorted: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
-    sorted.sort();
-    sorted.windows(2).all(|w| !w[1].starts_with(w[0]))
-}
-
 /// Where a walk's finds go.
 enum Out<'a> {
     /// Kept, to be sorted and sharded at the end ([`Collect::finish`]),
@@ -379,7 +367,7 @@ impl Collect<'_> {
         }
         match crate::remote::list_all(url) {
             Ok(objects) => {
-                let keep = crate::places::Keep::new(&walk.globs, walk.max_depth)?;
+                let keep = walk.keep()?;
                 let mut found = self.found.lock().expect("lock");
                 let mut versions = self.versions.lock().expect("lock");
                 for o in objects {
