@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::scan::{ScanOptions, Shaping};
+use crate::scan::ScanOptions;
 
 /// The options that change a record, as the JSON object a row stores
 /// (`{"limits":{...},"verify":false}`, keys sorted): a row read with other
@@ -40,10 +40,11 @@ pub(super) fn options_from_v1(text: &str) -> String {
             let (k, v) = f.split_once(": ")?;
             limits.insert(k.to_string(), v.parse::<u64>().ok()?.into());
         }
-        Some(options_json(Shaping {
-            limits: serde_json::Value::Object(limits),
-            verify,
-        }))
+        // (Schema 1's options were these two, for good.)
+        Some(options_json(serde_json::json!({
+            "limits": serde_json::Value::Object(limits),
+            "verify": verify,
+        })))
     };
     parse().unwrap_or_else(|| text.to_string())
 }

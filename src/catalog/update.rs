@@ -21,7 +21,8 @@ use super::schema::{self, err, NEFF_COLUMNS};
 use super::visit::{How, Lookup, Records, Rows, Stat, Visit};
 use crate::error::{Error, Result};
 use crate::places::{Keep, Walked};
-use crate::scan::{self, Record, ScanOptions};
+use crate::scan::drive::{self, Find, Looked, Visitor};
+use crate::scan::{Record, ScanOptions};
 
 /// Records read are written to the database this many at a time, each
 /// batch one transaction: a killed scan loses at most one batch of work.
@@ -249,7 +250,7 @@ fn under(root: &Path) -> (String, String) {
     (exact, dir)
 }
 
-/// Scans `roots` as [`scan::list`] and [`scan::scan`] do, keeping the
+/// Scans `roots` as [`crate::scan::list`] and [`crate::scan::scan`] do, keeping the
 /// catalogue at `db` current (created if missing; emptied first with
 /// `rebuild`). `emit` gets every record, as the plain scan would make it,
 /// with where it came from; walk errors come first (sorted: among the
@@ -269,7 +270,7 @@ pub fn scan_indexed(
 }
 
 /// [`scan_indexed`], reading the objects of a bucket or repository prefix
-/// as its listing pages arrive, as [`scan::scan_listing`] does (a warm
+/// as its listing pages arrive, as [`crate::scan::scan_listing`] does (a warm
 /// object is answered from its row as soon as it is listed, a new one read
 /// then), and telling `listed(n)` each time `n` more files are queued (a
 /// progress bar's length). A sharded scan lists everything first.
@@ -305,7 +306,7 @@ pub fn scan_indexed_listing(
         sink: Sink::new(&mut conn, db, &options, emit),
         cold: std::sync::OnceLock::new(),
     };
-    let place = scan::drive(roots, opts, listed, &indexing)?;
+    let place = drive::drive(roots, opts, listed, &indexing)?;
     let cold = indexing.cold.get().copied().unwrap_or(false);
     let mut tally = indexing.sink.finish(cold)?;
     refresh(&mut conn, db, &tally.refreshed)?;
@@ -324,7 +325,7 @@ pub fn scan_indexed_listing(
         0
     } else {
         let looked = || {
-            let scan::Looked {
+            let Looked {
                 walked,
                 linked,
                 unlisted,
@@ -341,7 +342,7 @@ pub fn scan_indexed_listing(
     })
 }
 
-/// The catalogue's [`scan::Visitor`]: each file found looked up
+/// The catalogue's [`Visitor`]: each file found looked up
 /// ([`Lookup`]), its result written and emitted ([`Sink`]); a cold load
 /// decided when the scan starts.
 struct Indexing<'a> {
@@ -351,7 +352,7 @@ struct Indexing<'a> {
     cold: std::sync::OnceLock<bool>,
 }
 
-impl scan::Visitor for Indexing<'_> {
+impl Visitor for Indexing<'_> {
     type Out = Visit;
     fn places(&self) -> bool {
         true
@@ -361,7 +362,7 @@ impl scan::Visitor for Indexing<'_> {
         let _ = self.cold.set(cold);
         Ok(())
     }
-    fn visit(&self, found: scan::Find<'_>, scratch: &mut crate::reader::Scratch) -> Visit {
+    fn visit(&self, found: Find<'_>, scratch: &mut crate::reader::Scratch) -> Visit {
         self.lookup.visit(found, scratch)
     }
     fn done(&self, v: Visit) {

@@ -12,7 +12,8 @@ use super::keys;
 use crate::accessors;
 use crate::json::views::TensorMap;
 use crate::reader::{Neff, Scratch};
-use crate::scan::{Find, Record, ScanOptions};
+use crate::scan::drive::Find;
+use crate::scan::{Record, ScanOptions};
 use crate::summary::Summary;
 
 /// A file's identity: when all five are unchanged, so are its bytes (as far

@@ -13,7 +13,7 @@
 //! the number of files (a sorted or sharded scan keeps a path per file).
 //! At most `jobs` files are open at once.
 
-mod drive;
+pub(crate) mod drive;
 #[cfg(feature = "remote")]
 mod listing;
 mod options;
@@ -32,10 +32,7 @@ pub use record::{Record, Tensors};
 pub use run::scan;
 pub use walk::{list, list_with, path_list, Walked, LIST_LINE_MAX};
 
-#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use drive::{drive, Find, Looked, Visitor};
-#[cfg_attr(not(feature = "catalog"), allow(unused_imports))]
-pub(crate) use options::Shaping;
+use drive::{Find, Visitor};
 
 /// Lists `roots` and scans what it finds, as [`list_with`] then
 /// [`Walked::scan`] do, except that nothing waits for the whole list: each

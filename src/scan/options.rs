@@ -115,15 +115,15 @@ pub struct ScanOptions {
 /// ([`ScanOptions::shaping`]). An option that changes a record is added
 /// here.
 #[derive(serde::Serialize)]
-pub(crate) struct Shaping<L> {
-    pub(crate) limits: L,
-    pub(crate) verify: bool,
+pub(crate) struct Shaping {
+    limits: crate::limits::Limits,
+    verify: bool,
 }
 
 impl ScanOptions {
     /// The options that change this scan's records ([`Shaping`]).
     #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
-    pub(crate) fn shaping(&self) -> Shaping<crate::limits::Limits> {
+    pub(crate) fn shaping(&self) -> Shaping {
         Shaping {
             limits: self.open.limits,
             verify: self.verify,
