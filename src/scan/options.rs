@@ -23,6 +23,9 @@ pub struct Walk {
     /// Follow symbolic links (the default; a loop is reported once). Off,
     /// a link is neither entered nor read.
     pub follow_links: bool,
+    /// Stay on each root's file system: a directory on another (a mount
+    /// inside the tree) is not entered.
+    pub one_file_system: bool,
 }
 
 impl Default for Walk {
@@ -31,6 +34,7 @@ impl Default for Walk {
             globs: Vec::new(),
             max_depth: None,
             follow_links: true,
+            one_file_system: false,
         }
     }
 }
@@ -54,6 +58,13 @@ impl Walk {
     #[must_use]
     pub fn follow_links(mut self, v: bool) -> Self {
         self.follow_links = v;
+        self
+    }
+
+    /// Sets `one_file_system`: stay on each root's file system.
+    #[must_use]
+    pub fn one_file_system(mut self, v: bool) -> Self {
+        self.one_file_system = v;
         self
     }
 

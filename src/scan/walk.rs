@@ -412,6 +412,7 @@ impl Collect<'_> {
             .standard_filters(false)
             .hidden(false)
             .follow_links(walk.follow_links)
+            .same_file_system(walk.one_file_system)
             .max_depth(walk.max_depth);
         if let Some(o) = &overrides {
             builder.overrides(o.clone());

@@ -402,6 +402,85 @@ fn refused_question_is_not_a_failed_file() {
     assert!(table.contains("(refused: cc_world_size)"), "{table}");
 }
 
+/// A tmpfs mounted at `at` (as root; `None` where mounts are refused),
+/// lazily unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn at(at: &Path) -> Option<Tmpfs> {
+        use std::os::unix::fs::MetadataExt;
+        if !std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
+            return None;
+        }
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "neff-test", at.to_str().unwrap()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn one_file_system_leaves_a_mount_inside_the_tree_and_its_catalogue_rows_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = walk_tree(tmp.path());
+    let Some(_m) = Tmpfs::at(&t.join("a/b/mnt")) else {
+        eprintln!("no tmpfs can be mounted here (not root, or no CAP_SYS_ADMIN): not tried");
+        return;
+    };
+    let neff = root().join("fixtures/acc/cc-none-gz.neff");
+    std::fs::create_dir_all(t.join("a/b/mnt/deep")).unwrap();
+    std::fs::copy(&neff, t.join("a/b/mnt/m.neff")).unwrap();
+    std::fs::copy(&neff, t.join("a/b/mnt/deep/n.neff")).unwrap();
+    let mounted = ["a/b/mnt/deep/n.neff", "a/b/mnt/m.neff"];
+    let (all, _) = walked(&t, &["--no-follow"]);
+    assert!(
+        mounted.iter().all(|m| all.contains(&m.to_string())),
+        "{all:?}"
+    );
+    let (ok, bad) = walked(&t, &["--no-follow", "--one-file-system"]);
+    let want: Vec<String> = all
+        .iter()
+        .filter(|p| !p.starts_with("a/b/mnt/"))
+        .cloned()
+        .collect();
+    assert_eq!(ok, want);
+    assert!(bad.is_empty(), "{bad:?}");
+    // Streamed or listed first, the walk is the same.
+    let (sorted, _) = walked(&t, &["--no-follow", "--one-file-system", "--sorted"]);
+    assert_eq!(sorted, want);
+    // Indexed: the rows under the mount, made by a scan that entered it,
+    // stay when a scan that does not enter it runs.
+    let db = tmp.path().join("t.db");
+    let db = db.to_str().unwrap();
+    let (first, _) = walked(&t, &["--no-follow", "--index", db]);
+    assert_eq!(first, all);
+    let (second, _) = walked(&t, &["--no-follow", "--one-file-system", "--index", db]);
+    assert_eq!(second, want);
+    let rows = || -> i64 {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.query_row("SELECT count(*) FROM neffs", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(rows() as usize, all.len(), "no row retired");
+    // Unmounted, the files are gone: the next scan retires their rows.
+    drop(_m);
+    let (third, _) = walked(&t, &["--no-follow", "--index", db]);
+    assert_eq!(third, want);
+    assert_eq!(rows() as usize, want.len());
+}
+
 /// A tree for the walk's flags: NEFFs at depths 1 to 4, a directory `old`
 /// holding a NEFF and a link to `a`, and a link loop.
 fn walk_tree(dir: &Path) -> std::path::PathBuf {

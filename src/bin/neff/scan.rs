@@ -110,6 +110,10 @@ pub(crate) struct ScanArgs {
     /// reported once)
     #[arg(long)]
     pub(crate) no_follow: bool,
+    /// Do not enter a directory on another file system than its root's (a
+    /// mount inside the tree)
+    #[arg(long)]
+    pub(crate) one_file_system: bool,
     /// One JSON object per line (NDJSON) instead of a table: --format
     /// ndjson
     #[arg(long, conflicts_with = "format")]
@@ -157,6 +161,7 @@ pub(crate) fn command(args: ScanArgs, opts: &neff::Options) -> Result<u8, Failur
         globs,
         max_depth,
         no_follow,
+        one_file_system,
         json,
         format,
         shard,
@@ -182,7 +187,8 @@ pub(crate) fn command(args: ScanArgs, opts: &neff::Options) -> Result<u8, Failur
             scan::Walk::default()
                 .globs(globs)
                 .max_depth(max_depth)
-                .follow_links(!no_follow),
+                .follow_links(!no_follow)
+                .one_file_system(one_file_system),
         );
     sopts.walk.check().map_err(|err| Failure {
         path: "--glob".into(),
