@@ -589,6 +589,7 @@ def scan(
     follow: bool = True,
     index: Union[None, str, "_os.PathLike[str]"] = None,
     rebuild: bool = False,
+    one_file_system: bool = False,
 ) -> Iterator[Dict[str, Any]]:
     """Yields one record (a dict, the fields of ``neff scan --json``) per
     ``*.neff`` under ``paths`` (directories walked; files named directly kept
@@ -598,7 +599,9 @@ def scan(
 
     As ``neff scan``'s flags: ``limits`` (:class:`Limits`), ``verify`` (check
     every payload's hash), ``glob`` (gitignore-syntax globs, ``!`` to
-    exclude), ``max_depth``, ``follow`` (``False``: ``--no-follow``), and
+    exclude), ``max_depth``, ``follow`` (``False``: ``--no-follow``),
+    ``one_file_system`` (``--one-file-system``: a mount inside the tree is
+    not entered), and
     ``index``: an SQLite catalogue kept current (``rebuild`` starts it
     over), from which unchanged files are answered; :class:`Catalog` reads it.
 
@@ -618,6 +621,7 @@ def scan(
         follow,
         None if index is None else _os.fsdecode(index),
         rebuild,
+        one_file_system,
     )
     for line in lines:
         yield _json.loads(line)

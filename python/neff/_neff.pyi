@@ -94,6 +94,7 @@ def scan(
     follow: bool = True,
     index: Optional[str] = None,
     rebuild: bool = False,
+    one_file_system: bool = False,
 ) -> ScanIter: ...
 def list_files(
     paths: List[str], shard: Optional[Tuple[int, int]] = None

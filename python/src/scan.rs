@@ -98,11 +98,12 @@ fn check_shard(shard: Option<(usize, usize)>) -> PyResult<()> {
 /// record too, `ok` False, its `path` the root as given: no exception.
 ///
 /// As `neff scan`'s flags: `limits` (a dict of the caps set), `verify`
-/// (check every payload's hash), `globs`, `max_depth`, `follow` (the walk),
+/// (check every payload's hash), `globs`, `max_depth`, `follow`,
+/// `one_file_system` (the walk),
 /// and `index` (a catalogue file kept current, `rebuild` to start it
 /// over): records of unchanged files then come from it.
 #[pyfunction]
-#[pyo3(name = "scan", signature = (paths, jobs = 0, shard = None, limits = None, verify = false, globs = Vec::new(), max_depth = None, follow = true, index = None, rebuild = false))]
+#[pyo3(name = "scan", signature = (paths, jobs = 0, shard = None, limits = None, verify = false, globs = Vec::new(), max_depth = None, follow = true, index = None, rebuild = false, one_file_system = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_paths(
     paths: Vec<PathBuf>,
@@ -115,12 +116,14 @@ pub fn scan_paths(
     follow: bool,
     index: Option<PathBuf>,
     rebuild: bool,
+    one_file_system: bool,
 ) -> PyResult<ScanIter> {
     check_shard(shard)?;
     let walk = scan::Walk::default()
         .globs(globs)
         .max_depth(max_depth)
-        .follow_links(follow);
+        .follow_links(follow)
+        .one_file_system(one_file_system);
     walk.check().map_err(to_py)?;
     let opts = ScanOptions::default()
         .jobs(jobs)

@@ -75,6 +75,7 @@ def test_the_walk_flags_choose_the_files_as_the_cli(tmp_path):
         (["-g", "cc-*"], {"glob": ["cc-*"]}),
         (["-g", "!cc-*"], {"glob": ["!cc-*"]}),
         (["--no-follow"], {"follow": False}),
+        (["--one-file-system"], {"one_file_system": True}),
     ]:
         want = cli_records(*args, os.path.join(ROOT, "fixtures"))
         got = sorted(neff.scan([os.path.join(ROOT, "fixtures")], **kw), key=lambda r: r["path"])
