@@ -72,6 +72,17 @@ impl Print {
         !matches!(self, Print::Md5(_))
     }
 
+    /// The digest as its kind and its bytes (fixed bytes for a listing's
+    /// print, whatever the build prints it as).
+    pub(super) fn tagged(&self) -> (u8, &[u8]) {
+        match self {
+            Print::Md5(d) => (1, d),
+            Print::Sha256(d) => (2, d),
+            #[cfg(feature = "remote")]
+            Print::Git(d) => (3, d),
+        }
+    }
+
     pub(super) fn same_kind(self, other: Print) -> bool {
         std::mem::discriminant(&self) == std::mem::discriminant(&other)
     }

@@ -64,8 +64,8 @@ impl Planned {
     }
 
     /// In a store: a digest of the entry's listing (its URL, and each
-    /// object's name, size, digest and time), which changes when any of
-    /// its objects does. `None` on disk.
+    /// object's name, size, digest and time, as fixed bytes), which changes
+    /// when any of its objects does. `None` on disk.
     fn listing_print(&self) -> Option<[u8; 32]> {
         use sha2::{Digest, Sha256};
         self.objects.as_ref()?;
@@ -75,7 +75,22 @@ impl Planned {
             h.update(b"\0");
             h.update(f.rel.as_os_str().as_encoded_bytes());
             h.update(f.size.to_le_bytes());
-            h.update(format!("{:?} {:?}", f.print, f.modified));
+            match f.print {
+                Some(p) => {
+                    let (kind, digest) = p.tagged();
+                    h.update([kind]);
+                    h.update(digest);
+                }
+                None => h.update([0]),
+            }
+            let time = f.modified.and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok());
+            match time {
+                Some(t) => {
+                    h.update([1]);
+                    h.update(t.as_nanos().to_le_bytes());
+                }
+                None => h.update([0]),
+            }
         }
         Some(h.finalize().into())
     }
