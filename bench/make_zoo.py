@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a large compile cache: N entries laid out as neuronx-cc lays them out.
 
-    python3 bench/make_zoo.py OUT --entries N [--budget-bytes B] [--seed S] [--jobs J]
+    python3 bench/make_zoo.py OUT --entries N [--layout L] [--budget-bytes B] [--seed S] [--jobs J]
 
 OUT gets, for N = 1,000 / 10,000 / 100,000 (any N works):
 
@@ -41,7 +41,14 @@ entries are links. (A size class with no distinct NEFF yet when the budget is re
 one, past the budget.) The small side files (model.done, compile_flags.json, ~512-byte
 model.hlo_module.pb) are always distinct and not counted in the budget.
 
-Everything follows from --seed and N: the same arguments give the same tree. The 128
+--layout small (issue 59) writes the same kind of cache from small NEFFs instead: every
+NEFF distinct, 3-8 kB (6 size classes evenly spaced on a log scale, drawn uniformly), over
+three compiler versions (2.15 to 2.17), 2.5 % failed and 1.5 % locked entries: the shape
+where a scan's cost per entry (listings, opens, stats, hand-offs between threads) outweighs
+reading the NEFF. --layout flat writes those small NEFFs without cache entries: a model zoo
+of OUT/dNNN/nNNNNNN.neff, a thousand to a directory.
+
+Everything follows from --seed, --layout and N: the same arguments give the same tree. The 128
 templates take ~45 s on 2 cores (--templates DIR keeps them for the next run); then 100,000
 entries take a minute or two more on a fast disk (most of it creating 400,000 files).
 """
@@ -66,35 +73,45 @@ VERSIONS = (
     "neuronxcc-2.17.194.0+d312836f",
     "neuronxcc-2.18.121.0+9e31e41a",
 )
-MIN_SIZE, MAX_SIZE, POWER = 11_000, 16_000_000, 3.5
-CLASSES, VARIANTS = 64, 2
-FAILED, LOCKED = 0.025, 0.01
+VARIANTS = 2
 REUSE = 0.30
+# Per layout: compiler versions, NEFF sizes (smallest, largest, the power u is raised to,
+# size classes), the share of failed and of locked entries, and whether there are entries.
+LAYOUTS = {
+    "compiler": dict(versions=VERSIONS, sizes=(11_000, 16_000_000, 3.5, 64), failed=0.025,
+                     locked=0.01, entries=True),
+    "small": dict(versions=VERSIONS[:3], sizes=(3_000, 8_000, 1.0, 6), failed=0.025,
+                  locked=0.015, entries=True),
+    "flat": dict(versions=VERSIONS[:1], sizes=(3_000, 8_000, 1.0, 6), failed=0.0,
+                 locked=0.0, entries=False),
+}
 EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z
 
 
-def class_size(k):
-    """The file size of size class k (0 .. CLASSES - 1)."""
-    return int(MIN_SIZE * (MAX_SIZE / MIN_SIZE) ** (k / (CLASSES - 1)))
+def class_size(k, sizes):
+    """The file size of size class k (0 .. classes - 1) of `sizes`."""
+    lo, hi, _, classes = sizes
+    return int(lo * (hi / lo) ** (k / (classes - 1)))
 
 
-def draw_class(r):
+def draw_class(r, sizes):
     """A size class drawn from the stated distribution."""
-    size = MIN_SIZE * (MAX_SIZE / MIN_SIZE) ** (r.random() ** POWER)
-    k = round(math.log(size / MIN_SIZE) / math.log(MAX_SIZE / MIN_SIZE) * (CLASSES - 1))
-    return min(CLASSES - 1, max(0, k))
+    lo, hi, power, classes = sizes
+    size = lo * (hi / lo) ** (r.random() ** power)
+    k = round(math.log(size / lo) / math.log(hi / lo) * (classes - 1))
+    return min(classes - 1, max(0, k))
 
 
 def template(job):
     """Writes template (k, v): a NEFF of about class_size(k) bytes into the directory
     `tdir` (kept there: a later run with the same seed reuses it); returns (k, v, path)."""
-    tdir, seed, k, v = job
+    tdir, seed, k, v, sizes = job
     path = os.path.join(tdir, "t%02d_%d.neff" % (k, v))
     if os.path.exists(path):
         return k, v, path
     mc.make_pools(seed)
     r = random.Random("%s/template/%d/%d" % (seed, k, v))
-    target = class_size(k)
+    target = class_size(k, sizes)
     cores = 1 if r.random() < 0.7 else 2
     arch = r.choice(("sunda", "sunda", "cayman"))
     cc_kind = r.choices(("none", "rg", "pairs", "both", "explicit"), (55, 25, 6, 9, 5))[0]
@@ -175,6 +192,9 @@ def main():
         default=4 << 30,
         help="bytes of distinct NEFFs; hard links beyond (default 4 GiB)",
     )
+    ap.add_argument("--layout", choices=sorted(LAYOUTS), default="compiler",
+                    help="compiler (default): the compiler's cache, NEFFs of 11 kB-16 MB; "
+                    "small: the same of 3-8 kB NEFFs; flat: those NEFFs, no cache entries")
     ap.add_argument("--seed", default="neff-zoo")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument(
@@ -185,10 +205,13 @@ def main():
     t0 = time.monotonic()
     if os.path.exists(a.out) and os.listdir(a.out):
         sys.exit("make_zoo: %s exists and is not empty" % a.out)
-    tdir = os.path.join(a.templates or a.out, ".templates-%s" % a.seed)
+    lay = LAYOUTS[a.layout]
+    versions, sizes = lay["versions"], lay["sizes"]
+    suffix = "" if a.layout == "compiler" else "-" + a.layout
+    tdir = os.path.join(a.templates or a.out, ".templates-%s%s" % (a.seed, suffix))
     os.makedirs(tdir, exist_ok=True)
     mc.make_pools(a.seed)
-    jobs = [(tdir, a.seed, k, v) for k in range(CLASSES) for v in range(VARIANTS)]
+    jobs = [(tdir, a.seed, k, v, sizes) for k in range(sizes[3]) for v in range(VARIANTS)]
     jobs.sort(key=lambda j: -j[2])  # the big ones first: the pool's tail stays busy
     with Pool(a.jobs) as p:
         done = p.map(template, jobs, chunksize=1)
@@ -198,16 +221,30 @@ def main():
             templates[(k, v)] = f.read()
     t_tpl = time.monotonic() - t0
 
-    r = random.Random("%s/zoo/%d" % (a.seed, a.entries))
-    keys_by_version = [[] for _ in VERSIONS]
+    r = random.Random("%s/zoo%s/%d" % (a.seed, suffix, a.entries))
+    keys_by_version = [[] for _ in versions]
     pool = {}  # (k, v) -> [paths of distinct NEFFs]
     distinct = links = failed = locked = 0
     distinct_bytes = 0
-    sizes = []
+    sizes_out = []
     made = set()
     for i in range(a.entries):
-        vi = min(len(VERSIONS) - 1, int(r.random() ** 0.8 * len(VERSIONS)))
-        version = VERSIONS[vi]
+        if not lay["entries"]:
+            # A flat zoo: the NEFF alone, a thousand to a directory.
+            tk = (draw_class(r, sizes), r.randrange(VARIANTS))
+            d = os.path.join(a.out, "d%03d" % (i // 1000))
+            os.makedirs(d, exist_ok=True)
+            neff = os.path.join(d, "n%06d.neff" % i)
+            b = variant(templates[tk], r, "n%06d" % i, i + 1)
+            write(neff, b)
+            stamp = EPOCH + 60 * i
+            os.utime(neff, (stamp, stamp))
+            distinct += 1
+            distinct_bytes += len(b)
+            sizes_out.append(len(b))
+            continue
+        vi = min(len(versions) - 1, int(r.random() ** 0.8 * len(versions)))
+        version = versions[vi]
         key = None
         if vi > 0 and r.random() < REUSE:
             older = keys_by_version[r.randrange(vi)]
@@ -224,17 +261,17 @@ def main():
         write(os.path.join(d, "model.hlo_module.pb"), r.randbytes(512))
         x = r.random()
         linked = False
-        if x < FAILED:
+        if x < lay["failed"]:
             write(
                 os.path.join(d, "model.log"),
                 b"INFO: compiling\nERROR 70 [neuronx-cc]: internal compiler error\n",
             )
             failed += 1
-        elif x < FAILED + LOCKED:
+        elif x < lay["failed"] + lay["locked"]:
             write(os.path.join(d, "model.hlo_module.pb.lock"), b"")
             locked += 1
         else:
-            tk = (draw_class(r), r.randrange(VARIANTS))
+            tk = (draw_class(r, sizes), r.randrange(VARIANTS))
             neff = os.path.join(d, "model.neff")
             linked = not (distinct_bytes < a.budget_bytes or not pool.get(tk))
             if not linked:
@@ -244,12 +281,12 @@ def main():
                 pool.setdefault(tk, []).append(neff)
                 distinct += 1
                 distinct_bytes += len(b)
-                sizes.append(len(b))
+                sizes_out.append(len(b))
             else:
                 src = pool[tk][r.randrange(len(pool[tk]))]
                 os.link(src, neff)
                 links += 1
-                sizes.append(len(templates[tk]))
+                sizes_out.append(len(templates[tk]))
             write(os.path.join(d, "model.done"), b"")
         for f in os.listdir(d):
             # A link keeps its pool NEFF's mtime (they share one inode).
@@ -261,16 +298,17 @@ def main():
     # The templates are not part of the cache.
     if not a.templates:
         shutil.rmtree(tdir)
-    sizes.sort()
+    sizes = sorted(sizes_out)
     q = lambda f: sizes[min(len(sizes) - 1, int(f * len(sizes)))] if sizes else 0  # noqa: E731
     manifest = {
         "entries": a.entries,
+        "layout": a.layout,
         "neffs": len(sizes),
         "distinct_neffs": distinct,
         "hard_links": links,
         "failed": failed,
         "locked": locked,
-        "versions": {v: len(k) for v, k in zip(VERSIONS, keys_by_version)},
+        "versions": {v: len(k) for v, k in zip(versions, keys_by_version)},
         "distinct_bytes": distinct_bytes,
         "apparent_neff_bytes": sum(sizes),
         "budget_bytes": a.budget_bytes,

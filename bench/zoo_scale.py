@@ -6,9 +6,12 @@ control plane's queries at N = 1k / 10k / 100k compile-cache entries, side by si
     python3 bench/zoo_scale.py [--sizes 1000,10000] [--runs 3] [--work /tmp/neff-zoo-scale]
                                [--rows 100000,1000000] [--budget-bytes B] [--cold]
                                [--neff target/release/neff] [--json OUT.json]
+                               [--layout compiler|small|flat]
 
 For each N it makes the cache with bench/make_zoo.py (kept under --work and reused by the
-next run with the same N and budget), then measures, medians of --runs runs, each command
+next run with the same N, budget and layout: --layout small is the compiler's layout of
+small distinct NEFFs, 3-8 kB, three compiler versions; flat is those NEFFs without cache
+entries), then measures, medians of --runs runs, each command
 alone on the machine:
 
   scan          `neff scan --json --no-progress ROOT > pipe`: wall, CPU (user + sys) per
@@ -153,8 +156,13 @@ def db_size(db):
     return sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
 
 
+def zoo_name(args, n):
+    """The zoo of N entries' name under --work (its catalogue adds `.db`)."""
+    return "zoo-%d" % n if args.layout == "compiler" else "zoo-%s-%d" % (args.layout, n)
+
+
 def make(args, n):
-    root = os.path.join(args.work, "zoo-%d" % n)
+    root = os.path.join(args.work, zoo_name(args, n))
     manifest = root + ".manifest.json"
     if os.path.exists(manifest):
         m = json.load(open(manifest))
@@ -175,6 +183,8 @@ def make(args, n):
             str(args.budget_bytes),
             "--templates",
             args.work,
+            "--layout",
+            args.layout,
         ],
         check=True,
     )
@@ -186,7 +196,7 @@ def measure_size(args, n):
     neff = args.neff
     neffs = manifest["neffs"]
     entries = manifest["entries"]
-    db = os.path.join(args.work, "zoo-%d.db" % n)
+    db = os.path.join(args.work, zoo_name(args, n) + ".db")
     scan = [neff, "scan", "--json", "--no-progress", root]
     out = {"n": n, "manifest": manifest}
     warm_page_cache(root)
@@ -553,7 +563,7 @@ def check_size(args, n):
     sorted_, _ = records(scan + ["--sorted", root])
     if [r["path"] for r in sorted_] != sorted(paths) or sorted(map(key, sorted_)) != sorted(map(key, plain)):
         fail("--sorted is not the plain scan's records in path order")
-    db = os.path.join(args.work, "zoo-%d.check.db" % n)
+    db = os.path.join(args.work, zoo_name(args, n) + ".check.db")
     for sfx in ("", "-wal", "-shm"):
         if os.path.exists(db + sfx):
             os.remove(db + sfx)
@@ -577,6 +587,8 @@ def main():
     ap.add_argument("--neff", default=os.path.join(REPO, "target", "release", "neff"))
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--check", action="store_true", help="also check the answers (CI)")
+    ap.add_argument("--layout", choices=("compiler", "small", "flat"), default="compiler",
+                    help="bench/make_zoo.py's layout (default: the compiler's)")
     a = ap.parse_args()
     if not os.access(a.neff, os.X_OK):
         sys.exit("zoo_scale: no %s: cargo build --release --features fuzzing --bin neff" % a.neff)
@@ -592,6 +604,8 @@ def main():
     made = [int(m.group(1)) for m in (re.match(r"zoo-(\d+)\.db$", f) for f in os.listdir(a.work)) if m]
     if a.rows and (sizes or made):
         base = os.path.join(a.work, "zoo-%d.db" % max(sizes or made))
+        if sizes:
+            base = os.path.join(a.work, zoo_name(a, max(sizes)) + ".db")
         for rows in (int(x) for x in a.rows.split(",")):
             q.append(time_queries(a, build_rows(a, base, rows)))
     text = tables(results, q)
