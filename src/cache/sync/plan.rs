@@ -83,7 +83,9 @@ impl Planned {
                 }
                 None => h.update([0]),
             }
-            let time = f.modified.and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok());
+            let time = f
+                .modified
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok());
             match time {
                 Some(t) => {
                     h.update([1]);
