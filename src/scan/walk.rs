@@ -407,16 +407,7 @@ impl Collect<'_> {
             Ok(_) => {}
         }
         let overrides = walk.overrides(root)?;
-        let mut builder = ignore::WalkBuilder::new(root);
-        builder
-            .standard_filters(false)
-            .hidden(false)
-            .follow_links(walk.follow_links)
-            .same_file_system(walk.one_file_system)
-            .max_depth(walk.max_depth);
-        if let Some(o) = &overrides {
-            builder.overrides(o.clone());
-        }
+        let builder = walker(root, walk, walk.max_depth, overrides.as_ref());
         let at = Walking {
             root,
             walk,
@@ -518,16 +509,8 @@ impl Collect<'_> {
         if walk_flat(at, e.path(), finds) {
             return;
         }
-        let mut builder = ignore::WalkBuilder::new(e.path());
-        builder
-            .standard_filters(false)
-            .hidden(false)
-            .follow_links(at.walk.follow_links)
-            .max_depth(at.walk.max_depth.map(|m| m - depth));
-        if let Some(o) = at.overrides {
-            builder.overrides(o.clone());
-        }
-        for ent in builder.build() {
+        let max_depth = at.walk.max_depth.map(|m| m - depth);
+        for ent in walker(e.path(), at.walk, max_depth, at.overrides).build() {
             match ent {
                 Ok(sub) if sub.depth() == 0 => {}
                 Ok(sub) => {
@@ -634,6 +617,27 @@ fn walk_flat(at: &Walking<'_>, dir: &Path, finds: &mut Finds) -> bool {
         );
     }
     true
+}
+
+/// The walker of `root` as `walk` says (links, file systems, the globs in
+/// `overrides`), to `max_depth` below it: a root's parallel walk and a
+/// compile-cache entry's walk alike.
+fn walker(
+    root: &Path,
+    walk: &Walk,
+    max_depth: Option<usize>,
+    overrides: Option<&ignore::overrides::Override>,
+) -> ignore::WalkBuilder {
+    let mut b = ignore::WalkBuilder::new(root);
+    b.standard_filters(false)
+        .hidden(false)
+        .follow_links(walk.follow_links)
+        .same_file_system(walk.one_file_system)
+        .max_depth(max_depth);
+    if let Some(o) = overrides {
+        b.overrides(o.clone());
+    }
+    b
 }
 
 /// A local root being walked, and how.

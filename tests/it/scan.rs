@@ -443,7 +443,22 @@ fn one_file_system_leaves_a_mount_inside_the_tree_and_its_catalogue_rows_alone()
     std::fs::create_dir_all(t.join("a/b/mnt/deep")).unwrap();
     std::fs::copy(&neff, t.join("a/b/mnt/m.neff")).unwrap();
     std::fs::copy(&neff, t.join("a/b/mnt/deep/n.neff")).unwrap();
-    let mounted = ["a/b/mnt/deep/n.neff", "a/b/mnt/m.neff"];
+    // And one inside a compile-cache entry (walked whole in a step of its
+    // own): its NEFF beside, a mount below.
+    let entry = t.join("v/MODULE_1+a");
+    std::fs::create_dir_all(&entry).unwrap();
+    std::fs::copy(&neff, entry.join("model.neff")).unwrap();
+    std::fs::write(entry.join("model.done"), b"").unwrap();
+    let Some(_e) = Tmpfs::at(&entry.join("sub")) else {
+        eprintln!("a second tmpfs cannot be mounted here: not tried");
+        return;
+    };
+    std::fs::copy(&neff, entry.join("sub/x.neff")).unwrap();
+    let mounted = [
+        "a/b/mnt/deep/n.neff",
+        "a/b/mnt/m.neff",
+        "v/MODULE_1+a/sub/x.neff",
+    ];
     let (all, _) = walked(&t, &["--no-follow"]);
     assert!(
         mounted.iter().all(|m| all.contains(&m.to_string())),
@@ -452,9 +467,10 @@ fn one_file_system_leaves_a_mount_inside_the_tree_and_its_catalogue_rows_alone()
     let (ok, bad) = walked(&t, &["--no-follow", "--one-file-system"]);
     let want: Vec<String> = all
         .iter()
-        .filter(|p| !p.starts_with("a/b/mnt/"))
+        .filter(|p| !mounted.contains(&p.as_str()))
         .cloned()
         .collect();
+    assert!(want.contains(&"v/MODULE_1+a/model.neff".to_string()));
     assert_eq!(ok, want);
     assert!(bad.is_empty(), "{bad:?}");
     // Streamed or listed first, the walk is the same.
@@ -476,6 +492,7 @@ fn one_file_system_leaves_a_mount_inside_the_tree_and_its_catalogue_rows_alone()
     assert_eq!(rows() as usize, all.len(), "no row retired");
     // Unmounted, the files are gone: the next scan retires their rows.
     drop(_m);
+    drop(_e);
     let (third, _) = walked(&t, &["--no-follow", "--index", db]);
     assert_eq!(third, want);
     assert_eq!(rows() as usize, want.len());
