@@ -42,7 +42,12 @@ one, finishes the rest, and exits with the worst code it met.";
     name = "neff",
     version,
     about = "Read AWS Neuron NEFF files fast and safely",
-    after_help = EXIT_CODES
+    after_help = EXIT_CODES,
+    // The global options (caps, read mode, threads, remote I/O) after each
+    // command's own in its help (and before `--help`), in the order declared
+    // here: numbered from the start, as a command's own are, they fell among
+    // a command's options once it had more of them than that number.
+    next_display_order = 100
 )]
 struct Cli {
     #[command(subcommand)]
