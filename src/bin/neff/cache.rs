@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use neff::cache::{human_bytes, CacheEntry, CacheStatus, PruneOptions, State};
 
-use crate::format::{Format, Rows};
+use crate::format::{entries, Format, Rows};
 use crate::{shown, stdout_err, AtPath, Failure};
 
 #[derive(clap::Subcommand)]
@@ -160,15 +160,6 @@ pub(crate) fn command(what: CacheCmd) -> Result<u8, Failure> {
 /// The cache root to read ([`neff::cache::root_or_default`]).
 fn root_of(root: Option<PathBuf>) -> PathBuf {
     neff::cache::root_or_default(root)
-}
-
-/// `n entries` (or `1 entry`).
-pub(crate) fn entries(n: usize) -> String {
-    if n == 1 {
-        "1 entry".into()
-    } else {
-        format!("{n} entries")
-    }
 }
 
 /// Reports the parts of the cache that could not be read, on stderr.

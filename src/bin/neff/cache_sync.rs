@@ -132,7 +132,7 @@ fn table(done: &Synced, dry: bool, out: &mut impl Write) -> io::Result<()> {
         let (n, b) = done.count(a);
         format!(
             "{}, {}",
-            crate::cache::entries(n),
+            crate::format::entries(n),
             neff::cache::human_bytes(b)
         )
     };

@@ -145,6 +145,15 @@ pub(crate) fn chosen(format: Option<Format>, json: bool, json_means: Format) -> 
     }
 }
 
+/// `n entries` (or `1 entry`), as the cache commands' summaries say it.
+pub(crate) fn entries(n: usize) -> String {
+    if n == 1 {
+        "1 entry".into()
+    } else {
+        format!("{n} entries")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
