@@ -200,7 +200,7 @@ impl Lookup<'_> {
     /// row's identity and options are the file's and this scan's, else
     /// read. A path through a link the walk followed is keyed by its path
     /// resolved whole.
-    pub(super) fn visit(&self, found: Find<'_>, scratch: &mut Scratch) -> Visit {
+    pub(super) fn visit(&self, mut found: Find<'_>, scratch: &mut Scratch) -> Visit {
         let p = found.path;
         let key = match found.linked {
             true => keys::key_of(p),
@@ -208,7 +208,7 @@ impl Lookup<'_> {
         };
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
-        let version = found.version.clone();
+        let version = found.version.take();
         let stat = identity(
             p,
             version.or_else(|| keys::named_object_version(p)).as_ref(),
@@ -216,15 +216,15 @@ impl Lookup<'_> {
         .ok();
         let (row, record) = self.records.look(&key, stat, self.options);
         match record {
-            Some(record) => self.hit(&found, key, row, record),
-            None => self.read(&found, key, row, stat, scratch),
+            Some(record) => self.hit(found, key, row, record),
+            None => self.read(found, key, row, stat, scratch),
         }
     }
 
     /// The hit path: the row's record `r`, carrying `p` as typed now, and
     /// for a compile-cache entry its state judged again from what this scan
     /// met of the entry (`met`), which is not part of the file's identity.
-    fn hit(&self, found: &Find<'_>, key: String, row: Option<i64>, mut r: Record) -> Visit {
+    fn hit(&self, found: Find<'_>, key: String, row: Option<i64>, mut r: Record) -> Visit {
         r.path = crate::shown::path(found.path);
         let mut refreshed = false;
         if r.cache_state.is_some() || r.cache_key.is_some() {
@@ -244,7 +244,7 @@ impl Lookup<'_> {
     /// from one open, stamped with the time the read began.
     fn read(
         &self,
-        found: &Find<'_>,
+        found: Find<'_>,
         key: String,
         row: Option<i64>,
         stat: Option<Stat>,

@@ -40,19 +40,19 @@ impl Find<'_> {
     /// Reads it as the plain scan does: its record, and `extra` of the
     /// open NEFF when it opens.
     pub(crate) fn read<T>(
-        &self,
+        self,
         opts: &ScanOptions,
         scratch: &mut Scratch,
         extra: impl FnOnce(&Neff) -> T,
     ) -> (Record, Option<T>) {
-        record_with(self.path, opts, scratch, self.met.clone(), extra)
+        record_with(self.path, opts, scratch, self.met, extra)
     }
 
     #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
     /// Judges its compile-cache entry again into `r` (a record made before,
     /// by an earlier scan) from what this walk met of the entry.
-    pub(crate) fn judge_entry(&self, r: &mut Record, opts: &ScanOptions) {
-        cache_entry(self.path, r, &opts.open, self.met.clone());
+    pub(crate) fn judge_entry(self, r: &mut Record, opts: &ScanOptions) {
+        cache_entry(self.path, r, &opts.open, self.met);
     }
 }
 
@@ -208,7 +208,7 @@ fn listed_first<V: Visitor>(
         let found = Find {
             path,
             met: seen.met(&met, path),
-            linked: !linked.is_empty() && path.ancestors().any(|a| linked.contains(a)),
+            linked: walk::through_link(&linked, path),
             version: seen.version(&versions, path),
         };
         v.visit(found, scratch)

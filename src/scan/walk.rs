@@ -353,8 +353,7 @@ impl Collect<'_> {
     /// Whether `p` is, or is below, a link the walk met (each met before
     /// what the walk found through it).
     fn through_link(&self, p: &Path) -> bool {
-        let linked = self.linked.lock().expect("lock");
-        !linked.is_empty() && p.ancestors().any(|a| linked.contains(a))
+        through_link(&self.linked.lock().expect("lock"), p)
     }
 
     /// A root that is a URL: one object, or a prefix listed whole.
@@ -617,6 +616,11 @@ fn walk_flat(at: &Walking<'_>, dir: &Path, finds: &mut Finds) -> bool {
         );
     }
     true
+}
+
+/// Whether `p` is, or is below, one of the links a walk went through.
+pub(super) fn through_link(linked: &std::collections::HashSet<PathBuf>, p: &Path) -> bool {
+    !linked.is_empty() && p.ancestors().any(|a| linked.contains(a))
 }
 
 /// The walker of `root` as `walk` says (links, file systems, the globs in
