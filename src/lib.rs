@@ -70,7 +70,7 @@ mod reader;
 #[cfg(feature = "remote")]
 mod remote;
 mod select;
-mod shown;
+mod source;
 mod tar;
 
 // Beside the path: tasks built on an open NEFF.
@@ -100,11 +100,12 @@ pub use pool::{set_io_depth, set_threads, DEFAULT_IO_DEPTH};
 pub use reader::{DataCursor, Neff, Options, Scratch};
 #[cfg(feature = "remote")]
 pub use remote::{
-    is_url, redact as redact_url, redact_text as redact_urls_in, set_access as set_s3_access,
+    redact as redact_url, redact_text as redact_urls_in, set_access as set_s3_access,
     set_byte_cap as set_remote_byte_cap, set_profile as set_aws_profile, stats as remote_stats,
     Stats as RemoteStats, WHOLE_BELOW as REMOTE_WHOLE_BELOW,
 };
 pub use select::{Known, Pattern};
+pub use source::Source;
 pub use tar::{Entry, Kind, Piece, Segment};
 pub use verify::{verify, verify_bytes};
 

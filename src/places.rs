@@ -176,7 +176,7 @@ impl Keep {
 
 /// Keeps the paths of shard `k` of `n` (1-based): those whose index i in
 /// the sorted list has i mod n == k - 1. `None` keeps them all.
-pub(crate) fn shard_of(paths: Vec<PathBuf>, shard: Option<(usize, usize)>) -> Vec<PathBuf> {
+pub(crate) fn shard_of<T>(paths: Vec<T>, shard: Option<(usize, usize)>) -> Vec<T> {
     match shard {
         Some((k, n)) => paths
             .into_iter()

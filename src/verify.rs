@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::header::{hex, Header};
 use crate::map::FileBytes;
 use crate::reader::{Neff, Options};
+use crate::source::Source;
 
 /// The hasher of a header of package version `pkg`: MD5 for 2, else SHA-256.
 fn hasher(pkg: u64) -> Box<dyn DynDigest> {
@@ -64,22 +65,22 @@ fn check_hash(
 /// # Ok::<(), neff::Error>(())
 /// ```
 pub fn verify(path: impl AsRef<std::path::Path>, opts: &Options) -> Result<()> {
-    let path = path.as_ref();
+    let source = Source::of(path);
     #[cfg(feature = "remote")]
-    if let Some(url) = path.to_str().filter(|p| crate::remote::is_url(p)) {
+    if let Some(url) = source.url() {
         // Opened first (ranged reads of the tar headers), then the payload
         // streamed through the digest: nothing is held whole.
         let neff = Neff::open_url(url, opts)?;
         return verify_open(&neff);
     }
-    let bytes = FileBytes::open(path, opts.read_mode)?;
+    let bytes = FileBytes::open(source.path(), opts.read_mode)?;
     let verdict = verify_bytes(&bytes);
     if bytes.changed() {
         return Err(Error::Changed);
     }
     verdict?;
     drop(bytes);
-    Neff::open_with(path, opts).map(drop)
+    Neff::open_at(&source, opts, None).map(drop)
 }
 
 /// The payload hash of an open NEFF against its header: what

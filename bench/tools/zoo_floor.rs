@@ -7,7 +7,7 @@ use rayon::prelude::*;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let jobs: usize = args.get(2).map_or(2, |s| s.parse().unwrap());
-    let (paths, _) = neff::scan::list(&[args[1].clone().into()], None);
+    let (paths, _) = neff::scan::list(&[std::path::PathBuf::from(&args[1])], None);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()

@@ -105,5 +105,5 @@ fn set_s3_access(no_sign_request: bool, requester_pays: bool) {
 /// rather than a local file: the library's own test.
 #[pyfunction]
 fn is_url(path: &str) -> bool {
-    neff::is_url(path)
+    neff::Source::of(path).is_remote()
 }

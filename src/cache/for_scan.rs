@@ -11,6 +11,7 @@ use super::entry::{self, Listing, Odd, State, NEFF};
 use super::era;
 use super::found::{vllm_lock, VERSION_PREFIX};
 use crate::error::{Error, ErrorKind};
+use crate::source::Source;
 
 pub(crate) use super::entry::Read;
 
@@ -187,16 +188,17 @@ impl Met {
     }
 }
 
-/// Judges the entry `dir` (a directory, or a bucket prefix's URL), from
+/// Judges the entry at `place` (a directory, or a bucket prefix), from
 /// what the walk `met` of it when given (else from a listing of it now):
 /// `read` says how a NEFF of it (named below the entry) reads, asked only
 /// when the listing says the NEFF decides the state. Should the NEFF
 /// vanish under the reading, the entry is listed again.
 pub(crate) fn judge_entry(
-    dir: &Path,
+    place: &Source,
     met: Option<Met>,
     mut read: impl FnMut(&str) -> Read<()>,
 ) -> std::io::Result<EntryState> {
+    let dir = place.path();
     let era = era_of(dir);
     let key = match era {
         era::Era::Vllm => dir.file_name().and_then(OsStr::to_str).unwrap_or(""),
@@ -204,7 +206,7 @@ pub(crate) fn judge_entry(
     };
     let mut met = met.map(Met::into_listing);
     #[cfg(feature = "remote")]
-    if let Some(url) = super::root::url_of(dir) {
+    if let Some(url) = place.url() {
         let j = entry::judge_with(
             || match met.take() {
                 Some(l) => Ok(l),

@@ -56,9 +56,9 @@ pub(crate) fn spelled(path: &Path) -> Option<String> {
 
 /// Serializes a path as text: exact when it is UTF-8, else lossily (its
 /// `path_bytes` then holds the bytes); a URL made printable as every record
-/// prints one ([`crate::shown::path`]: query values and userinfo hidden).
+/// prints one ([`crate::Source::shown`]: query values and userinfo hidden).
 pub(super) fn lossy<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::shown::path(p))
+    s.serialize_str(&crate::source::Source::of(p).shown())
 }
 
 /// A part of a cache that is not an entry but belongs to its layout (vLLM's

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// The URL `p` spells when it names a store's prefix or object, not a
-/// directory: the one place the cache asks. (A build without remote I/O
-/// takes any `scheme://` for one, so that it can refuse it.)
+/// directory, as [`crate::Source::of`] decides: the one place the cache
+/// asks. (A build without remote I/O takes any `scheme://` for one, so
+/// that it can refuse it.)
 pub(super) fn url_of(p: &Path) -> Option<&str> {
     #[cfg(feature = "remote")]
-    let is_url = crate::remote::is_url;
+    return crate::source::url_in(p);
     #[cfg(not(feature = "remote"))]
-    let is_url = |s: &str| s.contains("://");
-    p.to_str().filter(|s| is_url(s))
+    p.to_str().filter(|s| s.contains("://"))
 }
 
 /// Where the compiler wrapper keeps its cache when nothing says otherwise.

@@ -22,22 +22,19 @@ pub(super) struct EntryCols {
 /// The columns of the row of the file at `path` (as the scan met it), or
 /// else at `key` (its canonical path): empty unless one of them names a
 /// file of a compiler wrapper's entry (`MODULE_*/model.neff`, or the
-/// entry itself).
-pub(super) fn entry_cols(path: &str, key: &str) -> EntryCols {
+/// entry itself). The compile flags are read from a local entry only
+/// (`remote`: the file is a remote object).
+pub(super) fn entry_cols(path: &str, key: &str, remote: bool) -> EntryCols {
     [path, key]
         .into_iter()
-        .find_map(|p| of(Path::new(p)))
+        .find_map(|p| of(Path::new(p), remote))
         .unwrap_or_default()
 }
 
-fn of(path: &Path) -> Option<EntryCols> {
+fn of(path: &Path, remote: bool) -> Option<EntryCols> {
     let dir = cache::entry_dir(path)?;
     let name = dir.file_name()?.to_str()?;
     let (graph, flags_hash) = cache::module_hashes(name)?;
-    #[cfg(feature = "remote")]
-    let remote = path.to_str().is_some_and(crate::remote::is_url);
-    #[cfg(not(feature = "remote"))]
-    let remote = false;
     let compile_flags = match remote {
         true => None,
         false => match cache::read_flags(dir) {
@@ -67,7 +64,7 @@ mod tests {
         std::fs::create_dir_all(&e).unwrap();
         std::fs::write(e.join("compile_flags.json"), br#"["--target=trn1", "-O2"]"#).unwrap();
         let neff = e.join("model.neff");
-        let c = entry_cols(neff.to_str().unwrap(), "");
+        let c = entry_cols(neff.to_str().unwrap(), "", false);
         assert_eq!(c.graph_hash.as_deref(), Some("12"));
         assert_eq!(c.flags_hash.as_deref(), Some("ab34"));
         assert_eq!(
@@ -76,13 +73,23 @@ mod tests {
         );
         // Through the canonical path when the path met is not the entry's.
         assert_eq!(
-            entry_cols("/elsewhere/model.neff", neff.to_str().unwrap()),
+            entry_cols("/elsewhere/model.neff", neff.to_str().unwrap(), false),
             c
         );
-        assert_eq!(entry_cols("/x/y.neff", "/x/y.neff"), EntryCols::default());
+        // A remote object's entry: its hashes, no local file read for flags.
+        let remote = entry_cols(neff.to_str().unwrap(), "", true);
+        assert_eq!(remote.graph_hash.as_deref(), Some("12"));
+        assert_eq!(remote.compile_flags, None);
+        assert_eq!(
+            entry_cols("/x/y.neff", "/x/y.neff", false),
+            EntryCols::default()
+        );
         let v = dir
             .path()
             .join("0123456789abcdef0123456789abcdef/graph.neff");
-        assert_eq!(entry_cols(v.to_str().unwrap(), ""), EntryCols::default());
+        assert_eq!(
+            entry_cols(v.to_str().unwrap(), "", false),
+            EntryCols::default()
+        );
     }
 }

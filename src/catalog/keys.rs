@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::scan::ScanOptions;
+use crate::source::Source;
 
 /// The options that change a record, as the JSON object a row stores
 /// (`{"limits":{...},"verify":false}`, keys sorted): a row read with other
@@ -57,9 +58,9 @@ pub(super) fn options_from_v1(text: &str) -> String {
 /// signature is never kept, and the object is the same whatever signs the
 /// request), without fragment or userinfo (a password); a path that
 /// cannot be resolved (gone) is made absolute as it stands.
-pub(crate) fn key_of(p: &Path) -> String {
+pub(crate) fn key_of(source: &Source) -> String {
     #[cfg(feature = "remote")]
-    if let Some(u) = p.to_str().filter(|s| crate::remote::is_url(s)) {
+    if let Some(u) = source.url() {
         return match url::Url::parse(u) {
             Ok(mut u) => {
                 let query = u.query().and_then(crate::remote::unsigned_query);
@@ -72,6 +73,12 @@ pub(crate) fn key_of(p: &Path) -> String {
             Err(_) => crate::remote::redact(u).into_owned(),
         };
     }
+    real_key(source.path())
+}
+
+/// The key of the local path `p`: its canonical path, else (gone) made
+/// absolute as it stands.
+fn real_key(p: &Path) -> String {
     match std::fs::canonicalize(p) {
         Ok(c) => c.display().to_string(),
         Err(_) => std::path::absolute(p)
@@ -83,39 +90,47 @@ pub(crate) fn key_of(p: &Path) -> String {
 
 /// The size and version of a remote object named by its URL (one no
 /// listing gave): asked of its server, so that a rescan answers it from
-/// its row as it answers a listed one. `None` for a local path, or when
-/// the server does not say.
-pub(crate) fn named_object_version(p: &Path) -> Option<(u64, String)> {
+/// its row as it answers a listed one. `None` for a local path or a
+/// compile-cache entry's prefix (a listing gives those), or when the
+/// server does not say.
+pub(crate) fn named_object_version(source: &Source) -> Option<(u64, String)> {
     #[cfg(feature = "remote")]
-    if let Some(u) = p.to_str().filter(|s| {
-        // (Not a compile-cache entry's prefix: a listing gives those.)
-        crate::remote::is_url(s) && (s.ends_with(".neff") || !crate::remote::is_listable(s))
-    }) {
+    if let Some(u) = source.url().filter(|_| !source.is_prefix()) {
         return match crate::remote::Object::version_of(u) {
             Ok(v) => Some(v),
             Err(e) => {
-                log::debug!(
-                    "{}: no version to key its row on: {e}",
-                    crate::shown::path(p)
-                );
+                log::debug!("{}: no version to key its row on: {e}", source.shown());
                 None
             }
         };
     }
-    let _ = p;
+    let _ = source;
     None
 }
 
-/// [`key_of`] for a path the walk found: its root's real path joined with
-/// the rest when the walk went through no link to reach it (one realpath
-/// per root instead of one per file), else the path resolved whole.
+/// [`key_of`] for what a scan found: for a local path, its root's real
+/// path joined with the rest when the walk went through no link to reach
+/// it (one realpath per root instead of one per file), else the path
+/// resolved whole.
+pub(super) fn key_found(
+    found: &Source,
+    roots: &[(&Path, Option<PathBuf>)],
+    linked: &HashSet<PathBuf>,
+) -> String {
+    match found.local_path() {
+        Some(p) => key_below(p, roots, linked),
+        None => key_of(found),
+    }
+}
+
+/// [`key_found`] of the local path `p`.
 pub(super) fn key_below(
     p: &Path,
-    roots: &[(&PathBuf, Option<PathBuf>)],
+    roots: &[(&Path, Option<PathBuf>)],
     linked: &HashSet<PathBuf>,
 ) -> String {
     if !linked.is_empty() && p.ancestors().any(|a| linked.contains(a)) {
-        return key_of(p);
+        return real_key(p);
     }
     for (root, real) in roots {
         if let (Ok(rest), Some(real)) = (p.strip_prefix(root), real) {
@@ -125,5 +140,5 @@ pub(super) fn key_below(
             return real.join(rest).display().to_string();
         }
     }
-    key_of(p)
+    real_key(p)
 }

@@ -56,6 +56,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::scan::Record;
+use crate::source::Source;
 use schema::err;
 
 /// A read-only view of a catalogue.
@@ -173,7 +174,7 @@ impl Catalog {
                 "SELECT record FROM neffs WHERE key = ?1 OR path = ?2 ORDER BY key = ?1 DESC LIMIT 1",
             )
             .map_err(err(&self.path))?;
-        let key = keys::key_of(Path::new(path));
+        let key = keys::key_of(&Source::of(path));
         let mut rows = st.query([key.as_str(), path]).map_err(err(&self.path))?;
         match rows.next().map_err(err(&self.path))? {
             Some(row) => {

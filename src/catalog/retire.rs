@@ -105,13 +105,3 @@ impl<'a> Looked<'a> {
 fn gone(path: &Path) -> bool {
     matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
-
-/// Whether `root` is a bucket or repository prefix (listed, not walked).
-pub(super) fn is_prefix(root: &Path) -> bool {
-    #[cfg(feature = "remote")]
-    if let Some(u) = root.to_str() {
-        return crate::remote::is_url(u) && crate::remote::is_listable(u) && !u.ends_with(".neff");
-    }
-    let _ = root;
-    false
-}

@@ -7,6 +7,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
+use crate::source::Source;
 
 /// `PRAGMA application_id` of a neff catalogue ("NEFF" in ASCII).
 pub const APPLICATION_ID: i32 = 0x4E45_4646;
@@ -331,7 +332,7 @@ fn fix_up(conn: &Connection, path: &Path, to: i32) -> Result<()> {
     };
     let mut seen = std::collections::HashSet::new();
     for (id, p, options) in rows {
-        let key = super::keys::key_of(Path::new(&p));
+        let key = super::keys::key_of(&Source::of(&p));
         if !seen.insert(key.clone()) {
             // An older row of a file kept under its newest row.
             for t in ["members", "tensors", "aliases"] {
@@ -381,7 +382,7 @@ fn add_entry_cols(conn: &Connection, path: &Path) -> Result<()> {
         rows.collect::<rusqlite::Result<_>>().map_err(err(path))?
     };
     for (id, p, key) in rows {
-        let c = super::entry_cols::entry_cols(&p, &key);
+        let c = super::entry_cols::entry_cols(&p, &key, Source::of(&p).is_remote());
         if c.graph_hash.is_none() {
             continue;
         }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use rusqlite::{params, Connection, Transaction};
 
 use super::entry_cols::{entry_cols, EntryCols};
-use super::keys::{key_below, key_of, options_key};
+use super::keys::{key_below, key_found, key_of, options_key};
 use super::retire;
 use super::schema::{self, err, NEFF_COLUMNS};
 use super::visit::{How, Lookup, Records, Rows, Stat, Visit};
@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::places::{Keep, Walked};
 use crate::scan::drive::{self, Find, Looked, Visitor};
 use crate::scan::{Record, ScanOptions};
+use crate::source::Source;
 
 /// Records read are written to the database this many at a time, each
 /// batch one transaction: a killed scan loses at most one batch of work.
@@ -241,7 +242,7 @@ fn write_batch(
 
 /// The prefix every key found under `root` starts with (its own key, and
 /// a `/`).
-fn under(root: &Path) -> (String, String) {
+fn under(root: &Source) -> (String, String) {
     let exact = key_of(root);
     let mut dir = exact.clone();
     if !dir.ends_with('/') {
@@ -262,7 +263,7 @@ fn under(root: &Path) -> (String, String) {
 pub fn scan_indexed(
     db: &Path,
     rebuild: bool,
-    roots: &[PathBuf],
+    roots: &[impl Clone + Into<Source>],
     opts: &ScanOptions,
     emit: &(dyn Fn(Record, Origin) + Sync),
 ) -> Result<Update> {
@@ -280,7 +281,7 @@ pub fn scan_indexed(
 pub fn scan_indexed_listing(
     db: &Path,
     rebuild: bool,
-    roots: &[PathBuf],
+    roots: &[impl Clone + Into<Source>],
     opts: &ScanOptions,
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record, Origin) + Sync),
@@ -290,9 +291,13 @@ pub fn scan_indexed_listing(
     // Rows above this id were written by this scan (or by another since
     // it began): none of them is retired.
     let before = last_id(&conn, db)?;
-    let real_roots: Vec<(&PathBuf, Option<PathBuf>)> = roots
+    let roots = crate::source::all_of(roots);
+    let real_roots: Vec<(&Path, Option<PathBuf>)> = roots
         .iter()
-        .map(|r| (r, std::fs::canonicalize(r).ok()))
+        .map(|r| {
+            let real = r.local_path().and_then(|p| std::fs::canonicalize(p).ok());
+            (r.path(), real)
+        })
         .collect();
     let keep = opts.walk.keep()?;
     let records = Records::new(db);
@@ -306,7 +311,7 @@ pub fn scan_indexed_listing(
         sink: Sink::new(&mut conn, db, &options, emit),
         cold: std::sync::OnceLock::new(),
     };
-    let place = drive::drive(roots, opts, listed, &indexing)?;
+    let place = drive::drive(&roots, opts, listed, &indexing)?;
     let cold = indexing.cold.get().copied().unwrap_or(false);
     let mut tally = indexing.sink.finish(cold)?;
     refresh(&mut conn, db, &tally.refreshed)?;
@@ -331,7 +336,7 @@ pub fn scan_indexed_listing(
                 unlisted,
                 ..
             } = &place;
-            looked(roots, unlisted, walked, &real_roots, linked, keep)
+            looked(&roots, unlisted, walked, &real_roots, linked, keep)
         };
         retire_gone(&mut conn, db, before, tally.found, looked)?
     };
@@ -386,8 +391,8 @@ fn last_id(conn: &Connection, db: &Path) -> Result<i64> {
 fn rows_of(
     conn: &Connection,
     db: &Path,
-    paths: &[PathBuf],
-    real_roots: &[(&PathBuf, Option<PathBuf>)],
+    paths: &[Source],
+    real_roots: &[(&Path, Option<PathBuf>)],
     linked: &HashSet<PathBuf>,
 ) -> Result<Vec<i64>> {
     let mut st = conn
@@ -395,7 +400,7 @@ fn rows_of(
         .map_err(err(db))?;
     let mut ids = Vec::new();
     for p in paths {
-        let key = key_below(p, real_roots, linked);
+        let key = key_found(p, real_roots, linked);
         let mut rows = st.query([key]).map_err(err(db))?;
         if let Some(r) = rows.next().map_err(err(db))? {
             ids.push(r.get(0).map_err(err(db))?);
@@ -505,6 +510,7 @@ impl<'a> Sink<'a> {
                 stat,
                 scanned_at,
                 rows,
+                remote,
             } => {
                 self.read.fetch_add(1, Ordering::Relaxed);
                 if let Some(stat) = stat {
@@ -514,7 +520,7 @@ impl<'a> Sink<'a> {
                         stat,
                         json: json(&record),
                         cols: match record.cache_key {
-                            Some(_) => entry_cols(&record.path, &key),
+                            Some(_) => entry_cols(&record.path, &key, remote),
                             None => EntryCols::default(),
                         },
                         record: record.clone(),
@@ -603,16 +609,16 @@ fn refresh(conn: &mut Connection, db: &Path, refreshed: &[(String, Record)]) -> 
 /// listed (`walked`, keyed as the walk's files are) and the prefixes among
 /// `roots` listed to their end (not in `unlisted`), as `keep` filters them.
 fn looked<'a>(
-    roots: &[PathBuf],
+    roots: &[Source],
     unlisted: &[PathBuf],
     walked: &'a Walked,
-    real_roots: &[(&PathBuf, Option<PathBuf>)],
+    real_roots: &[(&Path, Option<PathBuf>)],
     linked: &HashSet<PathBuf>,
     keep: Keep,
 ) -> retire::Looked<'a> {
     let listed_prefixes = roots
         .iter()
-        .filter(|r| retire::is_prefix(r) && !unlisted.contains(r))
+        .filter(|r| r.is_prefix() && !unlisted.iter().any(|u| u == r.path()))
         .map(|r| under(r).1)
         .collect();
     let key = |d: &Path| key_below(d, real_roots, linked);

@@ -14,6 +14,7 @@ use crate::json::views::TensorMap;
 use crate::reader::{Neff, Scratch};
 use crate::scan::drive::Find;
 use crate::scan::{Record, ScanOptions};
+use crate::source::Source;
 use crate::summary::Summary;
 
 /// A file's identity: when all five are unchanged, so are its bytes (as far
@@ -57,7 +58,7 @@ impl Stat {
 /// The identity of `p`: its file's [`Stat`], or for a remote object what
 /// its listing said (`version`: size, and the ETag folded into `ino`; the
 /// other fields 0), so that an unchanged object is known without a request.
-pub(super) fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Result<Stat> {
+pub(super) fn identity(p: &Source, version: Option<&(u64, String)>) -> std::io::Result<Stat> {
     match version {
         Some((size, version)) => {
             use sha2::{Digest, Sha256};
@@ -70,7 +71,13 @@ pub(super) fn identity(p: &Path, version: Option<&(u64, String)>) -> std::io::Re
                 ctime_ns: 0,
             })
         }
-        None => Stat::of(p),
+        None => match p.local_path() {
+            Some(p) => Stat::of(p),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "a remote object its server gave no version of",
+            )),
+        },
     }
 }
 
@@ -187,7 +194,7 @@ impl<'a> Records<'a> {
 pub(super) struct Lookup<'a> {
     /// The roots with their real paths: a walked path's key
     /// ([`keys::key_below`]).
-    pub(super) roots: &'a [(&'a PathBuf, Option<PathBuf>)],
+    pub(super) roots: &'a [(&'a Path, Option<PathBuf>)],
     /// This scan's options key: a row read with others is read again.
     pub(super) options: &'a str,
     /// Where each file's row is looked up.
@@ -201,17 +208,19 @@ impl Lookup<'_> {
     /// read. A path through a link the walk followed is keyed by its path
     /// resolved whole.
     pub(super) fn visit(&self, mut found: Find<'_>, scratch: &mut Scratch) -> Visit {
-        let p = found.path;
+        let source = found.source;
         let key = match found.linked {
-            true => keys::key_of(p),
-            false => keys::key_below(p, self.roots, &HashSet::new()),
+            true => keys::key_of(source),
+            false => keys::key_found(source, self.roots, &HashSet::new()),
         };
         // The identity is taken before the read: a file changed during the
         // read gets a new identity, so the next scan reads it again.
         let version = found.version.take();
         let stat = identity(
-            p,
-            version.or_else(|| keys::named_object_version(p)).as_ref(),
+            source,
+            version
+                .or_else(|| keys::named_object_version(source))
+                .as_ref(),
         )
         .ok();
         let (row, record) = self.records.look(&key, stat, self.options);
@@ -225,7 +234,7 @@ impl Lookup<'_> {
     /// for a compile-cache entry its state judged again from what this scan
     /// met of the entry (`met`), which is not part of the file's identity.
     fn hit(&self, found: Find<'_>, key: String, row: Option<i64>, mut r: Record) -> Visit {
-        r.path = crate::shown::path(found.path);
+        r.path = found.source.shown();
         let mut refreshed = false;
         if r.cache_state.is_some() || r.cache_key.is_some() {
             let before = (r.cache_state, r.cache_reason.clone());
@@ -251,6 +260,7 @@ impl Lookup<'_> {
         scratch: &mut Scratch,
     ) -> Visit {
         let scanned_at = now_utc();
+        let remote = found.source.is_remote();
         let (record, rows) = found.read(self.opts, scratch, |n| Box::new(Rows::of(n)));
         // A NEFF left unread so as not to move its access time: its record
         // says who scanned, not what the file is, and is not kept.
@@ -263,6 +273,7 @@ impl Lookup<'_> {
                 stat,
                 scanned_at,
                 rows,
+                remote,
             },
         }
     }
@@ -290,6 +301,8 @@ pub(super) enum How {
         scanned_at: String,
         /// (Boxed: a summary is large beside a hit's flag.)
         rows: Option<Box<Rows>>,
+        /// Whether it is a remote object.
+        remote: bool,
     },
 }
 

@@ -17,6 +17,7 @@ use crate::payload::{self, Inflated, Whole};
 #[cfg(feature = "remote")]
 use crate::remote;
 use crate::select::{self, Known, Pattern};
+use crate::source::Source;
 use crate::tar::{self, Archive, Entry, Index, Kind, Retained};
 
 use super::walk::{inflating, walk, walk_early, Early};
@@ -151,18 +152,39 @@ impl Neff {
         Neff::open_with(path, &Options::default())
     }
 
-    /// Opens and indexes the NEFF at `path`. With the feature `remote`
-    /// (default), a path that reads `s3://…`, `https://…` or `http://…` is
-    /// the URL of a remote object: see [`open_url`](Self::open_url) (a local
-    /// file of such a name is still read as `./s3://…`).
+    /// Opens and indexes the NEFF at `path`: a local file, or with the
+    /// feature `remote` (default) the URL of a remote object, as
+    /// [`Source::of`] decides (see [`open_url`](Self::open_url)).
     pub fn open_with(path: impl AsRef<Path>, opts: &Options) -> Result<Neff> {
+        Neff::open_at(&Source::of(path), opts, None)
+    }
+
+    /// Opens and indexes the NEFF `source` names, reading and inflating
+    /// into the buffers of `scratch` where it can (a local file's; a
+    /// remote object is read into buffers of its own).
+    pub fn open_source(source: &Source, opts: &Options, scratch: &mut Scratch) -> Result<Neff> {
+        Neff::open_at(source, opts, Some(scratch))
+    }
+
+    /// Opens `source`, reusing `scratch`'s buffers when given one.
+    pub(crate) fn open_at(
+        source: &Source,
+        opts: &Options,
+        scratch: Option<&mut Scratch>,
+    ) -> Result<Neff> {
         #[cfg(feature = "remote")]
-        if let Some(url) = path.as_ref().to_str().filter(|p| remote::is_url(p)) {
+        if let Some(url) = source.url() {
             return Neff::open_url(url, opts);
         }
-        let file =
-            FileBytes::open_reusing(path.as_ref(), opts.read_mode, opts.keep_atime, Vec::new())?;
-        Neff::from_file_bytes(file, opts, None)
+        let (file, tar) = match scratch {
+            Some(s) => (
+                std::mem::take(&mut s.file),
+                Some(std::mem::take(&mut s.tar)),
+            ),
+            None => (Vec::new(), None),
+        };
+        let file = FileBytes::open_reusing(source.path(), opts.read_mode, opts.keep_atime, file)?;
+        Neff::from_file_bytes(file, opts, tar)
     }
 
     /// A NEFF of `file` (its bytes, or a remote object's first bytes
@@ -220,17 +242,7 @@ impl Neff {
         opts: &Options,
         scratch: &mut Scratch,
     ) -> Result<Neff> {
-        #[cfg(feature = "remote")]
-        if let Some(url) = path.as_ref().to_str().filter(|p| remote::is_url(p)) {
-            return Neff::open_url(url, opts);
-        }
-        let file = FileBytes::open_reusing(
-            path.as_ref(),
-            opts.read_mode,
-            opts.keep_atime,
-            std::mem::take(&mut scratch.file),
-        )?;
-        Neff::from_file_bytes(file, opts, Some(std::mem::take(&mut scratch.tar)))
+        Neff::open_at(&Source::of(path), opts, Some(scratch))
     }
 
     /// Returns this NEFF's reusable buffers to `scratch`.

@@ -67,6 +67,8 @@ mod ranges;
 mod redact;
 mod redirect;
 mod scheme;
+// How a catalogue keys a URL's row (without what signs it).
+#[cfg(feature = "catalog")]
 mod signed;
 mod store;
 
@@ -86,6 +88,7 @@ pub(crate) use ranges::Listing;
 pub use redact::{redact, redact_text};
 pub use scheme::{is_listable, is_url};
 pub(crate) use scheme::{key_part, object_url};
+#[cfg(feature = "catalog")]
 pub(crate) use signed::unsigned_query;
 pub use store::set_access;
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use object_store::path::Path as ObjPath;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, ObjectStore};
 
 use super::failure::*;
 use super::listing::*;
@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::parts::Parts;
 
 /// Why an object has no version to key a row on.
+#[cfg(feature = "catalog")]
 const NO_VALIDATOR: &str = "the server names no ETag or Last-Modified to know the object by";
 
 /// An unlinked temporary file for an object read whole, or an error that
@@ -505,7 +506,9 @@ impl Object {
     /// ignores Range. An answer with neither is an error: nothing tells
     /// this object from another of its size, and a catalogue reads it
     /// again each time rather than trust a row.
+    #[cfg(feature = "catalog")]
     pub fn version_of(url: &str) -> Result<(u64, String)> {
+        use object_store::ObjectStoreExt;
         let (store, path) = store_for(url, Timeout::PerRequest)?;
         let opts = GetOptions {
             range: Some(GetRange::Bounded(0..1)),

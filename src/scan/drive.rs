@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use crate::cache::Met;
 use crate::error::Result;
 use crate::reader::{Neff, Scratch};
+use crate::source::Source;
 
 use super::options::ScanOptions;
 use super::record::{cache_entry, record_with, Record};
@@ -24,8 +25,8 @@ use super::walk::{self, Found, Seen};
 /// it.)
 #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 pub(crate) struct Find<'a> {
-    /// Its path (a URL for a remote object).
-    pub(crate) path: &'a Path,
+    /// What it is: a local path, or a remote object or prefix.
+    pub(crate) source: &'a Source,
     /// What the walk or the listing met of its compile-cache entry.
     pub(crate) met: Option<Met>,
     /// Whether its path goes through a symbolic link the walk followed
@@ -45,14 +46,14 @@ impl Find<'_> {
         scratch: &mut Scratch,
         extra: impl FnOnce(&Neff) -> T,
     ) -> (Record, Option<T>) {
-        record_with(self.path, opts, scratch, self.met, extra)
+        record_with(self.source, opts, scratch, self.met, extra)
     }
 
     #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
     /// Judges its compile-cache entry again into `r` (a record made before,
     /// by an earlier scan) from what this walk met of the entry.
     pub(crate) fn judge_entry(self, r: &mut Record, opts: &ScanOptions) {
-        cache_entry(self.path, r, &opts.open, self.met);
+        cache_entry(self.source, r, &opts.open, self.met);
     }
 }
 
@@ -93,7 +94,7 @@ pub(crate) struct Looked {
     /// The bucket prefixes whose listing failed: what they hold is unknown.
     pub(crate) unlisted: Vec<PathBuf>,
     /// Sharded: every file of the walk, all shards' (each is still there).
-    pub(crate) all: Option<Vec<PathBuf>>,
+    pub(crate) all: Option<Vec<Source>>,
 }
 
 /// Walks `roots` as `opts` says and hands what it finds to `v`; `listed(n)`
@@ -107,7 +108,7 @@ pub(crate) struct Looked {
 /// - otherwise the walk is listed whole (sharded, then sorted by path
 ///   when asked) before anything is read.
 pub(crate) fn drive<V: Visitor>(
-    roots: &[PathBuf],
+    roots: &[Source],
     opts: &ScanOptions,
     listed: &(dyn Fn(usize) + Sync),
     v: &V,
@@ -130,7 +131,7 @@ pub(crate) fn drive<V: Visitor>(
 
 /// Each thing read as the walk finds it ([`super::streamed`]).
 fn streamed<V: Visitor>(
-    roots: &[PathBuf],
+    roots: &[Source],
     opts: &ScanOptions,
     listed: &(dyn Fn(usize) + Sync),
     v: &V,
@@ -142,9 +143,9 @@ fn streamed<V: Visitor>(
         v.places(),
         listed,
         &|r| v.failed(r),
-        &|path, met, linked, scratch| {
+        &|source, met, linked, scratch| {
             let found = Find {
-                path,
+                source,
                 met,
                 linked,
                 version: None,
@@ -164,8 +165,8 @@ fn streamed<V: Visitor>(
 /// sorted by path when asked), then each file read; the bucket prefixes
 /// in `prefixes` read while they are listed.
 fn listed_first<V: Visitor>(
-    prefixes: Option<(Vec<PathBuf>, Vec<PathBuf>)>,
-    roots: &[PathBuf],
+    prefixes: Option<(Vec<Source>, Vec<Source>)>,
+    roots: &[Source],
     opts: &ScanOptions,
     listed: &(dyn Fn(usize) + Sync),
     v: &V,
@@ -204,9 +205,10 @@ fn listed_first<V: Visitor>(
         Some(_) => Seen::keeping(opts.walk.keep()?),
         None => Seen::default(),
     };
-    let work = |path: &Path, scratch: &mut Scratch| {
+    let work = |source: &Source, scratch: &mut Scratch| {
+        let path = source.path();
         let found = Find {
-            path,
+            source,
             met: seen.met(&met, path),
             linked: walk::through_link(&linked, path),
             version: seen.version(&versions, path),
@@ -307,22 +309,10 @@ impl<V: Visitor> Visitor for Sorting<'_, V> {
 /// they are listed, and the rest (local roots, single objects), when there
 /// is any such prefix and the scan is not sharded (a shard is a slice of
 /// the sorted whole, so it lists everything first).
-fn streamed_prefixes(
-    roots: &[PathBuf],
-    opts: &ScanOptions,
-) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
-    #[cfg(feature = "remote")]
-    {
-        let prefix = |r: &PathBuf| {
-            r.to_str().is_some_and(|u| {
-                crate::remote::is_url(u) && !u.ends_with(".neff") && crate::remote::is_listable(u)
-            })
-        };
-        if opts.shard.is_none() && roots.iter().any(prefix) {
-            return Some(roots.iter().cloned().partition(prefix));
-        }
+fn streamed_prefixes(roots: &[Source], opts: &ScanOptions) -> Option<(Vec<Source>, Vec<Source>)> {
+    if opts.shard.is_none() && roots.iter().any(Source::is_prefix) {
+        return Some(roots.iter().cloned().partition(Source::is_prefix));
     }
-    let _ = (roots, opts);
     None
 }
 
@@ -332,8 +322,8 @@ fn streamed_prefixes(
 /// by components, a root's descendants follow it at once: neighbours
 /// are enough to compare (a list of 100,000 files is not compared pair
 /// by pair).
-fn disjoint(roots: &[PathBuf]) -> bool {
-    let mut sorted: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
+fn disjoint(roots: &[Source]) -> bool {
+    let mut sorted: Vec<&Path> = roots.iter().map(Source::path).collect();
     sorted.sort();
     sorted.windows(2).all(|w| !w[1].starts_with(w[0]))
 }

@@ -15,11 +15,12 @@ use crate::cache;
 use crate::error::Result;
 use crate::reader::Scratch;
 use crate::remote::Listing;
+use crate::source::Source;
 
 /// NEFFs listed and not yet handed to the workers: each waits until
 /// the listing has passed its compile-cache entry's last key.
 pub(super) struct Held {
-    waiting: VecDeque<(PathBuf, Option<String>)>,
+    waiting: VecDeque<(String, Option<String>)>,
     /// The last key seen, and whether keys have come in order so far
     /// (a store that lists out of order has everything held to the end).
     last: Option<String>,
@@ -41,12 +42,12 @@ impl Held {
     /// Notes the key `url` (the listing has reached it) and, if it is a
     /// NEFF, holds it; hands on each NEFF held whose entry is now
     /// complete, in key order.
-    pub(super) fn key(&mut self, url: &str, out: &mut dyn FnMut(PathBuf)) {
+    pub(super) fn key(&mut self, url: &str, out: &mut dyn FnMut(Source)) {
         // In key order, not the URLs' (a key's `%`, `#`, `?` are escaped
         // in its URL: `remote::object_url`).
         let key = crate::remote::key_part;
         if self.ordered && self.last.as_deref().is_some_and(|l| key(url) < key(l)) {
-            let url = crate::shown::path(Path::new(url));
+            let url = crate::remote::redact(url);
             log::warn!("{url}: listed out of key order: the rest is read after the listing");
             self.ordered = false;
         }
@@ -56,20 +57,19 @@ impl Held {
                 if entry.as_deref().is_some_and(|e| url.starts_with(e)) {
                     break;
                 }
-                out(self.waiting.pop_front().expect("front").0);
+                out(Source::remote(self.waiting.pop_front().expect("front").0));
             }
         }
         if url.ends_with(".neff") {
-            let p = PathBuf::from(url);
-            let entry = cache::entry_dir(&p).map(|d| format!("{}/", d.display()));
-            self.waiting.push_back((p, entry));
+            let entry = cache::entry_dir(Path::new(url)).map(|d| format!("{}/", d.display()));
+            self.waiting.push_back((url.to_string(), entry));
         }
     }
 
     /// The listing ended: every NEFF still held.
-    pub(super) fn end(&mut self, out: &mut dyn FnMut(PathBuf)) {
-        for (p, _) in self.waiting.drain(..) {
-            out(p);
+    pub(super) fn end(&mut self, out: &mut dyn FnMut(Source)) {
+        for (url, _) in self.waiting.drain(..) {
+            out(Source::remote(url));
         }
     }
 }
@@ -82,16 +82,16 @@ impl Held {
 /// handed to `work`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn read_while_listing<T: Send>(
-    prefixes: &[PathBuf],
-    paths: &[PathBuf],
+    prefixes: &[Source],
+    paths: &[Source],
     jobs: usize,
     seen: &Seen,
     listed: &(dyn Fn(usize) + Sync),
-    work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
+    work: &(dyn Fn(&Source, &mut Scratch) -> T + Sync),
     emit: &(dyn Fn(T) + Sync),
     fail: &(dyn Fn(Record) + Sync),
 ) -> Result<()> {
-    let (tx, rx) = mpsc::channel::<PathBuf>();
+    let (tx, rx) = mpsc::channel::<Source>();
     let pool = super::run::pool_for(true, jobs)?;
     std::thread::scope(|scope| {
         let lister = scope.spawn(|| {
@@ -119,23 +119,22 @@ pub(super) fn read_while_listing<T: Send>(
 /// Lists each prefix, sending each NEFF to the workers once its entry
 /// is complete, then the entries that hold none.
 fn list_prefixes(
-    prefixes: &[PathBuf],
+    prefixes: &[Source],
     // Paths sent already (roots may overlap).
-    mut sent: HashSet<PathBuf>,
+    mut sent: HashSet<Source>,
     seen: &Seen,
-    tx: &mpsc::Sender<PathBuf>,
+    tx: &mpsc::Sender<Source>,
     listed: &(dyn Fn(usize) + Sync),
     fail: &(dyn Fn(Record) + Sync),
 ) {
     {
-        let mut send = |p: PathBuf| {
+        let mut send = |p: Source| {
             if sent.insert(p.clone()) {
                 listed(1);
                 let _ = tx.send(p);
             }
         };
-        for root in prefixes {
-            let url = root.to_str().expect("a prefix is a URL");
+        for (root, url) in prefixes.iter().filter_map(|r| Some((r, r.url()?))) {
             // One `Held` a range: each range's keys come in key order, and
             // no compile-cache entry spans two ranges.
             let mut held: HashMap<usize, Held> = HashMap::new();
@@ -172,20 +171,23 @@ fn list_prefixes(
                 h.end(&mut send);
             }
             if let Err(e) = got {
-                seen.unlisted.lock().expect("lock").push(root.clone());
+                seen.unlisted
+                    .lock()
+                    .expect("lock")
+                    .push(root.path().to_path_buf());
                 fail(failed(root, &e, None));
             }
         }
     }
     // Entries holding no NEFF, once every listing is done.
-    let parents: HashSet<&std::path::Path> = sent.iter().filter_map(|p| p.parent()).collect();
-    let mut bare: Vec<PathBuf> = seen
+    let parents: HashSet<&Path> = sent.iter().filter_map(|p| p.path().parent()).collect();
+    let mut bare: Vec<Source> = seen
         .met
         .lock()
         .expect("lock")
         .keys()
-        .map(PathBuf::from)
-        .filter(|d| !parents.contains(d.as_path()))
+        .filter(|d| !parents.contains(Path::new(d.as_os_str())))
+        .map(|d| Source::remote(d.to_string_lossy().into_owned()))
         .collect();
     bare.sort();
     listed(bare.len());
@@ -203,9 +205,9 @@ mod tests {
         let mut held = Held::default();
         let mut out = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            held.key(k, &mut |p| out.push((i, p.display().to_string())));
+            held.key(k, &mut |p| out.push((i, p.path().display().to_string())));
         }
-        held.end(&mut |p| out.push((keys.len(), p.display().to_string())));
+        held.end(&mut |p| out.push((keys.len(), p.path().display().to_string())));
         out
     }
 

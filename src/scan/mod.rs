@@ -22,10 +22,9 @@ mod run;
 mod streamed;
 mod walk;
 
-use std::path::PathBuf;
-
 use crate::error::Result;
 use crate::reader::Scratch;
+use crate::source::Source;
 
 pub use options::{ScanOptions, Walk};
 pub use record::{Record, Tensors};
@@ -54,12 +53,13 @@ use drive::{Find, Visitor};
 /// record judges the entry from all of its files; entries holding no NEFF
 /// are read when their prefixes' listings end.
 pub fn scan_listing(
-    roots: &[PathBuf],
+    roots: &[impl Clone + Into<Source>],
     opts: &ScanOptions,
     listed: &(dyn Fn(usize) + Sync),
     emit: &(dyn Fn(Record) + Sync),
 ) -> Result<()> {
-    drive::drive(roots, opts, listed, &Reading { opts, emit }).map(drop)
+    let roots = crate::source::all_of(roots);
+    drive::drive(&roots, opts, listed, &Reading { opts, emit }).map(drop)
 }
 
 /// The plain scan's [`Visitor`]: each thing found read, its record handed

@@ -12,6 +12,7 @@ use crate::error::{Error, ATIME_KEPT};
 use crate::header::hex;
 use crate::json::views::{Def, VarType};
 use crate::reader::{Neff, Options, Scratch};
+use crate::source::Source;
 
 use super::options::*;
 
@@ -102,9 +103,9 @@ impl Record {
     }
 }
 
-pub(super) fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
+pub(super) fn failed(source: &Source, e: &Error, bytes: Option<u64>) -> Record {
     Record {
-        path: crate::shown::path(path),
+        path: source.shown(),
         ok: false,
         error: Some(e.to_string()),
         bytes,
@@ -117,18 +118,18 @@ pub(super) fn failed(path: &Path, e: &Error, bytes: Option<u64>) -> Record {
 /// the same single open). `met`: what the walk saw of the compile-cache
 /// entry the NEFF belongs to (`None`: the entry is listed now).
 pub(super) fn record_with<T>(
-    path: &Path,
+    source: &Source,
     opts: &ScanOptions,
     scratch: &mut Scratch,
     met: Option<cache::Met>,
     extra: impl FnOnce(&Neff) -> T,
 ) -> (Record, Option<T>) {
-    if is_bare_entry(path) {
+    if is_bare_entry(source) {
         let mut r = Record {
-            path: crate::shown::path(path),
+            path: source.shown(),
             ..Record::default()
         };
-        cache_entry(path, &mut r, &opts.open, met);
+        cache_entry(source, &mut r, &opts.open, met);
         let state = r.cache_state.map_or("unreadable", State::name);
         r.error = Some(match r.cache_state {
             Some(State::Ok) => {
@@ -141,7 +142,11 @@ pub(super) fn record_with<T>(
         });
         return (r, None);
     }
-    let bytes = std::fs::metadata(path).ok().map(|m| m.len());
+    let path = source.path();
+    let bytes = source
+        .local_path()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len());
     // A compile-cache entry's NEFF is read as `cache status` reads it: not
     // at all where that would move its access time, which `cache prune
     // --max-size` orders the entries by.
@@ -149,22 +154,22 @@ pub(super) fn record_with<T>(
         Some(entry) if entry != path => opts.open.keep_atime(true),
         _ => opts.open,
     };
-    let (mut r, t) = match Neff::open_scratch(path, &open, scratch) {
-        Err(e) => (failed(path, &e, bytes), None),
+    let (mut r, t) = match Neff::open_source(source, &open, scratch) {
+        Err(e) => (failed(source, &e, bytes), None),
         Ok(neff) => {
             let bytes = bytes.or(Some(neff.file_len()));
-            let r = fill(&neff, path, bytes, opts);
+            let r = fill(&neff, source, bytes, opts);
             let t = extra(&neff);
             match neff.check_unchanged() {
                 // Zeros were read where the file's pages had been: no answer.
-                Err(e) => (failed(path, &e, bytes), None),
+                Err(e) => (failed(source, &e, bytes), None),
                 Ok(()) => {
                     // A remote object is read into buffers of its own
-                    // (`open_scratch` reuses none for a URL): kept, they
+                    // (`open_source` reuses none for a URL): kept, they
                     // would only hold memory, each of the remote pool's
                     // workers the largest object it had read
                     // (bench/bucket_scale_results.md, "Peak RSS").
-                    if !is_url(path) {
+                    if !source.is_remote() {
                         neff.recycle(scratch);
                     }
                     (r, Some(t))
@@ -172,24 +177,24 @@ pub(super) fn record_with<T>(
             }
         }
     };
-    cache_entry(path, &mut r, &opts.open, met);
+    cache_entry(source, &mut r, &opts.open, met);
     (r, t)
 }
 
-/// Whether `path` is a compile-cache entry that holds no NEFF (the walk
+/// Whether `source` is a compile-cache entry that holds no NEFF (the walk
 /// lists such an entry's directory, or its prefix in a bucket).
-pub(super) fn is_bare_entry(path: &Path) -> bool {
+pub(super) fn is_bare_entry(source: &Source) -> bool {
+    let path = source.path();
     if cache::entry_dir(path) != Some(path) {
         return false;
     }
-    #[cfg(feature = "remote")]
-    if let Some(url) = path.to_str().filter(|p| crate::remote::is_url(p)) {
-        return !url.ends_with(".neff");
+    match source.local_path() {
+        Some(dir) => dir.is_dir(),
+        None => source.is_prefix(),
     }
-    path.is_dir()
 }
 
-pub(super) fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOptions) -> Record {
+pub(super) fn fill(neff: &Neff, source: &Source, bytes: Option<u64>, opts: &ScanOptions) -> Record {
     let h = neff.header();
     let mut errors = BTreeMap::new();
     let mut note = |fields: &[&str], e: Error| {
@@ -198,7 +203,7 @@ pub(super) fn fill(neff: &Neff, path: &Path, bytes: Option<u64>, opts: &ScanOpti
         }
     };
     let mut r = Record {
-        path: crate::shown::path(path),
+        path: source.shown(),
         ok: true,
         bytes,
         pkg_version: Some(h.pkg_version.get()),
@@ -284,12 +289,8 @@ impl Record {
 
 /// Whether the file at `path` (a local one) exists and the caller may not
 /// read it.
-pub(super) fn unreadable(path: &Path) -> bool {
+fn unreadable(path: &Path) -> bool {
     use rustix::fs::{Access, AtFlags, CWD};
-    #[cfg(feature = "remote")]
-    if path.to_str().is_some_and(crate::remote::is_url) {
-        return false;
-    }
     matches!(
         rustix::fs::accessat(CWD, path, Access::READ_OK, AtFlags::EACCESS),
         Err(e) if e != rustix::io::Errno::NOENT
@@ -302,7 +303,13 @@ pub(super) fn unreadable(path: &Path) -> bool {
 /// now, from one listing of the entry, with the record's own answer for
 /// its NEFF (an entry holding none has its NEFF read, should one have
 /// appeared since the walk): a warm catalogue hit judges it again too.
-pub(super) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Option<cache::Met>) {
+pub(super) fn cache_entry(
+    source: &Source,
+    r: &mut Record,
+    open: &Options,
+    met: Option<cache::Met>,
+) {
+    let path = source.path();
     let parent = path.parent();
     let dir = parent
         .and_then(Path::file_name)
@@ -332,21 +339,22 @@ pub(super) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
             cache::Read::Unread(format!("{file} {}", e.clone().unwrap_or_default()))
         }
         // A NEFF the caller may not read says nothing of the entry.
-        Some((false, e)) if name == file && unreadable(path) => {
+        Some((false, e)) if name == file && source.local_path().is_some_and(unreadable) => {
             cache::Read::Unreadable(format!("{name}: {}", e.clone().unwrap_or_default()))
         }
         Some((false, e)) if name == file => cache::Read::Refused(e.clone().unwrap_or_default()),
         // Another NEFF of the entry (a vLLM entry's other graph*.neff), or
         // an entry listed bare whose NEFF appeared since the walk.
         _ => {
-            let neff = entry.join(name);
-            match Neff::open_with(&neff, &open.keep_atime(true)).and_then(|n| n.check_unchanged()) {
+            let neff = source.at(&entry.join(name));
+            let open = open.keep_atime(true);
+            match Neff::open_at(&neff, &open, None).and_then(|n| n.check_unchanged()) {
                 Ok(()) => cache::Read::Ok(()),
                 Err(e) => cache::read_error(e),
             }
         }
     };
-    match cache::judge_entry(entry, met, read) {
+    match cache::judge_entry(&source.at(entry), met, read) {
         Ok(s) => {
             r.cache_state = Some(s.state);
             r.cache_reason = s.reason;
@@ -356,17 +364,4 @@ pub(super) fn cache_entry(path: &Path, r: &mut Record, open: &Options, met: Opti
             r.cache_reason = Some(format!("the entry could not be listed: {e}"));
         }
     }
-}
-
-/// Whether `p` names a remote object or prefix.
-#[cfg(feature = "remote")]
-pub(super) fn is_url(p: &Path) -> bool {
-    p.to_str().is_some_and(crate::remote::is_url)
-}
-
-/// Whether `p` names a remote object or prefix: never, in a build
-/// without remote I/O.
-#[cfg(not(feature = "remote"))]
-pub(super) fn is_url(_: &Path) -> bool {
-    false
 }

@@ -1,19 +1,25 @@
 //! Reading what was found, in parallel: the pools (counting, so that a large payload's inflate knows the idle
 //! workers), and a list read in path order a window at a time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::reader::Scratch;
+use crate::source::Source;
 
 use super::options::*;
 use super::record::*;
 
 /// Scans `paths` on a pool of `opts.jobs` threads, calling `emit` with each
 /// record as it is made (from the worker threads; `emit` serializes).
-pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
+pub fn scan(
+    paths: &[impl Clone + Into<Source>],
+    opts: &ScanOptions,
+    emit: &(dyn Fn(Record) + Sync),
+) -> Result<()> {
+    let sources = crate::source::all_of(paths);
     scan_with(
-        paths,
+        &sources,
         opts.jobs,
         &|p, scratch| record_with(p, opts, scratch, None, |_| ()).0,
         emit,
@@ -24,13 +30,13 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync
 /// threads (each reusing one [`Scratch`]), `emit` gets each result as it
 /// is made. The index uses it to read a file's rows along with its record.
 pub(super) fn scan_with<T: Send>(
-    paths: &[PathBuf],
+    paths: &[Source],
     jobs: usize,
-    work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
+    work: &(dyn Fn(&Source, &mut Scratch) -> T + Sync),
     emit: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    let pool = pool_for(paths.iter().any(|p| is_url(p)), jobs)?;
+    let pool = pool_for(paths.iter().any(Source::is_remote), jobs)?;
     pool.install(|| {
         paths
             .par_iter()
@@ -47,15 +53,15 @@ pub(super) fn scan_with<T: Send>(
 /// time, in parallel, so that at most a window of results is held.
 /// `paths` must be sorted as their records' paths are ([`by_shown`]).
 pub(super) fn scan_ordered<T: Send>(
-    paths: &[PathBuf],
+    paths: &[Source],
     mut errors: Vec<Record>,
     jobs: usize,
-    work: &(dyn Fn(&Path, &mut Scratch) -> T + Sync),
+    work: &(dyn Fn(&Source, &mut Scratch) -> T + Sync),
     emit: &(dyn Fn(T) + Sync),
     fail: &(dyn Fn(Record) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    let pool = pool_for(paths.iter().any(|p| is_url(p)), jobs)?;
+    let pool = pool_for(paths.iter().any(Source::is_remote), jobs)?;
     let window = pool.current_num_threads().saturating_mul(64).max(1024);
     errors.sort_by(|a, b| a.path.cmp(&b.path));
     let mut errors = errors.into_iter().peekable();
@@ -68,7 +74,7 @@ pub(super) fn scan_ordered<T: Send>(
         for (p, t) in part.iter().zip(done) {
             // (A path is shown as a string only while errors wait.)
             if errors.peek().is_some() {
-                let shown = crate::shown::path(p);
+                let shown = p.shown();
                 while let Some(e) = errors.next_if(|e| e.path <= shown) {
                     fail(e);
                 }
@@ -82,16 +88,16 @@ pub(super) fn scan_ordered<T: Send>(
 
 /// `paths` sorted as their records' paths sort: by [`Record::path`]'s
 /// bytes (how a path is shown), not by components.
-pub(super) fn by_shown(paths: &mut [PathBuf]) {
+pub(super) fn by_shown(paths: &mut [Source]) {
     // A UTF-8 path that is not a URL shows as itself: compared in place
     // (no string made per path); the others as they show. Either way the
     // order is that of the shown strings.
-    fn plain(p: &Path) -> Option<&str> {
-        p.to_str().filter(|_| !is_url(p))
+    fn plain(p: &Source) -> Option<&str> {
+        p.local_path().and_then(Path::to_str)
     }
     paths.sort_by(|a, b| match (plain(a), plain(b)) {
         (Some(x), Some(y)) => x.cmp(y),
-        _ => crate::shown::path(a).cmp(&crate::shown::path(b)),
+        _ => a.shown().cmp(&b.shown()),
     });
 }
 

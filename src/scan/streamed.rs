@@ -2,11 +2,10 @@
 //! entry, once walked whole) handed to the readers as the walk finds it,
 //! through a queue of bounded length; the walk keeps nothing per file.
 
-use std::path::{Path, PathBuf};
-
 use crate::cache::Met;
 use crate::error::Result;
 use crate::reader::Scratch;
+use crate::source::Source;
 
 use super::options::*;
 use super::record::*;
@@ -19,7 +18,7 @@ const AHEAD: usize = 1024;
 /// What a streamed scan does with one thing found: its path, what the walk
 /// met of its compile-cache entry, whether its path goes through a link
 /// the walk followed, the worker's scratch.
-pub(super) type Visit<'a, T> = dyn Fn(&Path, Option<Met>, bool, &mut Scratch) -> T + Sync + 'a;
+pub(super) type Visit<'a, T> = dyn Fn(&Source, Option<Met>, bool, &mut Scratch) -> T + Sync + 'a;
 
 /// Runs `visit` on each thing a walk of `roots` finds (its path, what the
 /// walk met of its compile-cache entry, whether its path goes through a
@@ -29,7 +28,7 @@ pub(super) type Visit<'a, T> = dyn Fn(&Path, Option<Met>, bool, &mut Scratch) ->
 /// walk notes where it looked (what a catalogue retires rows by) and
 /// returns it.
 pub(super) fn stream_with<T: Send>(
-    roots: &[PathBuf],
+    roots: &[Source],
     opts: &ScanOptions,
     places: bool,
     listed: &(dyn Fn(usize) + Sync),
@@ -39,7 +38,7 @@ pub(super) fn stream_with<T: Send>(
 ) -> Result<Kept> {
     use rayon::iter::{ParallelBridge, ParallelIterator};
     let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
-    let pool = pool_for(roots.iter().any(|p| is_url(p)), opts.jobs)?;
+    let pool = pool_for(roots.iter().any(Source::is_remote), opts.jobs)?;
     std::thread::scope(|scope| {
         let walker =
             scope.spawn(|| super::walk::stream(roots, &opts.walk, places, tx, listed, fail));

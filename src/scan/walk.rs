@@ -8,6 +8,7 @@ use std::sync::{mpsc, Mutex};
 
 use crate::cache::{self};
 use crate::error::{Error, Result};
+use crate::source::Source;
 
 use super::options::*;
 use super::record::*;
@@ -78,18 +79,28 @@ pub fn path_list(r: impl std::io::Read, nul: bool) -> std::io::Result<Vec<PathBu
 /// entry gets a record too), sorted by path and sharded. Walk errors (a
 /// symlink loop, an unreadable directory) come back as records, not
 /// failures.
-pub fn list(roots: &[PathBuf], shard: Option<(usize, usize)>) -> (Vec<PathBuf>, Vec<Record>) {
-    let found = list_versions(roots, shard, &Walk::default())
+pub fn list(
+    roots: &[impl Clone + Into<Source>],
+    shard: Option<(usize, usize)>,
+) -> (Vec<PathBuf>, Vec<Record>) {
+    let roots = crate::source::all_of(roots);
+    let found = list_kept(&roots, shard, &Walk::default(), false)
         .expect("the default walk has no globs to refuse");
-    (found.paths, found.errors)
+    (paths_of(found.paths), found.errors)
+}
+
+/// The paths of `sources`, as named.
+fn paths_of(sources: Vec<Source>) -> Vec<PathBuf> {
+    sources.into_iter().map(Source::into_path).collect()
 }
 
 /// [`list`] as `opts` says: its shard, and its [`Walk`] (globs, depth,
 /// links). `Err` only for a glob that does not compile.
-pub fn list_with(roots: &[PathBuf], opts: &ScanOptions) -> Result<Walked> {
-    let found = list_versions(roots, opts.shard, &opts.walk)?;
+pub fn list_with(roots: &[impl Clone + Into<Source>], opts: &ScanOptions) -> Result<Walked> {
+    let roots = crate::source::all_of(roots);
+    let found = list_kept(&roots, opts.shard, &opts.walk, false)?;
     Ok(Walked {
-        paths: found.paths,
+        paths: paths_of(found.paths),
         errors: found.errors,
         met: found.met,
     })
@@ -115,10 +126,11 @@ impl Walked {
     /// [`scan`] of [`paths`](Self::paths), each compile-cache entry judged
     /// from what the walk saw of it.
     pub fn scan(&self, opts: &ScanOptions, emit: &(dyn Fn(Record) + Sync)) -> Result<()> {
+        let sources: Vec<Source> = self.paths.iter().map(Source::of).collect();
         scan_with(
-            &self.paths,
+            &sources,
             opts.jobs,
-            &|p, scratch| record_with(p, opts, scratch, met_of(&self.met, p), |_| ()).0,
+            &|s, scratch| record_with(s, opts, scratch, met_of(&self.met, s.path()), |_| ()).0,
             emit,
         )
     }
@@ -146,7 +158,7 @@ pub(crate) type Versions = std::collections::HashMap<PathBuf, (u64, String)>;
 /// real path joined with the rest).
 #[cfg_attr(not(feature = "catalog"), allow(dead_code))]
 pub(crate) struct Found {
-    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) paths: Vec<Source>,
     pub(crate) errors: Vec<Record>,
     pub(crate) versions: Versions,
     pub(crate) linked: std::collections::HashSet<PathBuf>,
@@ -161,19 +173,11 @@ pub(crate) struct Found {
 }
 
 /// Finds what to read under `roots` (see [`Found`]): the local roots
-/// walked in parallel, the bucket prefixes listed; sorted, then sharded.
-pub(crate) fn list_versions(
-    roots: &[PathBuf],
-    shard: Option<(usize, usize)>,
-    walk: &Walk,
-) -> Result<Found> {
-    list_kept(roots, shard, walk, false)
-}
-
-/// [`list_versions`], noting the directories the walk listed whole when
-/// `places` (what a catalogue retires rows by: [`Found::listed`]).
+/// walked in parallel, the bucket prefixes listed; sorted, then sharded;
+/// the directories the walk listed whole noted when `places` (what a
+/// catalogue retires rows by: [`Found::listed`]).
 pub(crate) fn list_kept(
-    roots: &[PathBuf],
+    roots: &[Source],
     shard: Option<(usize, usize)>,
     walk: &Walk,
     places: bool,
@@ -183,12 +187,13 @@ pub(crate) fn list_kept(
         ..Collect::default()
     };
     for root in roots {
-        #[cfg(feature = "remote")]
-        if let Some(url) = root.to_str().filter(|p| crate::remote::is_url(p)) {
-            c.remote_root(root, url, walk)?;
-            continue;
+        match root.local_path() {
+            Some(dir) => c.local_root(dir, walk)?,
+            #[cfg(feature = "remote")]
+            None => c.remote_root(root, walk)?,
+            #[cfg(not(feature = "remote"))]
+            None => {}
         }
-        c.local_root(root, walk)?;
     }
     Ok(c.finish(shard))
 }
@@ -198,7 +203,7 @@ pub(crate) fn list_kept(
 /// only when the walk notes its places) whether its path goes through a
 /// symbolic link the walk followed (its real path is then not its root's
 /// joined with the rest).
-pub(super) type Find = (PathBuf, Option<cache::Met>, bool);
+pub(super) type Find = (Source, Option<cache::Met>, bool);
 
 /// What a streamed walk noted, when asked to, of where it looked: the
 /// directories it listed whole, and the links it went through.
@@ -217,7 +222,7 @@ pub(crate) struct Kept {
 /// compile-cache entry's: `places`) and the links it met, which it
 /// returns. `Err` only for a glob that does not compile.
 pub(super) fn stream(
-    roots: &[PathBuf],
+    roots: &[Source],
     walk: &Walk,
     places: bool,
     tx: mpsc::SyncSender<Find>,
@@ -234,12 +239,11 @@ pub(super) fn stream(
         ..Collect::default()
     };
     for root in roots {
-        #[cfg(feature = "remote")]
-        if root.to_str().is_some_and(crate::remote::is_url) {
-            c.deliver(Finds::one(root.clone()));
-            continue;
+        match root.local_path() {
+            Some(dir) => c.local_root(dir, walk)?,
+            // One object (the prefixes are listed, not streamed).
+            None => c.send(root.clone(), None),
         }
-        c.local_root(root, walk)?;
     }
     Ok(Kept {
         listed: c.places.into_lists(),
@@ -294,7 +298,7 @@ impl Finds {
 #[derive(Default)]
 struct Collect<'a> {
     out: Out<'a>,
-    found: Mutex<Vec<PathBuf>>,
+    found: Mutex<Vec<Source>>,
     errors: Mutex<Vec<Record>>,
     versions: Mutex<Versions>,
     unlisted: Mutex<Vec<PathBuf>>,
@@ -303,13 +307,22 @@ struct Collect<'a> {
     linked: Mutex<std::collections::HashSet<PathBuf>>,
     /// What the walk met of each compile-cache entry, by the entry's
     /// directory: every entry is a key (those holding no NEFF get a record).
-    met: Mutex<std::collections::HashMap<std::ffi::OsString, cache::Met>>,
+    met: Mutex<MetBy>,
+    /// What the listings of bucket prefixes met of each compile-cache
+    /// entry, by the entry's prefix.
+    #[cfg(feature = "remote")]
+    listed_met: Mutex<MetBy>,
     places: crate::places::Places,
 }
 
 impl Collect<'_> {
+    /// A walk error at the local `path`, reported as a record.
     fn fail(&self, path: &Path, e: &Error) {
-        let r = failed(path, e, None);
+        self.report(failed(&Source::local(path.to_path_buf()), e, None));
+    }
+
+    /// A record of an error: kept, or handed on.
+    fn report(&self, r: Record) {
         match &self.out {
             Out::Keep { .. } => self.errors.lock().expect("lock").push(r),
             Out::Send { fail, .. } => fail(r),
@@ -319,8 +332,9 @@ impl Collect<'_> {
     /// Hands on what one step of the walk found: kept, or sent (each NEFF
     /// with what was met of its entry, then the entries holding none).
     fn deliver(&self, finds: Finds) {
-        let Out::Send { tx, listed, .. } = &self.out else {
-            self.found.lock().expect("lock").extend(finds.neffs);
+        let Out::Send { .. } = &self.out else {
+            let neffs = finds.neffs.into_iter().map(Source::local);
+            self.found.lock().expect("lock").extend(neffs);
             if !finds.met.is_empty() {
                 self.met.lock().expect("lock").extend(finds.met);
             }
@@ -335,11 +349,20 @@ impl Collect<'_> {
             .filter(|d| !parents.contains(d.as_path()))
             .collect();
         bare.sort();
-        for p in finds.neffs.iter().chain(&bare) {
+        for p in finds.neffs.into_iter().chain(bare) {
+            let met = met_of(&finds.met, &p);
+            self.send(Source::local(p), met);
+        }
+    }
+
+    /// Hands one thing found on to the readers, with what the walk met of
+    /// its entry.
+    fn send(&self, found: Source, met: Option<cache::Met>) {
+        if let Out::Send { tx, listed, .. } = &self.out {
             listed(1);
-            let linked = self.places() && self.through_link(p);
+            let linked = self.places() && self.through_link(found.path());
             // The readers gone (a closed pipe ended the scan): nothing to do.
-            let _ = tx.send((p.clone(), met_of(&finds.met, p), linked));
+            let _ = tx.send((found, met, linked));
         }
     }
 
@@ -358,29 +381,31 @@ impl Collect<'_> {
 
     /// A root that is a URL: one object, or a prefix listed whole.
     #[cfg(feature = "remote")]
-    fn remote_root(&self, root: &Path, url: &str, walk: &Walk) -> Result<()> {
-        if url.ends_with(".neff") || !crate::remote::is_listable(url) {
+    fn remote_root(&self, root: &Source, walk: &Walk) -> Result<()> {
+        let Some(url) = root.url().filter(|_| root.is_prefix()) else {
             // One object, named as a file is.
-            self.found.lock().expect("lock").push(root.to_path_buf());
+            self.found.lock().expect("lock").push(root.clone());
             return Ok(());
-        }
+        };
         match crate::remote::list_all(url) {
             Ok(objects) => {
                 let keep = walk.keep()?;
                 let mut found = self.found.lock().expect("lock");
                 let mut versions = self.versions.lock().expect("lock");
                 for o in objects {
-                    meet_object(&o, &mut self.met.lock().expect("lock"));
+                    meet_object(&o, &mut self.listed_met.lock().expect("lock"));
                     if o.url.ends_with(".neff") && keep.keeps_listed(url, &o.url) {
-                        let p = PathBuf::from(&o.url);
-                        versions.insert(p.clone(), (o.size, o.version));
-                        found.push(p);
+                        versions.insert(PathBuf::from(&o.url), (o.size, o.version));
+                        found.push(Source::remote(o.url));
                     }
                 }
             }
             Err(e) => {
-                self.unlisted.lock().expect("lock").push(root.to_path_buf());
-                self.fail(root, &e);
+                self.unlisted
+                    .lock()
+                    .expect("lock")
+                    .push(root.path().to_path_buf());
+                self.report(failed(root, &e, None));
             }
         }
         Ok(())
@@ -438,9 +463,12 @@ impl Collect<'_> {
             // A catalogue keeps the whole walk anyway: the parallel walk
             // goes into each entry (its directory read once, not again by
             // a walk of the entry), and what it meets is noted as met.
-            let mut met = self.met.lock().expect("lock");
-            let mut found = self.found.lock().expect("lock");
-            self.meet(&mut met, &mut found, &e);
+            let mut neffs = Vec::new();
+            self.meet(&mut self.met.lock().expect("lock"), &mut neffs, &e);
+            if !neffs.is_empty() {
+                let mut found = self.found.lock().expect("lock");
+                found.extend(neffs.into_iter().map(Source::local));
+            }
             return ignore::WalkState::Continue;
         }
         let is_entry = e.file_type().is_some_and(|t| t.is_dir())
@@ -527,14 +555,25 @@ impl Collect<'_> {
         let mut paths = self.found.into_inner().expect("lock");
         paths.sort();
         paths.dedup();
-        let met = self.met.into_inner().expect("lock");
+        #[allow(unused_mut)]
+        let mut met = self.met.into_inner().expect("lock");
         let parents: std::collections::HashSet<&Path> =
-            paths.iter().filter_map(|p| p.parent()).collect();
-        let bare: Vec<PathBuf> = met
-            .keys()
-            .map(PathBuf::from)
-            .filter(|d| !parents.contains(d.as_path()))
-            .collect();
+            paths.iter().filter_map(|p| p.path().parent()).collect();
+        let bare_in = |met: &MetBy| -> Vec<PathBuf> {
+            met.keys()
+                .map(PathBuf::from)
+                .filter(|d| !parents.contains(d.as_path()))
+                .collect()
+        };
+        #[allow(unused_mut)]
+        let mut bare: Vec<Source> = bare_in(&met).into_iter().map(Source::local).collect();
+        #[cfg(feature = "remote")]
+        {
+            let listed = self.listed_met.into_inner().expect("lock");
+            let urls = bare_in(&listed).into_iter();
+            bare.extend(urls.map(|u| Source::remote(u.to_string_lossy().into_owned())));
+            met.extend(listed);
+        }
         drop(parents);
         if !bare.is_empty() {
             paths.extend(bare);

@@ -24,8 +24,9 @@ pub(crate) const RANKS: &[(&str, u32)] = &[
     ("map", 1),
     // A source of bytes, as map is: remote objects read by range.
     ("remote", 1),
-    // How a path or URL is printed (a URL's secrets hidden).
-    ("shown", 2),
+    // What a path names (a local file, a remote object or prefix),
+    // decided once, and how it is printed (a URL's secrets hidden).
+    ("source", 2),
     // What a walk looked at (the directories walked, the globs and
     // depth): scan's and the catalogue's, built on nothing of the path.
     ("places", 2),

@@ -84,7 +84,9 @@ pub(crate) fn sync(a: SyncArgs) -> Result<u8, Failure> {
             b
         });
     // With a store on either side, its requests and bytes as they go.
-    let remote = crate::scan::is_url(&a.src) || crate::scan::is_url(&a.dst);
+    let remote = [&a.src, &a.dst]
+        .iter()
+        .any(|p| neff::Source::of(p).is_remote());
     let ticker = bar
         .as_ref()
         .filter(|_| remote)

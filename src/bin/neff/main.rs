@@ -434,20 +434,16 @@ fn printable_error(e: &Error) -> String {
 /// A path as output prints it where the format escapes it (JSON) or the
 /// caller does: a URL made printable ([`neff::redact_url`]), else as it is.
 fn printable(p: &Path) -> String {
-    #[cfg(feature = "remote")]
-    if let Some(url) = p.to_str().filter(|s| neff::is_url(s)) {
-        return neff::redact_url(url).into_owned();
-    }
-    p.display().to_string()
+    neff::Source::of(p).shown()
 }
 
 /// A URL is made printable first (its query values and userinfo hidden:
 /// [`neff::redact_url`]).
 fn shown(p: &Path) -> std::borrow::Cow<'_, str> {
     use std::os::unix::ffi::OsStrExt;
-    #[cfg(feature = "remote")]
-    if let Some(url) = p.to_str().filter(|s| neff::is_url(s)) {
-        return line(&neff::redact_url(url)).into_owned().into();
+    let source = neff::Source::of(p);
+    if source.is_remote() {
+        return line(&source.shown()).into_owned().into();
     }
     one_line_bytes(p.as_os_str().as_bytes())
 }

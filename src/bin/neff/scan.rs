@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use neff::scan::{self, Record, ScanOptions};
+use neff::Source;
 
 use super::{stdout_err, Failure};
 use crate::format::{Format, Rows};
@@ -217,13 +218,16 @@ pub struct How<'a> {
 /// stderr; the exit code.
 pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, Failure> {
     let t0 = Instant::now();
+    // What each root names, decided here once and handed to the library.
+    let roots: Vec<Source> = roots.iter().map(Source::of).collect();
+    let roots = roots.as_slice();
     let missing_root = report_unopenable(roots);
     // A glob that does not compile is refused before anything is read.
     opts.walk.check().map_err(|err| Failure {
         path: PathBuf::from("scan"),
         err,
     })?;
-    let remote = roots.iter().any(|r| is_url(r));
+    let remote = roots.iter().any(Source::is_remote);
     let bar = (!how.no_progress && io::stderr().is_terminal()).then(|| progress_bar(remote));
     let ticker = bar
         .as_ref()
@@ -258,7 +262,7 @@ pub fn run(roots: &[PathBuf], opts: &ScanOptions, how: &How<'_>) -> Result<u8, F
 /// many records it answered. A failure of the catalogue (held locked,
 /// read-only) ends the scan once the records made so far are printed.
 fn walk(
-    roots: &[PathBuf],
+    roots: &[Source],
     opts: &ScanOptions,
     index: Option<(&Path, bool)>,
     listed: &(dyn Fn(usize) + Sync),
@@ -364,11 +368,11 @@ impl Tally {
     /// Counts a record. A bucket or repository prefix whose listing fails
     /// is a root that cannot be opened too: reported as such, its record
     /// kept.
-    fn count(&self, roots: &[PathBuf], r: &Record) {
+    fn count(&self, roots: &[Source], r: &Record) {
         if !r.ok
             && roots
                 .iter()
-                .any(|root| is_url(root) && crate::printable(root) == r.path)
+                .any(|root| root.is_remote() && root.shown() == r.path)
         {
             eprintln!(
                 "neff: {}: {}",
@@ -432,9 +436,9 @@ fn progress_bar(remote: bool) -> indicatif::ProgressBar {
 /// be listed, a file that may not be read) with one stderr line, as
 /// ripgrep and fd do; returns whether there was one (exit 3). The scan
 /// still walks every root: such a root's failed record is kept.
-fn report_unopenable(roots: &[PathBuf]) -> bool {
+fn report_unopenable(roots: &[Source]) -> bool {
     let mut any = false;
-    for root in roots.iter().filter(|r| !is_url(r)) {
+    for root in roots.iter().filter_map(Source::local_path) {
         let opened = std::fs::metadata(root).and_then(|m| match m.is_dir() {
             true => std::fs::read_dir(root).map(drop),
             false if m.is_file() => std::fs::File::open(root).map(drop),
@@ -452,19 +456,6 @@ fn report_unopenable(roots: &[PathBuf]) -> bool {
         }
     }
     any
-}
-
-/// Whether `root` names a remote object or prefix (not a local path).
-pub(crate) fn is_url(root: &Path) -> bool {
-    #[cfg(feature = "remote")]
-    {
-        root.to_str().is_some_and(neff::is_url)
-    }
-    #[cfg(not(feature = "remote"))]
-    {
-        let _ = root;
-        false
-    }
 }
 
 /// Updates a remote scan's progress line five times a second with the
