@@ -188,9 +188,11 @@ pub(super) fn is_bare_entry(source: &Source) -> bool {
     if cache::entry_dir(path) != Some(path) {
         return false;
     }
-    match source.local_path() {
-        Some(dir) => dir.is_dir(),
-        None => source.is_prefix(),
+    match source.url() {
+        // A URL of an entry, listable or not (an HTTP root names one too):
+        // a NEFF is a `.neff` object, anything else the entry's prefix.
+        Some(url) => !url.ends_with(".neff"),
+        None => path.is_dir(),
     }
 }
 
@@ -363,5 +365,20 @@ pub(super) fn cache_entry(
             r.cache_state = None;
             r.cache_reason = Some(format!("the entry could not be listed: {e}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(feature = "remote")]
+    #[test]
+    fn an_entrys_url_is_a_bare_entry_whether_or_not_its_store_lists() {
+        use super::*;
+        for url in ["s3://b/c/MODULE_1+a", "https://h/c/MODULE_1+a"] {
+            assert!(is_bare_entry(&Source::of(url)), "{url}");
+            let neff = format!("{url}/model.neff");
+            assert!(!is_bare_entry(&Source::of(&neff)), "{neff}");
+        }
+        assert!(!is_bare_entry(&Source::of("https://h/c/x")));
     }
 }
