@@ -22,6 +22,15 @@ use neff::accessors::Accessor;
 use neff::{Error, Limits, Options, ReadMode};
 use quote::{one_line as line, one_line_bytes};
 
+/// The command's allocator, chosen here rather than by a setting users
+/// must know: glibc gives each of a bucket scan's threads (`--io-depth`
+/// workers, the runtime's) an arena that keeps what the thread freed, so a
+/// scan's peak RSS grew with its length; jemalloc's few arenas give pages
+/// back as they decay (PERF.md `bucket-scale`). The library chooses none:
+/// an embedder (the Python module) keeps its own.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// The exit codes every command follows (docs/CLI.md), as `--help` and
 /// the man page print them.
 const EXIT_CODES: &str = "\
