@@ -15,6 +15,7 @@
 
 pub(crate) mod drive;
 #[cfg(feature = "remote")]
+mod handoff;
 mod listing;
 mod options;
 mod record;

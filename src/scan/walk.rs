@@ -4,12 +4,13 @@
 //! of each compile-cache entry, and the paths a list file names.
 
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Mutex};
+use std::sync::Mutex;
 
 use crate::cache::{self};
 use crate::error::{Error, Result};
 use crate::source::Source;
 
+use super::handoff::{Batch, Handoff};
 use super::options::*;
 use super::record::*;
 use super::run::*;
@@ -214,8 +215,9 @@ pub(crate) struct Kept {
 }
 
 /// Walks `roots` (local directories and files, single objects) and hands
-/// each thing to read to `tx` as soon as it is found (a compile-cache
-/// entry once the walk has met all of its files); walk errors go to
+/// each thing to read to `to` as soon as it is found (a compile-cache
+/// entry once the walk has met all of its files; each thread of the walk
+/// hands its finds on in batches, [`Handoff`]); walk errors go to
 /// `fail` as records, and `listed(1)` is told of each thing sent. Nothing
 /// is kept per file: what the walk holds is the directories it has yet
 /// to read, and, with `places`, the directories it listed (not a
@@ -225,13 +227,13 @@ pub(super) fn stream(
     roots: &[Source],
     walk: &Walk,
     places: bool,
-    tx: mpsc::SyncSender<Find>,
+    to: Handoff<'_, Find>,
     listed: &(dyn Fn(usize) + Sync),
     fail: &(dyn Fn(Record) + Sync),
 ) -> Result<Kept> {
     let c = Collect {
         out: Out::Send {
-            tx,
+            to: &to,
             listed,
             fail,
             places,
@@ -242,7 +244,7 @@ pub(super) fn stream(
         match root.local_path() {
             Some(dir) => c.local_root(dir, walk)?,
             // One object (the prefixes are listed, not streamed).
-            None => c.send(root.clone(), None),
+            None => c.send(&mut c.batch(), root.clone(), None),
         }
     }
     Ok(Kept {
@@ -260,7 +262,7 @@ enum Out<'a> {
     /// Handed on as found, errors too; the directories listed whole and
     /// the links met noted when `places`.
     Send {
-        tx: mpsc::SyncSender<Find>,
+        to: &'a Handoff<'a, Find>,
         listed: &'a (dyn Fn(usize) + Sync),
         fail: &'a (dyn Fn(Record) + Sync),
         places: bool,
@@ -329,9 +331,10 @@ impl Collect<'_> {
         }
     }
 
-    /// Hands on what one step of the walk found: kept, or sent (each NEFF
-    /// with what was met of its entry, then the entries holding none).
-    fn deliver(&self, finds: Finds) {
+    /// Hands on what one step of the walk found: kept, or added to this
+    /// thread's `batch` (each NEFF with what was met of its entry, then the
+    /// entries holding none).
+    fn deliver(&self, batch: &mut Option<Batch<'_, '_, Find>>, finds: Finds) {
         let Out::Send { .. } = &self.out else {
             let neffs = finds.neffs.into_iter().map(Source::local);
             self.found.lock().expect("lock").extend(neffs);
@@ -351,18 +354,31 @@ impl Collect<'_> {
         bare.sort();
         for p in finds.neffs.into_iter().chain(bare) {
             let met = met_of(&finds.met, &p);
-            self.send(Source::local(p), met);
+            self.send(batch, Source::local(p), met);
         }
     }
 
-    /// Hands one thing found on to the readers, with what the walk met of
-    /// its entry.
-    fn send(&self, found: Source, met: Option<cache::Met>) {
-        if let Out::Send { tx, listed, .. } = &self.out {
+    /// A batch for one thread of the walk to hand its finds on in (`None`
+    /// for a walk whose finds are kept).
+    fn batch(&self) -> Option<Batch<'_, '_, Find>> {
+        match &self.out {
+            Out::Send { to, .. } => Some(to.batch()),
+            Out::Keep { .. } => None,
+        }
+    }
+
+    /// Adds one thing found, with what the walk met of its entry, to the
+    /// batch handed on to the readers.
+    fn send(
+        &self,
+        batch: &mut Option<Batch<'_, '_, Find>>,
+        found: Source,
+        met: Option<cache::Met>,
+    ) {
+        if let (Out::Send { listed, .. }, Some(batch)) = (&self.out, batch) {
             listed(1);
             let linked = self.places() && self.through_link(found.path());
-            // The readers gone (a closed pipe ended the scan): nothing to do.
-            let _ = tx.send((found, met, linked));
+            batch.push((found, met, linked));
         }
     }
 
@@ -416,7 +432,7 @@ impl Collect<'_> {
     fn local_root(&self, root: &Path, walk: &Walk) -> Result<()> {
         match std::fs::metadata(root) {
             Ok(m) if m.is_file() => {
-                self.deliver(Finds::one(root.to_path_buf()));
+                self.deliver(&mut self.batch(), Finds::one(root.to_path_buf()));
                 return Ok(());
             }
             Ok(m) if !m.is_dir() => {
@@ -437,9 +453,13 @@ impl Collect<'_> {
             walk,
             overrides: overrides.as_ref(),
         };
-        builder
-            .build_parallel()
-            .run(|| Box::new(|ent| self.visit(&at, ent)));
+        let at = &at;
+        builder.build_parallel().run(|| {
+            // Each thread's finds go in a batch of its own, handed on
+            // when due and when the thread ends.
+            let mut batch = self.batch();
+            Box::new(move |ent| self.visit(at, &mut batch, ent))
+        });
         Ok(())
     }
 
@@ -449,6 +469,7 @@ impl Collect<'_> {
     fn visit(
         &self,
         at: &Walking<'_>,
+        batch: &mut Option<Batch<'_, '_, Find>>,
         ent: std::result::Result<ignore::DirEntry, ignore::Error>,
     ) -> ignore::WalkState {
         let e = match ent {
@@ -479,7 +500,7 @@ impl Collect<'_> {
             self.walk_entry(at, &e, &mut finds);
         }
         if !finds.neffs.is_empty() || !finds.met.is_empty() {
-            self.deliver(finds);
+            self.deliver(batch, finds);
         }
         if is_entry {
             ignore::WalkState::Skip

@@ -223,14 +223,15 @@ fn the_walk_is_never_more_than_its_queue_ahead_of_the_readers() {
     .unwrap();
     assert_eq!(emitted.load(Ordering::SeqCst), 3000);
     assert_eq!(listed.load(Ordering::SeqCst), 3000);
-    // The queue holds 1,024; each reader holds one, and each of the walk's
-    // threads (ignore's default: one a core, at most 12) one it counted
-    // before its send blocked; one more for a reader between its count and
-    // its record (the counters are read apart).
+    // The queue holds 1,024 finds (16 batches of at most 64); each reader
+    // holds a batch, and each of the walk's threads (ignore's default: one
+    // a core, at most 12) a batch it counted before its send blocked; one
+    // more for a reader between its count and its record (the counters are
+    // read apart).
     let walkers = std::thread::available_parallelism().map_or(1, |n| n.get().min(12));
     let worst = *worst.lock().unwrap();
     assert!(
-        worst <= 1024 + jobs + walkers + 1,
+        worst <= 1024 + (jobs + walkers) * 64 + 1,
         "the walk got {worst} ahead"
     );
 }
