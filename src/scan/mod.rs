@@ -14,8 +14,8 @@
 //! At most `jobs` files are open at once.
 
 pub(crate) mod drive;
-#[cfg(feature = "remote")]
 mod handoff;
+#[cfg(feature = "remote")]
 mod listing;
 mod options;
 mod record;
